@@ -1,0 +1,42 @@
+# Two commands on a fresh machine: `make run` and `make test` (see README.md).
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: run test lint results bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+# Stamp files: reinstall only when pyproject.toml changes.
+$(VENV)/.run-deps: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[images,serve]'
+	touch $@
+
+$(VENV)/.test-deps: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[test,images,serve]'
+	touch $@
+
+run: $(VENV)/.run-deps
+	$(BIN)/spectui
+
+lint: $(VENV)/.test-deps
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+test: lint
+	$(BIN)/python -m pytest
+
+# Regenerate the committed results from the original's sweep.
+results: $(VENV)/.run-deps
+	$(BIN)/spectui sweep --preset seed-576 --out results/sweep_summary.csv
+	$(BIN)/spectui analyze results/sweep_summary.csv --markdown results/findings.md
+	$(BIN)/spectui plot results/sweep_summary.csv --out results/plots
+
+bench: $(VENV)/.test-deps
+	$(BIN)/python benchmarks/bench_engine.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

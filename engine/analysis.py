@@ -1,0 +1,224 @@
+"""Analysis of a sweep frame (the rows of :func:`engine.sweep.run_sweep` or its CSV).
+
+Every function takes the frame and returns data (frames, dicts); formatting is the caller's.
+Parameters a draft model does not read are inert: rows that differ only in them are one
+configuration, and no table presents such an axis as a finding.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .config import CONFIG_FIELDS
+from .draft_models import DRAFT_MODELS, MODEL_PARAMETERS, get_model
+
+REQUIRED_COLUMNS = (*CONFIG_FIELDS, "speedup", "speedup_ci95", "speedup_exact", "compute_overhead")
+# Columns that, with the model's own parameters, define a cell of the optimal-K table.
+CELL_COLUMNS = ("draft_cost_us", "verify_cost_us", "tokens_per_seq", "n_sequences", "tail", "seed")
+
+
+class SweepDataError(ValueError):
+    """A sweep file or frame lacks what the analysis needs."""
+
+
+def read_sweep_csv(path: Path) -> pd.DataFrame:
+    """Load a sweep CSV and check its columns; errors name the file and the problem."""
+    try:
+        frame = pd.read_csv(path)
+    except FileNotFoundError:
+        raise SweepDataError(f"{path}: no such file (run `spectui sweep` first)") from None
+    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
+        raise SweepDataError(f"{path}: cannot read as CSV: {err}") from None
+    missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
+    if missing:
+        raise SweepDataError(f"{path}: not a sweep file; missing columns: {', '.join(missing)}")
+    if frame.empty:
+        raise SweepDataError(f"{path}: holds no configurations")
+    unknown = set(frame["draft_model"]) - set(DRAFT_MODELS)
+    if unknown:
+        raise SweepDataError(f"{path}: unknown draft model(s): {', '.join(map(str, unknown))}")
+    return frame
+
+
+def speedup_column(frame: pd.DataFrame) -> str:
+    """'speedup' (Monte Carlo) when the frame has it, else 'speedup_exact' (exact-only sweep)."""
+    return "speedup" if frame["speedup"].notna().any() else "speedup_exact"
+
+
+def effective(frame: pd.DataFrame) -> pd.DataFrame:
+    """The frame with inert parameters blanked (NaN) and the duplicates they made dropped."""
+    out = frame.copy()
+    for name, model in DRAFT_MODELS.items():
+        inert = sorted(MODEL_PARAMETERS - set(model.reads))
+        out.loc[out["draft_model"] == name, inert] = np.nan
+    keys = [c for c in CONFIG_FIELDS if c in out.columns]
+    return out.drop_duplicates(subset=keys).reset_index(drop=True)
+
+
+def quality_parameter(model: str) -> str:
+    """The parameter a heatmap's rows use for a model: the first one it reads."""
+    return get_model(model).reads[0]
+
+
+def best_configuration(frame: pd.DataFrame) -> pd.Series:
+    """The row with the highest speedup (Monte Carlo, or exact for an exact-only sweep)."""
+    col = speedup_column(frame)
+    return frame.loc[frame[col].idxmax()]
+
+
+def _noise(ci_a: float, ci_b: float) -> float:
+    """95 % half-width of the difference of two independent speedups."""
+    if math.isnan(ci_a) or math.isnan(ci_b):
+        return 0.0
+    return math.hypot(ci_a, ci_b)
+
+
+def optimal_k(frame: pd.DataFrame) -> pd.DataFrame:
+    """K* for every (model, its quality parameters, costs, length) cell.
+
+    Columns: the cell's keys, ``k_opt`` and ``speedup_opt`` (with ``speedup_ci95``), the
+    runner-up ``k_second``/``speedup_second``, ``tie`` (the best two are within sampling
+    noise: their difference is inside the 95 % interval of a difference), ``tied_ks`` (every
+    K within noise of the best), ``k_opt_exact``/``speedup_exact_opt`` from the exact values,
+    ``loses`` (even K* is slower than the baseline) and ``n_k``.
+    """
+    col = speedup_column(frame)
+    rows: list[dict[str, Any]] = []
+    eff = effective(frame)
+    for model_name, model_rows in eff.groupby("draft_model", sort=False):
+        keys = [*get_model(str(model_name)).reads, *CELL_COLUMNS]
+        for cell_key, cell in model_rows.groupby(keys, sort=True, dropna=False):
+            ranked = cell.sort_values([col, "k"], ascending=[False, True])
+            best = ranked.iloc[0]
+            ci_best = float(best["speedup_ci95"]) if col == "speedup" else math.nan
+            second = ranked.iloc[1] if len(ranked) > 1 else None
+            tied = [
+                int(r["k"])
+                for _, r in ranked.iterrows()
+                if best[col] - r[col]
+                <= _noise(ci_best, float(r["speedup_ci95"]) if col == "speedup" else math.nan)
+            ]
+            exact_best = cell.loc[cell["speedup_exact"].idxmax()]
+            row = dict(zip(keys, cell_key, strict=True))
+            row.update(
+                draft_model=model_name,
+                cost_ratio=float(best["draft_cost_us"] / best["verify_cost_us"]),
+                k_opt=int(best["k"]),
+                speedup_opt=float(best[col]),
+                speedup_ci95=ci_best,
+                k_second=int(second["k"]) if second is not None else None,
+                speedup_second=float(second[col]) if second is not None else math.nan,
+                tie=len(tied) > 1,
+                tied_ks=",".join(str(k) for k in sorted(tied)),
+                k_opt_exact=int(exact_best["k"]),
+                speedup_exact_opt=float(exact_best["speedup_exact"]),
+                loses=bool(best[col] < 1.0),
+                n_k=len(cell),
+            )
+            rows.append(row)
+    out = pd.DataFrame(rows)
+    lead = ["draft_model", *sorted(MODEL_PARAMETERS & set(out.columns))]
+    return out[lead + [c for c in out.columns if c not in lead]]
+
+
+def heatmap(opt: pd.DataFrame, model: str, value: str = "k_opt") -> pd.DataFrame:
+    """One model's optimal-K table as a grid: rows its quality parameter, columns draft cost."""
+    rows = opt[opt["draft_model"] == model]
+    return rows.pivot_table(
+        index=quality_parameter(model), columns="draft_cost_us", values=value, aggfunc="first"
+    )
+
+
+def k_star_ranges(opt: pd.DataFrame, model: str = "fixed") -> pd.DataFrame:
+    """For each value of the model's quality parameter: the smallest and largest K* over costs."""
+    rows = opt[opt["draft_model"] == model]
+    quality = quality_parameter(model)
+    return (
+        rows.groupby(quality)["k_opt"].agg(k_min="min", k_max="max").reset_index()
+        if not rows.empty
+        else pd.DataFrame(columns=[quality, "k_min", "k_max"])
+    )
+
+
+def breakeven_by_cost_ratio(frame: pd.DataFrame, model: str = "fixed") -> pd.DataFrame:
+    """Per cost ratio: mean speedup over K and quality (the original's table), and more.
+
+    Columns: ``cost_ratio``, ``mean_speedup``, ``mean_speedup_exact``, ``min_speedup``,
+    ``max_speedup``, ``losing`` (count below 1.0), ``configs``, ``max_breakeven_ratio`` (over
+    K and quality, the largest cost ratio at which the infinite-length speedup is still 1).
+    """
+    col = speedup_column(frame)
+    rows = effective(frame)
+    rows = rows[rows["draft_model"] == model]
+    if rows.empty:
+        return pd.DataFrame()
+    grouped = rows.groupby("cost_ratio")
+    return pd.DataFrame(
+        {
+            "mean_speedup": grouped[col].mean(),
+            "mean_speedup_exact": grouped["speedup_exact"].mean(),
+            "min_speedup": grouped[col].min(),
+            "max_speedup": grouped[col].max(),
+            "losing": grouped[col].apply(lambda s: int((s < 1.0).sum())),
+            "configs": grouped[col].size(),
+            "max_breakeven_ratio": grouped["breakeven_cost_ratio"].max(),
+        }
+    ).reset_index()
+
+
+def losing_configurations(frame: pd.DataFrame) -> dict[str, Any]:
+    """Configurations slower than the baseline, counted and described from the data.
+
+    ``count``/``total`` count rows as the sweep has them (the original's way);
+    ``distinct``/``distinct_total`` count after merging rows that differ only in inert
+    parameters. ``min_cost_ratio`` is the cheapest draft among losers; ``max_quality`` the
+    best quality parameter among each model's losers; ``by_model`` counts per model.
+    """
+    col = speedup_column(frame)
+    losers = frame[frame[col] < 1.0]
+    eff = effective(frame)
+    eff_losers = eff[eff[col] < 1.0]
+    by_model = {}
+    max_quality = {}
+    for name in DRAFT_MODELS:
+        model_losers = eff_losers[eff_losers["draft_model"] == name]
+        by_model[name] = len(model_losers)
+        if len(model_losers):
+            max_quality[name] = (
+                quality_parameter(name),
+                float(model_losers[quality_parameter(name)].max()),
+            )
+    return {
+        "count": len(losers),
+        "total": len(frame),
+        "fraction": len(losers) / len(frame) if len(frame) else math.nan,
+        "distinct": len(eff_losers),
+        "distinct_total": len(eff),
+        "min_cost_ratio": float(losers["cost_ratio"].min()) if len(losers) else math.nan,
+        "min_k": int(losers["k"].min()) if len(losers) else None,
+        "max_quality": max_quality,
+        "by_model": by_model,
+        "rows": losers,
+    }
+
+
+def pareto_front(frame: pd.DataFrame) -> pd.DataFrame:
+    """Configurations not dominated in (higher speedup, lower compute overhead).
+
+    Sorted by compute overhead (its exact limit for an exact-only sweep); ties in overhead
+    keep the faster one.
+    """
+    col = speedup_column(frame)
+    overhead = "compute_overhead" if col == "speedup" else "compute_overhead_limit"
+    ordered = effective(frame).sort_values([overhead, col], ascending=[True, False])
+    keep, best = [], -math.inf
+    for index, speedup in zip(ordered.index, ordered[col], strict=True):
+        if speedup > best:
+            keep.append(index)
+            best = speedup
+    return ordered.loc[keep].reset_index(drop=True)

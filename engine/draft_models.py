@@ -1,0 +1,109 @@
+"""The three draft models: where the per-position acceptance probability p_i comes from.
+
+Each model is a small class in :data:`DRAFT_MODELS`. A model says which configuration
+parameters it reads (:attr:`DraftModel.reads`); the others are inert for it.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+
+from .config import SpecConfig
+
+
+class DraftModel:
+    """Base class. Positions are 1-based in the docs, 0-based in arrays."""
+
+    name: ClassVar[str]
+    reads: ClassVar[tuple[str, ...]]
+    description: ClassVar[str]
+
+    def position_probs(self, config: SpecConfig, k: int) -> np.ndarray:
+        """Marginal P(accept) of draft positions 1..k, as a float array of length k in [0, 1]."""
+        raise NotImplementedError
+
+    def sample_accepts(
+        self, config: SpecConfig, rng: np.random.Generator, rows: int, k: int
+    ) -> np.ndarray:
+        """Token-level accept tests for ``rows`` cycles of ``k`` drafts: bool array (rows, k)."""
+        return rng.random((rows, k)) < self.position_probs(config, k)
+
+    def accept_token(self, config: SpecConfig, rng: np.random.Generator, position: int) -> bool:
+        """One accept test for the draft token at 1-based ``position`` (reference engine)."""
+        return bool(rng.random() < self.position_probs(config, position)[position - 1])
+
+
+class FixedAccuracy(DraftModel):
+    name = "fixed"
+    reads = ("acceptance_rate",)
+    description = "constant P(accept) = acceptance_rate at every position"
+
+    def position_probs(self, config: SpecConfig, k: int) -> np.ndarray:
+        return np.full(k, config.acceptance_rate)
+
+
+class PositionDecay(DraftModel):
+    name = "position_decay"
+    reads = ("decay_base", "decay_factor")
+    description = "P(accept) at position i = decay_base * decay_factor^(i-1)"
+
+    def position_probs(self, config: SpecConfig, k: int) -> np.ndarray:
+        return config.decay_base * config.decay_factor ** np.arange(k, dtype=float)
+
+
+class EntropyAware(DraftModel):
+    name = "entropy_aware"
+    reads = ("entropy_high", "entropy_low", "entropy_frac")
+    description = (
+        "each token is hard with P = entropy_frac (accepted with entropy_low), "
+        "else easy (accepted with entropy_high)"
+    )
+
+    def position_probs(self, config: SpecConfig, k: int) -> np.ndarray:
+        p = (
+            config.entropy_frac * config.entropy_low
+            + (1 - config.entropy_frac) * config.entropy_high
+        )
+        return np.full(k, p)
+
+    def sample_accepts(
+        self, config: SpecConfig, rng: np.random.Generator, rows: int, k: int
+    ) -> np.ndarray:
+        # The token's class is drawn first, then its accept test, as SEMANTICS.md specifies.
+        hard = rng.random((rows, k)) < config.entropy_frac
+        p = np.where(hard, config.entropy_low, config.entropy_high)
+        return rng.random((rows, k)) < p
+
+    def accept_token(self, config: SpecConfig, rng: np.random.Generator, position: int) -> bool:
+        hard = rng.random() < config.entropy_frac
+        p = config.entropy_low if hard else config.entropy_high
+        return bool(rng.random() < p)
+
+
+DRAFT_MODELS: dict[str, DraftModel] = {
+    m.name: m for m in (FixedAccuracy(), PositionDecay(), EntropyAware())
+}
+
+# Parameters that only some model reads; every other field is read by all models.
+MODEL_PARAMETERS: frozenset[str] = frozenset(p for m in DRAFT_MODELS.values() for p in m.reads)
+
+
+def get_model(name: str) -> DraftModel:
+    """The draft model registered under ``name`` (KeyError lists the known names)."""
+    try:
+        return DRAFT_MODELS[name]
+    except KeyError:
+        raise KeyError(f"unknown draft model {name!r}; known: {', '.join(DRAFT_MODELS)}") from None
+
+
+def reads(config: SpecConfig) -> tuple[str, ...]:
+    """Model-specific parameters that ``config``'s draft model reads."""
+    return get_model(config.draft_model).reads
+
+
+def inert_parameters(model_name: str) -> tuple[str, ...]:
+    """Model parameters that ``model_name`` ignores (inert axes in a sweep)."""
+    used = set(get_model(model_name).reads)
+    return tuple(sorted(MODEL_PARAMETERS - used))

@@ -1,0 +1,94 @@
+"""Exact expectations, no sampling: closed forms and the finite-length dynamic program.
+
+See SEMANTICS.md, "Exact expectations". Times are in microseconds, lengths in tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+from .config import SpecConfig
+from .draft_models import get_model
+
+
+def survival(config: SpecConfig, k: int | None = None) -> np.ndarray:
+    """P(n >= j) for j = 1..k (default k = config.k): cumulative products of p_i."""
+    k = config.k if k is None else k
+    return np.cumprod(get_model(config.draft_model).position_probs(config, k))
+
+
+def accepted_distribution(config: SpecConfig, k: int | None = None) -> np.ndarray:
+    """P(n = j) for j = 0..k accepted drafts in one cycle of ``k`` drafts (sums to 1)."""
+    surv = np.concatenate(([1.0], survival(config, k)))
+    dist = surv.copy()
+    dist[:-1] -= surv[1:]
+    return dist
+
+
+def tokens_per_cycle(config: SpecConfig) -> float:
+    """E[n + 1], tokens emitted per cycle of K drafts, in [1, K + 1]."""
+    return float(1.0 + survival(config).sum())
+
+
+def speedup_limit(config: SpecConfig) -> float:
+    """Speedup as tokens_per_seq goes to infinity (Leviathan et al. 2023, Thm 3.8 for fixed)."""
+    cycle_cost = config.k * config.draft_cost_us + config.verify_cost_us
+    return tokens_per_cycle(config) * config.verify_cost_us / cycle_cost
+
+
+def breakeven_cost_ratio(config: SpecConfig) -> float:
+    """The cost ratio draft/verify at which speedup_limit is exactly 1 for this K and model."""
+    return (tokens_per_cycle(config) - 1.0) / config.k
+
+
+def compute_overhead_limit(config: SpecConfig) -> float:
+    """Target positions plus cost_ratio x drafts, per emitted token, minus 1 (Thm 3.11)."""
+    k = config.k
+    return (k + 1 + config.cost_ratio * k) / tokens_per_cycle(config) - 1.0
+
+
+def expected_sequence_time_us(config: SpecConfig) -> float:
+    """Expected speculative time of one sequence of tokens_per_seq tokens, in microseconds.
+
+    Dynamic program over r, the tokens still needed: f(0) = 0,
+    f(r) = cost(k_r) + sum_j P_r(n = j) f(max(r - j - 1, 0)). O(T * K).
+    """
+    big_k, total = config.k, config.tokens_per_seq
+    # Distributions for every k the tail rule can use (0..K), from one survival vector.
+    surv = np.concatenate(([1.0], survival(config, big_k)))
+    f = np.zeros(total + 1)
+    for r in range(1, total + 1):
+        k = big_k if config.tail == "full" else min(big_k, r - 1)
+        dist = surv[: k + 1].copy()
+        dist[:-1] -= surv[1 : k + 1]
+        # n = j leaves max(r - j - 1, 0) tokens to produce.
+        remaining = np.maximum(r - 1 - np.arange(k + 1), 0)
+        f[r] = k * config.draft_cost_us + config.verify_cost_us + dist @ f[remaining]
+    return float(f[total])
+
+
+def speedup_exact(config: SpecConfig) -> float:
+    """Expected speedup at the finite length tokens_per_seq, for the config's tail rule."""
+    baseline = config.tokens_per_seq * config.verify_cost_us
+    return baseline / expected_sequence_time_us(config)
+
+
+def exact_metrics(config: SpecConfig) -> dict[str, float]:
+    """Every exact figure of one configuration, under the names SEMANTICS.md uses."""
+    return {
+        "speedup_exact": speedup_exact(config),
+        "speedup_limit": speedup_limit(config),
+        "tokens_per_cycle_exact": tokens_per_cycle(config),
+        "breakeven_cost_ratio": breakeven_cost_ratio(config),
+        "compute_overhead_limit": compute_overhead_limit(config),
+    }
+
+
+def speedup_curve(config: SpecConfig, ks: Iterable[int]) -> dict[str, np.ndarray]:
+    """speedup_exact and speedup_limit of ``config`` for each K in ``ks`` (for charts)."""
+    ks_arr = np.array(list(ks), dtype=int)
+    exact = [speedup_exact(config.replace(k=int(k))) for k in ks_arr]
+    limit = [speedup_limit(config.replace(k=int(k))) for k in ks_arr]
+    return {"k": ks_arr, "speedup_exact": np.array(exact), "speedup_limit": np.array(limit)}

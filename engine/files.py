@@ -1,0 +1,90 @@
+"""Writing results safely: atomic replacement, appended summaries, sweeps written as they run.
+
+The engine writes a file only when a caller asks it to, through these functions.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+import pandas as pd
+
+
+@contextmanager
+def atomic_open(path: Path, mode: str = "w") -> Iterator[IO[str]]:
+    """Open a temporary file beside ``path``; on success it replaces ``path`` atomically.
+
+    On an exception the temporary file is removed and ``path`` is left untouched.
+    """
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
+    try:
+        with os.fdopen(fd, mode, encoding="utf-8", newline="") as handle:
+            yield handle
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    with atomic_open(path) as handle:
+        handle.write(text)
+
+
+def atomic_write_csv(path: Path, frame: pd.DataFrame) -> None:
+    with atomic_open(path) as handle:
+        frame.to_csv(handle, index=False)
+
+
+def append_csv_row(path: Path, row: Mapping[str, Any]) -> None:
+    """Append one row; write the header only when this call creates the file."""
+    path = Path(path)
+    new = not path.exists() or path.stat().st_size == 0
+    with path.open("a", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(row))
+        if new:
+            writer.writeheader()
+        writer.writerow(dict(row))
+
+
+class SweepWriter:
+    """Streams sweep rows to ``<out>.partial`` as they finish; ``finish`` writes ``out``.
+
+    If the process dies, the ``.partial`` file still holds every row finished so far.
+    ``finish`` replaces ``out`` atomically with the rows sorted by configuration, then
+    removes the partial file.
+    """
+
+    def __init__(self, out: Path, columns: Sequence[str]) -> None:
+        self.out = Path(out)
+        self.partial = self.out.with_name(self.out.name + ".partial")
+        self.columns = list(columns)
+        self.out.parent.mkdir(parents=True, exist_ok=True)
+        self._handle: IO[str] | None = self.partial.open("w", encoding="utf-8", newline="")
+        self._writer = csv.DictWriter(self._handle, fieldnames=self.columns)
+        self._writer.writeheader()
+        self._handle.flush()
+
+    def write(self, row: Mapping[str, Any]) -> None:
+        assert self._handle is not None, "SweepWriter already finished"
+        self._writer.writerow({c: row.get(c) for c in self.columns})
+        self._handle.flush()
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+    def finish(self, frame: pd.DataFrame) -> Path:
+        """Write the final (possibly partial) sweep to ``out`` atomically."""
+        self.close()
+        atomic_write_csv(self.out, frame)
+        self.partial.unlink(missing_ok=True)
+        return self.out

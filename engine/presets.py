@@ -1,0 +1,208 @@
+"""Presets: TOML files holding one configuration and, optionally, sweep grids.
+
+Format::
+
+    description = "one line"
+    [config]            # any SpecConfig fields; the rest take the defaults
+    k = 5
+    [[grid]]            # zero or more; each a cartesian product of lists
+    k = [1, 2, 3]
+
+Loading is strict: unknown keys, wrong types and out-of-range values are errors that name
+the file, the key and the problem.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .config import CONFIG_FIELDS, FIELD_SPECS, ConfigError, SpecConfig, check_value
+from .files import atomic_write_text
+from .sweep import SweepSpec
+
+SHIPPED_DIR = Path(__file__).resolve().parent.parent / "presets"
+TOP_LEVEL_KEYS = ("description", "config", "grid")
+
+
+class PresetError(ValueError):
+    """A preset cannot be found or is malformed; the message names file, key and problem."""
+
+
+def user_preset_dir() -> Path:
+    """Where user presets live: $SPECTUI_PRESET_DIR, else $XDG_CONFIG_HOME/spectui/presets."""
+    if os.environ.get("SPECTUI_PRESET_DIR"):
+        return Path(os.environ["SPECTUI_PRESET_DIR"])
+    config_home = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(config_home) / "spectui" / "presets"
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    path: Path
+    description: str
+    config: SpecConfig
+    sweep: SweepSpec
+
+    @property
+    def is_sweep(self) -> bool:
+        return bool(self.sweep.grids)
+
+    def size(self) -> int:
+        """Number of configurations: 1 for a single run, the grid's size for a sweep."""
+        return len(self.sweep.configs())
+
+
+def _typed(path: Path, key: str, field: str, value: Any) -> Any:
+    kind = FIELD_SPECS[field].kind
+    wrong = None
+    if kind in ("int", "seed") and (isinstance(value, bool) or not isinstance(value, int)):
+        wrong = "an integer"
+    elif kind == "choice" and not isinstance(value, str):
+        wrong = "a string"
+    elif kind not in ("int", "seed", "choice") and (
+        isinstance(value, bool) or not isinstance(value, int | float)
+    ):
+        wrong = "a number"
+    if wrong:
+        raise PresetError(f"{path}: {key}: expected {wrong}, got {value!r}")
+    try:
+        return check_value(field, value)
+    except ConfigError as err:
+        raise PresetError(f"{path}: {key}: {str(err).split(': ', 1)[1]}") from None
+
+
+def parse_preset(path: Path, data: dict[str, Any]) -> Preset:
+    """Validate a parsed TOML document as a preset (strict)."""
+    for key in data:
+        if key not in TOP_LEVEL_KEYS:
+            raise PresetError(
+                f"{path}: {key}: unknown key; allowed top-level keys: {', '.join(TOP_LEVEL_KEYS)}"
+            )
+    description = data.get("description", "")
+    if not isinstance(description, str):
+        raise PresetError(f"{path}: description: expected a string")
+    table = data.get("config", {})
+    if not isinstance(table, dict):
+        raise PresetError(f"{path}: config: expected a table")
+    values = {}
+    for key, value in table.items():
+        if key not in CONFIG_FIELDS:
+            raise PresetError(
+                f"{path}: config.{key}: unknown key; known: {', '.join(CONFIG_FIELDS)}"
+            )
+        values[key] = _typed(path, f"config.{key}", key, value)
+    config = SpecConfig(**values)
+    grids_raw = data.get("grid", [])
+    if not isinstance(grids_raw, list) or not all(isinstance(g, dict) for g in grids_raw):
+        raise PresetError(f"{path}: grid: expected an array of tables ([[grid]])")
+    grids = []
+    for number, grid in enumerate(grids_raw, start=1):
+        axes: dict[str, tuple[Any, ...]] = {}
+        for key, values_list in grid.items():
+            where = f"grid[{number}].{key}"
+            if key not in CONFIG_FIELDS:
+                raise PresetError(
+                    f"{path}: {where}: unknown key; known: {', '.join(CONFIG_FIELDS)}"
+                )
+            if not isinstance(values_list, list) or not values_list:
+                raise PresetError(f"{path}: {where}: expected a non-empty list of values")
+            axes[key] = tuple(_typed(path, where, key, v) for v in values_list)
+        grids.append(axes)
+    return Preset(path.stem, path, description, config, SweepSpec(config, tuple(grids)))
+
+
+def load_preset_file(path: Path) -> Preset:
+    """Read and validate one preset file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise PresetError(f"{path}: no such preset file") from None
+    except OSError as err:
+        raise PresetError(f"{path}: cannot read: {err.strerror}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise PresetError(f"{path}: not valid TOML: {err}") from None
+    return parse_preset(path, data)
+
+
+def preset_paths() -> dict[str, Path]:
+    """Every known preset by name; a user preset shadows a shipped one of the same name."""
+    found: dict[str, Path] = {}
+    for directory in (SHIPPED_DIR, user_preset_dir()):
+        if directory.is_dir():
+            for path in sorted(directory.glob("*.toml")):
+                found[path.stem] = path
+    return found
+
+
+def resolve_preset(name_or_path: str) -> Path:
+    """A preset's file from its name (user directory first, then shipped) or its path."""
+    candidate = Path(name_or_path).expanduser()
+    if candidate.suffix == ".toml" or os.sep in name_or_path:
+        return candidate
+    paths = preset_paths()
+    if name_or_path not in paths:
+        known = ", ".join(sorted(paths)) or "none"
+        raise PresetError(f"preset {name_or_path!r}: not found; known presets: {known}")
+    return paths[name_or_path]
+
+
+def load_preset(name_or_path: str) -> Preset:
+    """Find and load a preset by name or path."""
+    return load_preset_file(resolve_preset(name_or_path))
+
+
+def list_presets() -> list[Preset | PresetError]:
+    """Every known preset, loaded; a malformed one appears as its error, not a crash."""
+    out: list[Preset | PresetError] = []
+    for path in preset_paths().values():
+        try:
+            out.append(load_preset_file(path))
+        except PresetError as err:
+            out.append(err)
+    return out
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, float):
+        return repr(value) if math.isfinite(value) else "nan"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return str(value)
+
+
+def preset_to_toml(
+    config: SpecConfig, description: str = "", grids: tuple[dict[str, Any], ...] = ()
+) -> str:
+    """The TOML text of a preset (round-trips through :func:`parse_preset`)."""
+    lines = [f"description = {_toml_value(description)}", "", "[config]"]
+    lines += [f"{name} = {_toml_value(value)}" for name, value in config.to_dict().items()]
+    for grid in grids:
+        lines += ["", "[[grid]]"]
+        lines += [f"{name} = {_toml_value(list(values))}" for name, values in grid.items()]
+    return "\n".join(lines) + "\n"
+
+
+def save_preset(
+    path: Path,
+    config: SpecConfig,
+    description: str = "",
+    grids: tuple[dict[str, Any], ...] = (),
+    *,
+    overwrite: bool = False,
+) -> Path:
+    """Write a preset atomically. Refuses to replace an existing file unless ``overwrite``."""
+    if path.exists() and not overwrite:
+        raise FileExistsError(f"{path}: already exists")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, preset_to_toml(config, description, grids))
+    return path

@@ -1,0 +1,135 @@
+"""Sweeps: a union of cartesian grids, run serially or over any Executor.
+
+Every configuration draws from its own generator (see :func:`engine.simulator.config_rng`),
+so a sweep's rows do not depend on the worker count, the order, or the rest of the grid.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from .config import CONFIG_FIELDS, ConfigError, SpecConfig
+from .exact import exact_metrics
+from .reference import simulate_reference
+from .simulator import METRIC_NAMES, simulate
+
+ENGINES = ("fast", "reference")
+SWEEP_COLUMNS: tuple[str, ...] = ("config_id", *CONFIG_FIELDS, *METRIC_NAMES)
+
+Grid = Mapping[str, Sequence[Any]]
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """A union of grids over a base configuration. Unlisted parameters take the base's value."""
+
+    base: SpecConfig
+    grids: tuple[Grid, ...]
+
+    def __post_init__(self) -> None:
+        for grid in self.grids:
+            for name, values in grid.items():
+                if name not in CONFIG_FIELDS:
+                    raise ConfigError(name, "unknown parameter in grid")
+                if isinstance(values, str) or not isinstance(values, Sequence) or not values:
+                    raise ConfigError(name, "a grid axis must be a non-empty list of values")
+
+    def configs(self) -> list[SpecConfig]:
+        """Every configuration, grid by grid in row-major order; duplicates kept once."""
+        seen: dict[SpecConfig, None] = {}
+        for grid in self.grids:
+            names = list(grid)
+            for values in itertools.product(*(grid[n] for n in names)):
+                seen.setdefault(self.base.replace(**dict(zip(names, values, strict=True))))
+        if not self.grids:
+            seen[self.base] = None
+        return list(seen)
+
+
+def evaluate(config: SpecConfig, engine: str = "fast", exact_only: bool = False) -> dict[str, Any]:
+    """One sweep row: the configuration's fields and every metric (NaN for MC if exact_only)."""
+    if engine not in ENGINES:
+        raise ValueError(f"engine: {engine!r} is not one of {', '.join(ENGINES)}")
+    if exact_only:
+        metrics: dict[str, float] = dict.fromkeys(METRIC_NAMES, math.nan)
+        metrics.update(exact_metrics(config))
+        metrics["cost_ratio"] = config.cost_ratio
+    else:
+        run = simulate if engine == "fast" else simulate_reference
+        metrics = run(config).metrics
+    return {**config.to_dict(), **metrics}
+
+
+def _evaluate_batch(
+    batch: list[tuple[int, SpecConfig]], engine: str, exact_only: bool
+) -> list[dict[str, Any]]:
+    return [{"config_id": i, **evaluate(c, engine, exact_only)} for i, c in batch]
+
+
+ResultCallback = Callable[[dict[str, Any], int, int], None]
+
+
+def run_sweep(
+    configs: Sequence[SpecConfig],
+    *,
+    engine: str = "fast",
+    exact_only: bool = False,
+    executor: Executor | None = None,
+    on_result: ResultCallback | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    batch_size: int = 8,
+) -> pd.DataFrame:
+    """Run every configuration; return the finished rows ordered by ``config_id``.
+
+    ``on_result(row, done, total)`` is called in the caller's thread as each row finishes.
+    When ``should_stop()`` turns true the sweep stops early: rows already finished are
+    returned, work not yet started is cancelled.
+    """
+    total = len(configs)
+    indexed = list(enumerate(configs))
+    batches = [indexed[i : i + batch_size] for i in range(0, total, batch_size)]
+    rows: list[dict[str, Any]] = []
+
+    def stopped() -> bool:
+        return should_stop is not None and should_stop()
+
+    def collect(batch_rows: Iterable[dict[str, Any]]) -> None:
+        for row in batch_rows:
+            rows.append(row)
+            if on_result is not None:
+                on_result(row, len(rows), total)
+
+    if executor is None:
+        for batch in batches:
+            for item in batch:
+                if stopped():
+                    return _frame(rows)
+                collect(_evaluate_batch([item], engine, exact_only))
+        return _frame(rows)
+
+    pending: set[Future[list[dict[str, Any]]]] = {
+        executor.submit(_evaluate_batch, batch, engine, exact_only) for batch in batches
+    }
+    try:
+        while pending:
+            if stopped():
+                break
+            done, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
+            for future in done:
+                collect(future.result())
+    finally:
+        for future in pending:
+            future.cancel()
+    return _frame(rows)
+
+
+def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    frame = pd.DataFrame(rows, columns=list(SWEEP_COLUMNS))
+    return frame.sort_values("config_id", kind="stable").reset_index(drop=True)

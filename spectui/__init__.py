@@ -1,0 +1,1 @@
+"""spectui: explore speculative decoding in the terminal."""
