@@ -21,7 +21,7 @@ _EXPORTS = {
     "simulate_reference": "reference",
     "RunResult": "simulator",
     "simulate": "simulator",
-    "SweepSpec": "sweep",
+    "SweepSpec": "grid",
     "run_sweep": "sweep",
 }
 

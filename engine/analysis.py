@@ -149,8 +149,7 @@ def breakeven_by_cost_ratio(frame: pd.DataFrame, model: str = "fixed") -> pd.Dat
     """Per cost ratio: mean speedup over K and quality (the original's table), and more.
 
     Columns: ``cost_ratio``, ``mean_speedup``, ``mean_speedup_exact``, ``min_speedup``,
-    ``max_speedup``, ``losing`` (count below 1.0), ``configs``, ``max_breakeven_ratio`` (over
-    K and quality, the largest cost ratio at which the infinite-length speedup is still 1).
+    ``max_speedup``, ``losing`` (count below 1.0) and ``configs``.
     """
     col = speedup_column(frame)
     rows = effective(frame)
@@ -166,9 +165,34 @@ def breakeven_by_cost_ratio(frame: pd.DataFrame, model: str = "fixed") -> pd.Dat
             "max_speedup": grouped[col].max(),
             "losing": grouped[col].apply(lambda s: int((s < 1.0).sum())),
             "configs": grouped[col].size(),
-            "max_breakeven_ratio": grouped["breakeven_cost_ratio"].max(),
         }
     ).reset_index()
+
+
+def mean_breakeven_ratio(table: pd.DataFrame) -> float:
+    """Where the mean speedup of :func:`breakeven_by_cost_ratio` crosses 1.0 (linear
+    interpolation between the cost ratios around the crossing); NaN if it never crosses."""
+    ratios, means = table["cost_ratio"].to_numpy(), table["mean_speedup"].to_numpy()
+    for i in range(1, len(ratios)):
+        if means[i - 1] >= 1.0 > means[i]:
+            frac = (means[i - 1] - 1.0) / (means[i - 1] - means[i])
+            return float(ratios[i - 1] + frac * (ratios[i] - ratios[i - 1]))
+    return math.nan
+
+
+def breakeven_by_quality(frame: pd.DataFrame, model: str = "fixed") -> pd.DataFrame:
+    """Per value of the model's quality parameter: the largest cost ratio at which some K in
+    the sweep still breaks even as sequences grow long (exact), and that K.
+
+    Columns: the quality parameter, ``breakeven_cost_ratio``, ``k``.
+    """
+    rows = effective(frame)
+    rows = rows[rows["draft_model"] == model]
+    quality = quality_parameter(model)
+    if rows.empty:
+        return pd.DataFrame(columns=[quality, "breakeven_cost_ratio", "k"])
+    best = rows.loc[rows.groupby(quality)["breakeven_cost_ratio"].idxmax()]
+    return best[[quality, "breakeven_cost_ratio", "k"]].reset_index(drop=True)
 
 
 def losing_configurations(frame: pd.DataFrame) -> dict[str, Any]:

@@ -11,9 +11,20 @@ import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:  # pandas is imported by the callers that pass frames; keep this module light
+    import pandas as pd
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
+
+
+# New files get the usual permissions (mkstemp alone would make them private).
+_NEW_FILE_MODE = 0o666 & ~_umask()
 
 
 @contextmanager
@@ -25,6 +36,7 @@ def atomic_open(path: Path, mode: str = "w") -> Iterator[IO[str]]:
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
     try:
+        os.chmod(tmp, path.stat().st_mode & 0o777 if path.exists() else _NEW_FILE_MODE)
         with os.fdopen(fd, mode, encoding="utf-8", newline="") as handle:
             yield handle
         os.replace(tmp, path)

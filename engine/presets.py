@@ -23,7 +23,7 @@ from typing import Any
 
 from .config import CONFIG_FIELDS, FIELD_SPECS, ConfigError, SpecConfig, check_value
 from .files import atomic_write_text
-from .sweep import SweepSpec
+from .grid import SweepSpec
 
 SHIPPED_DIR = Path(__file__).resolve().parent.parent / "presets"
 TOP_LEVEL_KEYS = ("description", "config", "grid")

@@ -251,8 +251,12 @@ def simulate(
     return RunResult(config, metrics_from_totals(config, totals), cycles)
 
 
-def accept_pattern(k: int, accepted: int) -> str:
-    """Glyphs of one cycle's drafted positions: accepted, the rejected one, unverified."""
+def accept_pattern(k: int, accepted: int, glyphs: str = "✓✗·") -> str:
+    """One cycle's drafted positions: accepted, the first rejected one, then unverified ones.
+
+    ``glyphs`` gives the three symbols in that order (for example "AR." for ASCII files).
+    """
+    yes, no, unverified = glyphs[0], glyphs[1], glyphs[2]
     if accepted >= k:
-        return "✓" * k
-    return "✓" * accepted + "✗" + "·" * (k - accepted - 1)
+        return yes * k
+    return yes * accepted + no + unverified * (k - accepted - 1)

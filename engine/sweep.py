@@ -6,51 +6,23 @@ so a sweep's rows do not depend on the worker count, the order, or the rest of t
 
 from __future__ import annotations
 
-import itertools
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
-from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
-from .config import CONFIG_FIELDS, ConfigError, SpecConfig
+from .config import CONFIG_FIELDS, SpecConfig
 from .exact import exact_metrics
+from .grid import Grid, SweepSpec
 from .reference import simulate_reference
 from .simulator import METRIC_NAMES, simulate
 
+__all__ = ["ENGINES", "SWEEP_COLUMNS", "Grid", "SweepSpec", "evaluate", "run_sweep"]
+
 ENGINES = ("fast", "reference")
 SWEEP_COLUMNS: tuple[str, ...] = ("config_id", *CONFIG_FIELDS, *METRIC_NAMES)
-
-Grid = Mapping[str, Sequence[Any]]
-
-
-@dataclass(frozen=True)
-class SweepSpec:
-    """A union of grids over a base configuration. Unlisted parameters take the base's value."""
-
-    base: SpecConfig
-    grids: tuple[Grid, ...]
-
-    def __post_init__(self) -> None:
-        for grid in self.grids:
-            for name, values in grid.items():
-                if name not in CONFIG_FIELDS:
-                    raise ConfigError(name, "unknown parameter in grid")
-                if isinstance(values, str) or not isinstance(values, Sequence) or not values:
-                    raise ConfigError(name, "a grid axis must be a non-empty list of values")
-
-    def configs(self) -> list[SpecConfig]:
-        """Every configuration, grid by grid in row-major order; duplicates kept once."""
-        seen: dict[SpecConfig, None] = {}
-        for grid in self.grids:
-            names = list(grid)
-            for values in itertools.product(*(grid[n] for n in names)):
-                seen.setdefault(self.base.replace(**dict(zip(names, values, strict=True))))
-        if not self.grids:
-            seen[self.base] = None
-        return list(seen)
 
 
 def evaluate(config: SpecConfig, engine: str = "fast", exact_only: bool = False) -> dict[str, Any]:

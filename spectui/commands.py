@@ -1,0 +1,187 @@
+"""The headless subcommands. Each takes the parsed arguments and returns an exit status."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import signal
+import sys
+import threading
+import time
+from concurrent.futures import Executor, ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from engine.config import CONFIG_FIELDS, SpecConfig
+from engine.presets import load_preset
+from spectui.errors import UsageError
+
+
+def _config_from_args(args: argparse.Namespace) -> SpecConfig:
+    """The preset's configuration (or the defaults), overridden by the flags given."""
+    base = load_preset(args.preset).config if args.preset else SpecConfig()
+    changes = {f: getattr(args, f) for f in CONFIG_FIELDS if getattr(args, f, None) is not None}
+    return base.replace(**changes)
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from engine.files import append_csv_row, atomic_open
+    from engine.reference import simulate_reference
+    from engine.simulator import simulate
+
+    config = _config_from_args(args)
+    if args.engine == "reference":
+        result = simulate_reference(config, records=args.cycles_out is not None)
+        if args.cycles_out is not None:
+            assert result.cycles is not None
+            with atomic_open(args.cycles_out) as handle:
+                _cycles_csv(result.cycles, config, handle, header=True)
+    elif args.cycles_out is not None:
+        with atomic_open(args.cycles_out) as handle:
+            first = [True]
+
+            def sink(chunk: Any) -> None:
+                _cycles_csv(chunk, config, handle, header=first[0])
+                first[0] = False
+
+            result = simulate(config, on_cycles=sink)
+    else:
+        result = simulate(config)
+
+    if args.summary_out is not None:
+        append_csv_row(args.summary_out, result.to_dict())
+    if args.json:
+        payload = {
+            "config": config.to_dict(),
+            "engine": args.engine,
+            "metrics": {k: _json_safe(v) for k, v in result.metrics.items()},
+        }
+        print(json.dumps(payload))
+    else:
+        from spectui.render import console, run_summary
+
+        console().print(run_summary(result))
+    return 0
+
+
+def _cycles_csv(chunk: Any, config: SpecConfig, handle: Any, header: bool) -> None:
+    """Per-cycle records as CSV, with the accept pattern spelled out (A accepted, R rejected)."""
+    from engine.simulator import accept_pattern
+
+    out = chunk.copy()
+    out["pattern"] = [
+        accept_pattern(k, n, glyphs="AR.") for k, n in zip(out["k"], out["accepted"], strict=True)
+    ]
+    out["running_speedup"] = out["cum_tokens"] * config.verify_cost_us / out["cum_time_us"]
+    out.to_csv(handle, index=False, header=header)
+
+
+def _ignore_sigint() -> None:
+    # Worker processes leave Ctrl-C to the parent, which stops the sweep cleanly.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from engine.files import SweepWriter
+    from engine.sweep import SWEEP_COLUMNS, run_sweep
+
+    preset = load_preset(args.preset)
+    configs = preset.sweep.configs()
+    writer = SweepWriter(args.out, SWEEP_COLUMNS)
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGINT, lambda *_: stop.set())
+    executor: Executor | None = None
+    if args.workers > 1:
+        executor = ProcessPoolExecutor(args.workers, initializer=_ignore_sigint)
+    from spectui.render import SweepProgress
+
+    started = time.perf_counter()
+    try:
+        with SweepProgress(len(configs), f"{preset.name} → {args.out}") as progress:
+
+            def on_result(row: dict[str, Any], done: int, total: int) -> None:
+                writer.write(row)
+                progress.advance(done)
+
+            frame = run_sweep(
+                configs,
+                engine=args.engine,
+                exact_only=args.exact_only,
+                executor=executor,
+                on_result=on_result,
+                should_stop=stop.is_set,
+            )
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if executor is not None:
+            executor.shutdown(wait=True, cancel_futures=True)
+        writer.close()
+    writer.finish(frame)
+    elapsed = time.perf_counter() - started
+    done, total = len(frame), len(configs)
+    if stop.is_set():
+        print(
+            f"stopped: {done} of {total} configurations finished and written to {args.out}",
+            file=sys.stderr,
+        )
+        return 130
+    print(f"{done} configurations in {elapsed:.1f} s written to {args.out}", file=sys.stderr)
+    return 0
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    from engine.report import findings_markdown
+
+    from engine.analysis import read_sweep_csv
+    from spectui.render import analysis_renderables, console
+
+    frame = read_sweep_csv(args.file)
+    out = console()
+    for renderable in analysis_renderables(frame):
+        out.print(renderable)
+    if args.markdown is not None:
+        from engine.files import atomic_write_text
+
+        args.markdown.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(args.markdown, findings_markdown(frame, source=str(args.file)))
+        print(f"report written to {args.markdown}", file=sys.stderr)
+    return 0
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    if args.out is None and not args.terminal:
+        raise UsageError("give --out DIR (PNG files), --terminal, or both")
+    from spectui.plotting import plot_command
+
+    written = plot_command(args.file, args.out, args.terminal)
+    for path in written:
+        print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+def cmd_presets(args: argparse.Namespace) -> int:
+    from engine.presets import list_presets
+    from spectui.render import console, presets_table
+
+    console().print(presets_table(list_presets()))
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    try:
+        from textual_serve.server import Server
+    except ImportError:
+        raise UsageError("textual-serve is not installed: pip install 'spectui[serve]'") from None
+    command = f"{sys.executable} -m spectui"
+    if args.preset:
+        load_preset(args.preset)  # fail here, with one line, rather than in the browser
+        command += f" --preset {str(Path(args.preset))!r}"
+    Server(command, host=args.host, port=args.port, title="spectui").serve()
+    return 0

@@ -1,0 +1,197 @@
+"""Rich renderings for the command line: run summary, sweep progress, analysis tables."""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+from typing import Any
+
+import pandas as pd
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    TaskProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+from rich.text import Text
+
+from engine.presets import Preset, PresetError
+from engine.report import Section, analysis_sections, original_findings
+from engine.simulator import RunResult
+
+
+def console(stderr: bool = False) -> Console:
+    return Console(stderr=stderr, no_color=bool(os.environ.get("NO_COLOR")) or None)
+
+
+def _num(value: float, digits: int = 3) -> str:
+    return "n/a" if value is None or math.isnan(value) else f"{value:.{digits}f}"
+
+
+def run_summary(result: RunResult) -> Panel:
+    """One run: its configuration and every metric, Monte Carlo beside exact."""
+    c, m = result.config, result.metrics
+    table = Table(show_header=True, box=None, pad_edge=False)
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    table.add_column("", style="dim")
+    rows = [
+        ("speedup (Monte Carlo)", f"{_num(m['speedup'])} ± {_num(m['speedup_ci95'])}", "95 % CI"),
+        ("speedup (exact)", _num(m["speedup_exact"]), f"at {c.tokens_per_seq} tokens/seq"),
+        ("speedup (limit)", _num(m["speedup_limit"]), "as sequences grow long"),
+        (
+            "tokens per cycle",
+            _num(m["tokens_per_cycle"]),
+            f"exact {_num(m['tokens_per_cycle_exact'])}",
+        ),
+        ("acceptance observed", _num(m["acceptance_observed"]), "accepted / drafted"),
+        ("waste", _num(m["waste"]), "drafts not kept / drafted"),
+        ("draft time fraction", _num(m["draft_time_fraction"]), ""),
+        ("compute overhead", _num(m["compute_overhead"]), "extra work per emitted token"),
+        ("break-even cost ratio", _num(m["breakeven_cost_ratio"]), "exact, this K"),
+        ("cycles", f"{int(m['cycles']):,}", ""),
+        ("speculative time", f"{m['spec_time_us'] / 1e3:,.1f} ms", ""),
+        ("baseline time", f"{m['baseline_time_us'] / 1e3:,.1f} ms", ""),
+    ]
+    for row in rows:
+        table.add_row(*row)
+    model_params = {
+        "fixed": f"acceptance {c.acceptance_rate:g}",
+        "position_decay": f"decay {c.decay_base:g} x {c.decay_factor:g}^(i-1)",
+        "entropy_aware": f"entropy high {c.entropy_high:g} low {c.entropy_low:g} "
+        f"frac {c.entropy_frac:g}",
+    }[c.draft_model]
+    title = (
+        f"{c.draft_model} ({model_params}), K={c.k}, draft {c.draft_cost_us:g} us, "
+        f"verify {c.verify_cost_us:g} us (ratio {c.cost_ratio:.3g}), {c.n_sequences} x "
+        f"{c.tokens_per_seq} tokens, seed {c.seed}, tail {c.tail}"
+    )
+    return Panel(Group(Text(title, style="bold"), table), title="spectui run", title_align="left")
+
+
+class RateColumn(ProgressColumn):
+    """Configurations per second."""
+
+    def render(self, task: Any) -> Text:
+        return Text(f"{task.speed:.0f}/s" if task.speed else "–/s", style="cyan")
+
+
+class SweepProgress:
+    """A rich progress bar (count, rate, ETA) on a terminal; plain lines otherwise."""
+
+    def __init__(self, total: int, description: str) -> None:
+        self.total, self.description = total, description
+        self.tty = sys.stderr.isatty()
+        self._progress: Progress | None = None
+        self._last_line = 0.0
+
+    def __enter__(self) -> SweepProgress:
+        if self.tty:
+            self._progress = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TaskProgressColumn(),
+                RateColumn(),
+                TimeElapsedColumn(),
+                TextColumn("ETA"),
+                TimeRemainingColumn(),
+                console=console(stderr=True),
+            )
+            self._progress.start()
+            self._task = self._progress.add_task(self.description, total=self.total)
+        else:
+            print(f"sweep {self.description}: {self.total} configurations", file=sys.stderr)
+        return self
+
+    def advance(self, done: int) -> None:
+        if self._progress is not None:
+            self._progress.update(self._task, completed=done)
+            return
+        now = time.monotonic()
+        if done == self.total or now - self._last_line >= 2.0:
+            self._last_line = now
+            print(f"{done}/{self.total}", file=sys.stderr, flush=True)
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+
+
+def frame_table(frame: pd.DataFrame, index: bool = False) -> Table:
+    table = Table(show_header=True, header_style="bold")
+    data = frame.reset_index() if index else frame
+    for name in data.columns:
+        table.add_column(str(name), justify="right")
+    for row in data.itertuples(index=False):
+        table.add_row(
+            *(f"{v:.3f}" if isinstance(v, float) and not math.isnan(v) else str(v) for v in row)
+        )
+    return table
+
+
+def _heat_style(cell: str) -> str:
+    """Colour of a heatmap cell by its speedup: red loses, yellow marginal, green pays."""
+    if "✗" in cell:
+        return "bold red"
+    try:
+        speedup = float(cell.rsplit("(", 1)[1].rstrip("x)"))
+    except (IndexError, ValueError):
+        return ""
+    return "green" if speedup >= 2 else ("yellow" if speedup >= 1.2 else "dark_orange")
+
+
+def heatmap_table(cells: pd.DataFrame) -> Table:
+    table = Table(show_header=True, header_style="bold")
+    table.add_column(str(cells.index.name), justify="right")
+    for cost in cells.columns:
+        table.add_column(f"{cost:g} us", justify="center")
+    for quality, row in cells.iterrows():
+        table.add_row(
+            f"{quality:g}",
+            *(Text(str(v), style=_heat_style(str(v))) if isinstance(v, str) else "" for v in row),
+        )
+    return table
+
+
+def _section(section: Section) -> Panel:
+    parts: list[Any] = [Text(line) for line in section.lines]
+    if section.verdict:
+        style = {"confirmed": "green", "contradicted": "bold red"}.get(section.verdict, "yellow")
+        style = "yellow" if "contradicted" in section.verdict and style == "yellow" else style
+        parts.insert(0, Text(section.verdict, style=style))
+    if section.table is not None and len(section.table):
+        if section.title.startswith("Optimal K"):
+            parts.append(heatmap_table(section.table))
+        else:
+            parts.append(frame_table(section.table))
+    return Panel(Group(*parts), title=section.title, title_align="left")
+
+
+def analysis_renderables(frame: pd.DataFrame) -> list[Panel]:
+    panels = [_section(s) for s in analysis_sections(frame)]
+    panels.append(Panel("checked against this sweep", title="The original's findings"))
+    panels += [_section(s) for s in original_findings(frame)]
+    return panels
+
+
+def presets_table(presets: list[Preset | PresetError]) -> Table:
+    table = Table(show_header=True, header_style="bold")
+    for name in ("name", "runs", "description"):
+        table.add_column(name)
+    for preset in presets:
+        if isinstance(preset, PresetError):
+            table.add_row("?", "", Text(f"error: {preset}", style="red"))
+        else:
+            runs = f"sweep of {preset.size()}" if preset.is_sweep else "1 run"
+            table.add_row(preset.name, runs, preset.description)
+    return table
