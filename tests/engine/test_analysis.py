@@ -1,0 +1,157 @@
+"""Analysis on small hand-built sweep frames whose answers are worked out here."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from engine import analysis as A
+from engine.config import SpecConfig
+
+
+def frame_of(rows):
+    """A sweep frame from (config changes, speedup, ci, exact, overhead) tuples."""
+    out = []
+    for changes, speedup, ci, exact, overhead in rows:
+        c = SpecConfig(**changes)
+        out.append(
+            {
+                **c.to_dict(),
+                "speedup": speedup,
+                "speedup_ci95": ci,
+                "speedup_exact": exact,
+                "speedup_limit": exact,
+                "compute_overhead": overhead,
+                "cost_ratio": c.cost_ratio,
+                "breakeven_cost_ratio": 0.5,
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def test_optimal_k_ties_and_losers():
+    f = frame_of(
+        [
+            # cell A (acc 0.8, 20 us): K=3 best, K=5 within noise (diff 0.02 < hypot(0.05,0.05))
+            ({"k": 1, "acceptance_rate": 0.8}, 1.50, 0.05, 1.50, 0.1),
+            ({"k": 3, "acceptance_rate": 0.8}, 2.00, 0.05, 1.97, 0.3),
+            ({"k": 5, "acceptance_rate": 0.8}, 1.98, 0.05, 1.99, 0.5),
+            # cell B (acc 0.5, 100 us): all lose, K=1 best by far
+            ({"k": 1, "acceptance_rate": 0.5, "draft_cost_us": 100}, 0.95, 0.01, 0.95, 0.6),
+            ({"k": 3, "acceptance_rate": 0.5, "draft_cost_us": 100}, 0.60, 0.01, 0.60, 1.5),
+        ]
+    )
+    opt = A.optimal_k(f).set_index("acceptance_rate")
+    a, b = opt.loc[0.8], opt.loc[0.5]
+    assert (a["k_opt"], a["k_second"], a["tie"], a["tied_ks"]) == (3, 5, True, "3,5")
+    assert a["k_opt_exact"] == 5 and not a["loses"]
+    assert (b["k_opt"], b["tie"], b["loses"], b["tied_ks"]) == (1, False, True, "1")
+    assert b["cost_ratio"] == pytest.approx(0.5)
+    grid = A.heatmap(A.optimal_k(f), "fixed")
+    assert grid.loc[0.8, 20.0] == 3 and grid.loc[0.5, 100.0] == 1
+    assert math.isnan(grid.loc[0.8, 100.0])
+
+
+def test_inert_axis_is_merged_not_presented():
+    # position_decay ignores acceptance_rate: two rows that differ only there are one config.
+    f = frame_of(
+        [
+            (
+                {"draft_model": "position_decay", "k": 2, "acceptance_rate": 0.5},
+                1.8,
+                0.01,
+                1.8,
+                0.2,
+            ),
+            (
+                {"draft_model": "position_decay", "k": 2, "acceptance_rate": 0.9},
+                1.8,
+                0.01,
+                1.8,
+                0.2,
+            ),
+            (
+                {"draft_model": "position_decay", "k": 4, "acceptance_rate": 0.5},
+                2.1,
+                0.01,
+                2.1,
+                0.4,
+            ),
+            (
+                {"draft_model": "position_decay", "k": 4, "acceptance_rate": 0.9},
+                2.1,
+                0.01,
+                2.1,
+                0.4,
+            ),
+        ]
+    )
+    assert len(A.effective(f)) == 2
+    opt = A.optimal_k(f)
+    assert len(opt) == 1
+    assert opt.iloc[0]["k_opt"] == 4 and opt.iloc[0]["n_k"] == 2
+    assert A.heatmap(opt, "position_decay").index.name == "decay_base"
+
+
+def test_losing_configurations_described_from_data():
+    f = frame_of(
+        [
+            ({"k": 15, "acceptance_rate": 0.5, "draft_cost_us": 20}, 0.8, 0.01, 0.8, 2.0),
+            ({"k": 15, "acceptance_rate": 0.9, "draft_cost_us": 100}, 0.96, 0.01, 0.96, 2.0),
+            ({"k": 1, "acceptance_rate": 0.9, "draft_cost_us": 10}, 1.8, 0.01, 1.8, 0.1),
+            ({"draft_model": "entropy_aware", "k": 15, "draft_cost_us": 100}, 0.9, 0.01, 0.9, 2.0),
+        ]
+    )
+    lose = A.losing_configurations(f)
+    assert (lose["count"], lose["total"], lose["distinct"]) == (3, 4, 3)
+    assert lose["min_cost_ratio"] == pytest.approx(0.1)
+    assert lose["max_quality"]["fixed"] == ("acceptance_rate", 0.9)
+    assert lose["by_model"] == {"fixed": 2, "position_decay": 0, "entropy_aware": 1}
+
+
+def test_pareto_front():
+    f = frame_of(
+        [
+            ({"k": 1}, 1.5, 0.0, 1.5, 0.1),  # front
+            ({"k": 2}, 1.4, 0.0, 1.4, 0.2),  # dominated by k=1
+            ({"k": 3}, 2.0, 0.0, 2.0, 0.3),  # front
+            ({"k": 4}, 2.0, 0.0, 2.0, 0.4),  # same speed, more overhead: dominated
+            ({"k": 5}, 2.5, 0.0, 2.5, 0.9),  # front
+        ]
+    )
+    assert A.pareto_front(f)["k"].tolist() == [1, 3, 5]
+
+
+def test_breakeven_tables():
+    f = frame_of(
+        [
+            ({"k": 1, "draft_cost_us": 10}, 2.0, 0.0, 2.0, 0.1),
+            ({"k": 2, "draft_cost_us": 10}, 3.0, 0.0, 3.0, 0.1),
+            ({"k": 1, "draft_cost_us": 100}, 0.5, 0.0, 0.5, 0.1),
+            ({"k": 2, "draft_cost_us": 100}, 0.9, 0.0, 0.9, 0.1),
+        ]
+    )
+    table = A.breakeven_by_cost_ratio(f)
+    assert table["cost_ratio"].tolist() == pytest.approx([0.05, 0.5])
+    assert table["mean_speedup"].tolist() == pytest.approx([2.5, 0.7])
+    assert table["losing"].tolist() == [0, 2]
+    # mean goes 2.5 -> 0.7 between 0.05 and 0.5: crosses 1.0 at 0.05 + 1.5/1.8 * 0.45
+    assert A.mean_breakeven_ratio(table) == pytest.approx(0.05 + 1.5 / 1.8 * 0.45)
+
+
+def test_exact_only_frames_use_exact_values():
+    f = frame_of([({"k": 1}, np.nan, np.nan, 1.2, 0.1), ({"k": 2}, np.nan, np.nan, 1.4, 0.2)])
+    f["compute_overhead_limit"] = f["compute_overhead"]
+    assert A.speedup_column(f) == "speedup_exact"
+    assert A.best_configuration(f)["k"] == 2
+    assert A.optimal_k(f).iloc[0]["k_opt"] == 2
+
+
+def test_read_sweep_csv_errors(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("a,b\n1,2\n")
+    with pytest.raises(A.SweepDataError, match="missing columns"):
+        A.read_sweep_csv(bad)
+    with pytest.raises(A.SweepDataError, match="no such file"):
+        A.read_sweep_csv(tmp_path / "none.csv")

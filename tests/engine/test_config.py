@@ -1,0 +1,78 @@
+import math
+
+import pytest
+
+from engine.config import FIELD_SPECS, ConfigError, SpecConfig
+
+
+def test_defaults_are_the_original_cli_defaults():
+    # From the original's CLI reference (seed document).
+    c = SpecConfig()
+    assert (c.draft_model, c.k, c.acceptance_rate, c.draft_cost_us, c.verify_cost_us) == (
+        "fixed",
+        5,
+        0.8,
+        20.0,
+        200.0,
+    )
+    assert (c.decay_base, c.decay_factor) == (0.9, 0.95)
+    assert (c.entropy_high, c.entropy_low, c.entropy_frac) == (0.95, 0.5, 0.3)
+    assert (c.n_sequences, c.tokens_per_seq, c.seed, c.tail) == (500, 128, 42, "full")
+    assert c.cost_ratio == pytest.approx(0.1)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("k", 0),
+        ("k", 1025),
+        ("k", 2.5),
+        ("k", True),
+        ("k", "5"),
+        ("k", math.nan),
+        ("acceptance_rate", 1.0001),
+        ("acceptance_rate", -0.1),
+        ("acceptance_rate", math.nan),
+        ("decay_factor", math.inf),
+        ("entropy_frac", 2),
+        ("draft_cost_us", -1.0),
+        ("draft_cost_us", math.inf),
+        ("verify_cost_us", 0.0),
+        ("n_sequences", 0),
+        ("tokens_per_seq", -5),
+        ("seed", -1),
+        ("draft_model", "medusa"),
+        ("tail", "cut"),
+    ],
+)
+def test_invalid_values_name_the_field_and_the_range(field, value):
+    with pytest.raises(ConfigError) as info:
+        SpecConfig(**{field: value})
+    message = str(info.value)
+    assert message.startswith(f"{field}: ")
+    assert "expected" in message
+    assert info.value.field == field
+
+
+@pytest.mark.parametrize("p", [0.0, 1.0])
+def test_probability_edges_are_valid(p):
+    c = SpecConfig(acceptance_rate=p, decay_base=p, decay_factor=p, entropy_frac=p)
+    assert c.acceptance_rate == p
+
+
+def test_integral_float_is_accepted_for_integers_and_normalised():
+    assert SpecConfig(k=7.0).k == 7
+    assert isinstance(SpecConfig(k=7.0).k, int)
+
+
+def test_replace_validates_and_rejects_unknown_fields():
+    with pytest.raises(ConfigError, match="^k: "):
+        SpecConfig().replace(k=0)
+    with pytest.raises(ConfigError, match="^speculation: unknown parameter"):
+        SpecConfig().replace(speculation=3)
+
+
+def test_every_field_has_a_spec_and_round_trips():
+    c = SpecConfig(k=9, tail="clamp")
+    assert set(c.to_dict()) == set(FIELD_SPECS)
+    assert SpecConfig.from_dict(c.to_dict()) == c

@@ -1,0 +1,116 @@
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine.config import SpecConfig
+from engine.exact import (
+    accepted_distribution,
+    breakeven_cost_ratio,
+    speedup_curve,
+    speedup_exact,
+    speedup_limit,
+    tokens_per_cycle,
+)
+
+probs = st.floats(0.0, 1.0)
+ks = st.integers(1, 40)
+
+
+@given(a=probs, k=ks)
+def test_fixed_tokens_per_cycle_closed_form(a, k):
+    c = SpecConfig(acceptance_rate=a, k=k)
+    expected = k + 1 if a == 1 else (1 - a ** (k + 1)) / (1 - a)
+    assert tokens_per_cycle(c) == pytest.approx(expected, rel=1e-9, abs=1e-12)
+
+
+@given(model=st.sampled_from(["fixed", "position_decay", "entropy_aware"]), p=probs, q=probs, k=ks)
+def test_tokens_per_cycle_in_range_and_distribution_sums_to_one(model, p, q, k):
+    c = SpecConfig(
+        draft_model=model,
+        k=k,
+        acceptance_rate=p,
+        decay_base=p,
+        decay_factor=q,
+        entropy_high=p,
+        entropy_low=q,
+        entropy_frac=q,
+    )
+    assert 1.0 <= tokens_per_cycle(c) <= k + 1 + 1e-12
+    dist = accepted_distribution(c)
+    assert dist.shape == (k + 1,)
+    assert np.all(dist >= -1e-15)
+    assert dist.sum() == pytest.approx(1.0)
+    assert (np.arange(k + 1) + 1) @ dist == pytest.approx(tokens_per_cycle(c))
+
+
+def test_leviathan_theorem_3_8():
+    # Speedup = (1 - a^(K+1)) / ((1 - a)(K c + 1)), with c the cost ratio.
+    a, k, d, v = 0.8, 5, 20.0, 200.0
+    c = SpecConfig(acceptance_rate=a, k=k, draft_cost_us=d, verify_cost_us=v)
+    assert speedup_limit(c) == pytest.approx((1 - a**6) / ((1 - a) * (k * 0.1 + 1)))
+
+
+def test_acceptance_one_has_no_division_by_zero():
+    c = SpecConfig(acceptance_rate=1.0, k=4, draft_cost_us=0.0)
+    assert tokens_per_cycle(c) == 5
+    assert speedup_limit(c) == pytest.approx(5.0)
+    assert breakeven_cost_ratio(c) == pytest.approx(1.0)
+
+
+def test_dp_by_hand_small_lengths():
+    d, v, k, a = 20.0, 200.0, 3, 0.6
+    cyc = k * d + v
+    base = dict(acceptance_rate=a, k=k, draft_cost_us=d, verify_cost_us=v)
+    # T = 1, full tail: one cycle of K drafts.
+    assert speedup_exact(SpecConfig(tokens_per_seq=1, **base)) == pytest.approx(v / cyc)
+    # T = 1, clamp: k = 0, a plain decoding step: same cost as the baseline.
+    assert speedup_exact(SpecConfig(tokens_per_seq=1, tail="clamp", **base)) == pytest.approx(1.0)
+    # T = 2, full: one cycle; with P(n = 0) = 1 - a a second cycle is needed.
+    f2 = cyc + (1 - a) * cyc
+    assert speedup_exact(SpecConfig(tokens_per_seq=2, **base)) == pytest.approx(2 * v / f2)
+    # T = 2, clamp: first cycle k = 1; on rejection a plain step (k = 0) finishes.
+    f2c = (d + v) + (1 - a) * v
+    assert speedup_exact(SpecConfig(tokens_per_seq=2, tail="clamp", **base)) == pytest.approx(
+        2 * v / f2c
+    )
+
+
+@pytest.mark.parametrize("model", ["fixed", "position_decay", "entropy_aware"])
+def test_exact_converges_to_limit_for_long_sequences(model):
+    c = SpecConfig(draft_model=model, tokens_per_seq=200_000 // 50, k=4)
+    long = c.replace(tokens_per_seq=20_000)
+    assert abs(speedup_exact(long) - speedup_limit(c)) < abs(speedup_exact(c) - speedup_limit(c))
+    assert speedup_exact(long) == pytest.approx(speedup_limit(c), rel=2e-3)
+
+
+@settings(max_examples=60)
+@given(a1=probs, a2=probs, k=st.integers(1, 16), tail=st.sampled_from(["full", "clamp"]))
+def test_speedup_rises_with_acceptance(a1, a2, k, tail):
+    lo, hi = sorted((a1, a2))
+    c = SpecConfig(k=k, tokens_per_seq=64, tail=tail)
+    assert (
+        speedup_exact(c.replace(acceptance_rate=lo))
+        <= speedup_exact(c.replace(acceptance_rate=hi)) + 1e-12
+    )
+
+
+@settings(max_examples=60)
+@given(d1=st.floats(0, 500), d2=st.floats(0, 500), k=st.integers(1, 16))
+def test_speedup_falls_with_draft_cost(d1, d2, k):
+    lo, hi = sorted((d1, d2))
+    c = SpecConfig(k=k, tokens_per_seq=64)
+    assert (
+        speedup_exact(c.replace(draft_cost_us=hi))
+        <= speedup_exact(c.replace(draft_cost_us=lo)) + 1e-12
+    )
+
+
+def test_speedup_curve_matches_pointwise():
+    c = SpecConfig()
+    curve = speedup_curve(c, range(1, 6))
+    assert list(curve["k"]) == [1, 2, 3, 4, 5]
+    assert curve["speedup_exact"][4] == pytest.approx(speedup_exact(c.replace(k=5)))
+    assert not math.isnan(curve["speedup_limit"][0])

@@ -1,0 +1,39 @@
+import csv
+
+import pandas as pd
+import pytest
+
+from engine.files import SweepWriter, append_csv_row, atomic_open, atomic_write_text
+
+
+def test_atomic_write_keeps_old_file_on_failure(tmp_path):
+    path = tmp_path / "out.txt"
+    path.write_text("old")
+    with pytest.raises(RuntimeError), atomic_open(path) as handle:
+        handle.write("half")
+        raise RuntimeError("boom")
+    assert path.read_text() == "old"
+    assert list(tmp_path.iterdir()) == [path]
+    atomic_write_text(path, "new")
+    assert path.read_text() == "new"
+
+
+def test_append_writes_header_once(tmp_path):
+    path = tmp_path / "s.csv"
+    append_csv_row(path, {"a": 1, "b": 2})
+    append_csv_row(path, {"a": 3, "b": 4})
+    rows = list(csv.reader(path.open()))
+    assert rows == [["a", "b"], ["1", "2"], ["3", "4"]]
+
+
+def test_sweep_writer_streams_then_finishes(tmp_path):
+    out = tmp_path / "deep" / "sweep.csv"
+    writer = SweepWriter(out, ["config_id", "x"])
+    writer.write({"config_id": 1, "x": 0.5})
+    writer.write({"config_id": 0, "x": 0.25})
+    # Rows are on disk before the sweep ends.
+    assert pd.read_csv(writer.partial)["config_id"].tolist() == [1, 0]
+    assert not out.exists()
+    writer.finish(pd.DataFrame({"config_id": [0, 1], "x": [0.25, 0.5]}))
+    assert pd.read_csv(out)["config_id"].tolist() == [0, 1]
+    assert not writer.partial.exists()

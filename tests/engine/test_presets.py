@@ -1,0 +1,80 @@
+import pytest
+
+from engine.config import SpecConfig
+from engine.presets import (
+    PresetError,
+    list_presets,
+    load_preset,
+    load_preset_file,
+    preset_paths,
+    save_preset,
+    user_preset_dir,
+)
+
+
+def test_shipped_presets_load():
+    names = set(preset_paths())
+    assert {"default", "seed-576", "tiny"} <= names
+    for preset in list_presets():
+        assert not isinstance(preset, PresetError), preset
+        assert preset.description
+    assert load_preset("default").config == SpecConfig()
+    assert not load_preset("default").is_sweep
+    assert load_preset("tiny").size() == 24
+
+
+def write(tmp_path, text):
+    path = tmp_path / "p.toml"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('colour = "red"\n', "colour: unknown key"),
+        ("[config]\nkk = 3\n", "config.kk: unknown key"),
+        ('[config]\nk = "3"\n', "config.k: expected an integer"),
+        ("[config]\nk = 3.0\n", "config.k: expected an integer"),
+        ("[config]\nk = 0\n", "config.k: 0 is not allowed"),
+        ('[config]\nacceptance_rate = "high"\n', "config.acceptance_rate: expected a number"),
+        ("[config]\nacceptance_rate = 1.5\n", "config.acceptance_rate: 1.5 is not allowed"),
+        ('[config]\ndraft_model = "big"\n', "config.draft_model: 'big' is not allowed"),
+        ("[[grid]]\nk = 3\n", "grid[1].k: expected a non-empty list"),
+        ("[[grid]]\nk = []\n", "grid[1].k: expected a non-empty list"),
+        ("[[grid]]\nk = [1, -2]\n", "grid[1].k: -2 is not allowed"),
+        ("[[grid]]\nwidth = [1]\n", "grid[1].width: unknown key"),
+        ("grid = 3\n", "grid: expected an array of tables"),
+        ("description = 3\n", "description: expected a string"),
+        ("[config\n", "not valid TOML"),
+    ],
+)
+def test_strict_errors_name_file_key_and_problem(tmp_path, text, expected):
+    path = write(tmp_path, text)
+    with pytest.raises(PresetError) as info:
+        load_preset_file(path)
+    assert str(info.value).startswith(f"{path}: ")
+    assert expected in str(info.value)
+
+
+def test_missing_preset_names_the_known_ones(tmp_path):
+    with pytest.raises(PresetError, match="not found; known presets: .*default"):
+        load_preset("no-such-preset")
+    with pytest.raises(PresetError, match="no such preset file"):
+        load_preset(str(tmp_path / "absent.toml"))
+
+
+def test_save_round_trips_never_overwrites_and_user_preset_is_found():
+    config = SpecConfig(draft_model="entropy_aware", k=9, entropy_frac=0.25, tail="clamp")
+    path = user_preset_dir() / "mine.toml"
+    grids = ({"k": [1, 2], "draft_cost_us": [5.0, 10.0]},)
+    save_preset(path, config, 'a "quoted" description', grids)
+    loaded = load_preset("mine")
+    assert loaded.config == config
+    assert loaded.description == 'a "quoted" description'
+    assert loaded.size() == 4
+    with pytest.raises(FileExistsError):
+        save_preset(path, SpecConfig())
+    assert load_preset("mine").config == config
+    save_preset(path, SpecConfig(), overwrite=True)
+    assert load_preset("mine").config == SpecConfig()

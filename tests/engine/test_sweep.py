@@ -1,0 +1,119 @@
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from engine.config import ConfigError, SpecConfig
+from engine.grid import SweepSpec
+from engine.presets import load_preset
+from engine.sweep import SWEEP_COLUMNS, evaluate, run_sweep
+
+
+def small_configs():
+    spec = SweepSpec(
+        SpecConfig(n_sequences=40, tokens_per_seq=24),
+        (
+            {"k": [1, 3], "acceptance_rate": [0.5, 0.9]},
+            {"draft_model": ["position_decay", "entropy_aware"], "k": [2, 4]},
+        ),
+    )
+    return spec.configs()
+
+
+def test_grid_is_a_union_of_products_without_duplicates():
+    base = SpecConfig()
+    spec = SweepSpec(
+        base, ({"k": [1, 2], "draft_cost_us": [10, 20, 50]}, {"k": [1], "draft_cost_us": [10]})
+    )
+    configs = spec.configs()
+    assert len(configs) == 6
+    assert configs[0] == base.replace(k=1, draft_cost_us=10)
+    assert configs[-1] == base.replace(k=2, draft_cost_us=50)
+    assert SweepSpec(base, ()).configs() == [base]
+
+
+def test_grid_errors_name_the_axis():
+    with pytest.raises(ConfigError, match="^speed: unknown"):
+        SweepSpec(SpecConfig(), ({"speed": [1]},))
+    with pytest.raises(ConfigError, match="^k: a grid axis"):
+        SweepSpec(SpecConfig(), ({"k": []},))
+    with pytest.raises(ConfigError, match="^k: "):
+        SweepSpec(SpecConfig(), ({"k": [0]},)).configs()
+
+
+def test_seed_576_is_the_original_sweep():
+    configs = load_preset("seed-576").sweep.configs()
+    assert len(configs) == 576
+    frame = pd.DataFrame([c.to_dict() for c in configs])
+    assert sorted(frame["k"].unique()) == [1, 2, 3, 4, 5, 7, 10, 15]
+    assert sorted(frame["acceptance_rate"].unique()) == [0.5, 0.6, 0.7, 0.8, 0.9, 0.95]
+    assert sorted(frame["draft_cost_us"].unique()) == [10, 20, 50, 100]
+    assert set(frame["draft_model"]) == {"fixed", "position_decay", "entropy_aware"}
+    assert (
+        (frame[["verify_cost_us", "n_sequences", "tokens_per_seq", "seed"]] == [200, 500, 128, 42])
+        .all()
+        .all()
+    )
+
+
+def test_results_do_not_depend_on_workers_order_or_grid():
+    configs = small_configs()
+    serial = run_sweep(configs)
+    with ThreadPoolExecutor(3) as pool:
+        threaded = run_sweep(configs, executor=pool, batch_size=2)
+    with ProcessPoolExecutor(2) as pool:
+        processes = run_sweep(configs, executor=pool, batch_size=3)
+    pd.testing.assert_frame_equal(serial, threaded)
+    pd.testing.assert_frame_equal(serial, processes)
+    reversed_rows = run_sweep(configs[::-1]).drop(columns="config_id")
+    by_config = serial.drop(columns="config_id").iloc[::-1].reset_index(drop=True)
+    pd.testing.assert_frame_equal(reversed_rows, by_config)
+    alone = evaluate(configs[5])
+    assert alone["speedup"] == serial.loc[5, "speedup"]
+    assert list(serial.columns) == list(SWEEP_COLUMNS)
+
+
+def test_progress_callback_and_stop_keep_finished_rows():
+    configs = small_configs()
+    seen = []
+
+    def on_result(row, done, total):
+        seen.append((row["config_id"], done, total))
+
+    stop_after = 5
+    partial = run_sweep(configs, on_result=on_result, should_stop=lambda: len(seen) >= stop_after)
+    assert len(partial) == stop_after
+    assert [d for _, d, _ in seen] == list(range(1, stop_after + 1))
+    assert all(t == len(configs) for *_, t in seen)
+    full = run_sweep(configs)
+    pd.testing.assert_frame_equal(partial, full.iloc[:stop_after])
+
+
+def test_stop_with_an_executor_cancels_the_rest():
+    configs = small_configs() * 1  # 8 configs
+    count = []
+    with ThreadPoolExecutor(1) as pool:
+        partial = run_sweep(
+            configs,
+            executor=pool,
+            batch_size=1,
+            on_result=lambda *a: count.append(1),
+            should_stop=lambda: len(count) >= 2,
+        )
+    assert 2 <= len(partial) < len(configs)
+    assert partial["speedup"].notna().all()
+
+
+def test_exact_only_and_reference_engine():
+    configs = small_configs()[:3]
+    exact = run_sweep(configs, exact_only=True)
+    assert exact["speedup"].isna().all()
+    assert exact["speedup_exact"].notna().all()
+    assert np.allclose(exact["cost_ratio"], [c.cost_ratio for c in configs])
+    ref = run_sweep(configs, engine="reference")
+    fast = run_sweep(configs)
+    assert not ref["speedup"].equals(fast["speedup"])  # different draws, same exact values
+    assert np.allclose(ref["speedup_exact"], fast["speedup_exact"])
+    with pytest.raises(ValueError, match="engine"):
+        evaluate(configs[0], engine="warp")

@@ -1,0 +1,205 @@
+"""The command line, through a subprocess, as a user runs it."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+
+from engine.config import SpecConfig
+from engine.simulator import simulate
+
+ORIGINAL_EXAMPLE = [
+    "--draft-model",
+    "fixed",
+    "--k",
+    "5",
+    "--acceptance-rate",
+    "0.8",
+    "--draft-cost-us",
+    "20",
+    "--n-sequences",
+    "500",
+    "--tokens-per-seq",
+    "128",
+]
+
+
+def spectui(*args, cwd=None, check=True, **kwargs):
+    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "120"}
+    out = subprocess.run(
+        [sys.executable, "-m", "spectui", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=300,
+        **kwargs,
+    )
+    if check:
+        assert out.returncode == 0, out.stderr
+    return out
+
+
+def test_run_with_the_original_example_prints_mc_and_exact():
+    out = spectui("run", *ORIGINAL_EXAMPLE)
+    m = simulate(SpecConfig()).metrics
+    assert "speedup (Monte Carlo)" in out.stdout and "speedup (exact)" in out.stdout
+    assert f"{m['speedup']:.3f} ± {m['speedup_ci95']:.3f}" in out.stdout
+    assert f"{m['speedup_exact']:.3f}" in out.stdout
+
+
+def test_run_json_holds_config_and_every_metric():
+    out = spectui("run", "--json", "--k", "3", "--tail", "clamp", "--draft-model", "entropy_aware")
+    payload = json.loads(out.stdout)
+    config = SpecConfig(k=3, tail="clamp", draft_model="entropy_aware")
+    assert payload["config"] == config.to_dict()
+    expected = simulate(config).metrics
+    assert set(payload["metrics"]) == set(expected)
+    assert payload["metrics"]["speedup"] == expected["speedup"]
+    ref = json.loads(
+        spectui("run", "--json", "--engine", "reference", "--n-sequences", "50").stdout
+    )
+    assert ref["engine"] == "reference"
+
+
+def test_preset_then_flags_override(tmp_path):
+    out = spectui("run", "--json", "--preset", "decaying-draft", "--k", "2")
+    payload = json.loads(out.stdout)
+    assert payload["config"]["draft_model"] == "position_decay"
+    assert payload["config"]["k"] == 2
+
+
+def test_summary_out_appends_and_cycles_out_streams(tmp_path):
+    summary, cycles = tmp_path / "s.csv", tmp_path / "c.csv"
+    spectui(
+        "run", "--n-sequences", "30", "--summary-out", str(summary), "--cycles-out", str(cycles)
+    )
+    spectui("run", "--n-sequences", "30", "--k", "2", "--summary-out", str(summary))
+    rows = pd.read_csv(summary)
+    assert rows["k"].tolist() == [5, 2]
+    assert summary.read_text().count("speedup_exact") == 1
+    records = pd.read_csv(cycles)
+    expected = simulate(SpecConfig(n_sequences=30), records=True)
+    assert len(records) == expected.metrics["cycles"]
+    assert records["accepted"].tolist() == expected.cycles["accepted"].tolist()
+    first = records.iloc[0]
+    assert first["pattern"] == "A" * first["accepted"] + (
+        "R" if first["accepted"] < 5 else ""
+    ) + "." * max(0, 5 - first["accepted"] - 1)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", "--k", "0"], "--k: 0 is not allowed; expected an integer in [1, 1024]"),
+        (["run", "--acceptance-rate", "1.5"], "--acceptance-rate: 1.5 is not allowed"),
+        (["run", "--draft-cost-us", "inf"], "--draft-cost-us: inf is not allowed"),
+        (["run", "--n-sequences", "many"], "'many' is not an integer"),
+        (["run", "--draft-model", "huge"], "invalid choice: 'huge'"),
+        (["run", "--preset", "nope"], "preset 'nope': not found"),
+        (
+            ["run", "--summary-out", "/nonexistent-dir/x.csv", "--n-sequences", "5"],
+            "/nonexistent-dir/x.csv",
+        ),
+        (["sweep", "--workers", "0"], "--workers: '0' is not allowed"),
+        (["analyze", "/nonexistent.csv"], "no such file"),
+        (["plot"], "give --out DIR"),
+    ],
+)
+def test_usage_errors_are_one_line_exit_2(args, message):
+    out = spectui(*args, check=False)
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1, out.stderr
+    assert message in lines[0]
+    assert "Traceback" not in out.stderr
+
+
+def test_malformed_preset_names_file_and_key(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[config]\nk = 'five'\n")
+    out = spectui("run", "--preset", str(bad), check=False)
+    assert out.returncode == 2
+    assert f"{bad}: config.k: expected an integer" in out.stderr
+
+
+def test_sweep_then_analyze(tmp_path):
+    out = spectui("sweep", "--preset", "tiny", cwd=tmp_path)
+    csv = tmp_path / "results" / "sweep_summary.csv"
+    frame = pd.read_csv(csv)
+    assert len(frame) == 24
+    assert frame["config_id"].tolist() == list(range(24))
+    assert "24 configurations" in out.stderr
+    parallel = tmp_path / "par.csv"
+    spectui("sweep", "--preset", "tiny", "--workers", "2", "--out", str(parallel), cwd=tmp_path)
+    pd.testing.assert_frame_equal(frame, pd.read_csv(parallel))
+    exact = tmp_path / "exact.csv"
+    spectui("sweep", "--preset", "tiny", "--exact-only", "--out", str(exact))
+    assert pd.read_csv(exact)["speedup"].isna().all()
+
+    report = tmp_path / "report" / "findings.md"
+    shown = spectui("analyze", str(csv), "--markdown", str(report))
+    assert "Best configuration" in shown.stdout and "Optimal K, fixed" in shown.stdout
+    assert report.read_text().startswith("# Findings")
+    assert "Best configuration" in spectui("analyze", str(exact)).stdout
+
+    bad = tmp_path / "notasweep.csv"
+    bad.write_text("x,y\n1,2\n")
+    out = spectui("analyze", str(bad), check=False)
+    assert out.returncode == 2 and "missing columns" in out.stderr
+
+
+def test_ctrl_c_keeps_finished_rows(tmp_path):
+    out = tmp_path / "s.csv"
+    partial = tmp_path / "s.csv.partial"
+    env = {**os.environ, "NO_COLOR": "1"}
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "spectui",
+            "sweep",
+            "--preset",
+            "seed-576",
+            "--engine",
+            "reference",
+            "--out",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if partial.exists() and len(partial.read_text().splitlines()) >= 4:
+            break
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130
+    assert "Traceback" not in stderr
+    frame = pd.read_csv(out)
+    assert 3 <= len(frame) < 576
+    assert frame["speedup"].notna().all()
+    assert f"{len(frame)} of 576 configurations finished" in stderr
+    assert not partial.exists()
+
+
+def test_presets_lists_shipped_presets():
+    out = spectui("presets")
+    for name in ("default", "seed-576", "tiny"):
+        assert name in out.stdout
+    assert "sweep of 576" in out.stdout
+
+
+def test_help_lists_every_subcommand():
+    out = spectui("--help")
+    for command in ("run", "sweep", "analyze", "plot", "presets", "serve"):
+        assert command in out.stdout
