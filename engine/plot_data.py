@@ -180,8 +180,13 @@ def speedup_vs_k_fixed(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _line_label(model: str, params: dict[str, Any], varying: Sequence[str]) -> str:
-    shown = [f"{SHORT_NAMES.get(p, p)}={_fmt(params[p])}" for p in varying]
-    return f"{model} {', '.join(shown)}" if shown else model
+    """'fixed a=0.8' (the parameters that vary), or 'position_decay (base=0.9, factor=0.95)'."""
+    if varying:
+        return f"{model} " + ", ".join(
+            f"{SHORT_NAMES.get(p, p)}={_fmt(params[p])}" for p in varying
+        )
+    constant = ", ".join(f"{SHORT_NAMES.get(p, p)}={_fmt(v)}" for p, v in params.items())
+    return f"{model} ({constant})"
 
 
 def _by_model(frame: pd.DataFrame, metric: str) -> tuple[pd.DataFrame, list[str]]:

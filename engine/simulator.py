@@ -19,11 +19,14 @@ import pandas as pd
 
 from .config import SpecConfig
 from .draft_models import MODEL_PARAMETERS, get_model
-from .exact import exact_metrics
+from .exact import exact_metrics, tokens_per_cycle
 
 # Sequences simulated together. Fixed, so that results never depend on anything but the
 # configuration; it bounds the memory of one step to CHUNK_SEQUENCES x K accept tests.
 CHUNK_SEQUENCES = 4096
+
+# Accept tests drawn at once in the full-tail block sampler (bounds its memory: ~5 bytes each).
+BLOCK_ELEMENTS = 1 << 22
 
 Z95 = 1.959963984540054
 
@@ -148,7 +151,15 @@ def metrics_from_totals(config: SpecConfig, totals: Totals) -> dict[str, float]:
 CycleSink = Callable[[pd.DataFrame], None]
 
 
-def _simulate_chunk(
+def _leading_accepts(accepts: np.ndarray) -> np.ndarray:
+    """Per row of accept tests: the index of the first rejection, or the width if none."""
+    n = accepts.argmin(axis=1)
+    # argmin finds the first False; it points at a True only when the row has no False.
+    n[accepts[np.arange(accepts.shape[0]), n]] = accepts.shape[1]
+    return n
+
+
+def _simulate_chunk_stepwise(
     config: SpecConfig,
     rng: np.random.Generator,
     first_sequence: int,
@@ -178,8 +189,7 @@ def _simulate_chunk(
             accepts = model.sample_accepts(config, rng, active.size, width)
             if clamp:
                 accepts &= np.arange(width) < k[:, None]
-            # n = index of the first rejection, or width when every test passed.
-            n = np.where(accepts.all(axis=1), width, accepts.argmin(axis=1))
+            n = _leading_accepts(accepts)
         else:
             n = np.zeros(active.size, dtype=np.int64)
         emitted = n + 1
@@ -212,14 +222,88 @@ def _simulate_chunk(
         active = active[tokens[active] < target]
         cycle_index += 1
     totals.sequence_time_us.append(seq_time)
-    if not want_records:
-        return None
+    return _sorted_frame(parts) if want_records else None
+
+
+def _sorted_frame(parts: list[tuple[np.ndarray, ...]]) -> pd.DataFrame:
     columns = {
         name: np.concatenate([p[i] for p in parts]).astype(dtype, copy=False)
         for i, (name, dtype) in enumerate(RECORD_DTYPES.items())
     }
     order = np.lexsort((columns["cycle"], columns["sequence"]))
     return pd.DataFrame({name: col[order] for name, col in columns.items()})
+
+
+def _simulate_chunk_blocks(
+    config: SpecConfig,
+    rng: np.random.Generator,
+    first_sequence: int,
+    n_seq: int,
+    totals: Totals,
+    want_records: bool,
+) -> pd.DataFrame | None:
+    """Full tail: every cycle drafts K, so a sequence's cycles are i.i.d. Draw a block of
+    cycles per sequence at once (enough to finish most sequences), keep the cycles each
+    sequence needed, and draw again only for the few that did not finish."""
+    model = get_model(config.draft_model)
+    big_k, target = config.k, config.tokens_per_seq
+    cycle_time = big_k * config.draft_cost_us + config.verify_cost_us
+    mean_emitted = tokens_per_cycle(config)
+
+    tokens = np.zeros(n_seq, dtype=np.int64)
+    seq_time = np.zeros(n_seq)
+    cycles_done = np.zeros(n_seq, dtype=np.int64)
+    active = np.arange(n_seq)
+    parts: list[tuple[np.ndarray, ...]] = []
+    while active.size:
+        remaining = target - tokens[active]
+        wanted = int(np.ceil(remaining.max() / mean_emitted * 1.15)) + 2
+        width = max(1, min(wanted, BLOCK_ELEMENTS // (active.size * big_k)))
+        rows = active.size
+        accepts = model.sample_accepts(config, rng, rows * width, big_k)
+        n = _leading_accepts(accepts).reshape(rows, width)
+        cum = np.cumsum(n, axis=1)
+        cum += np.arange(1, width + 1)  # tokens emitted by the end of each cycle
+        reached = cum >= remaining[:, None]
+        finished = reached[:, -1]
+        used = np.where(finished, reached.argmax(axis=1) + 1, width)
+        # Aggregates from each sequence's last used cycle; only it can discard tokens.
+        pick = np.arange(rows), used - 1
+        cum_last, n_last = cum[pick], n[pick]
+        added = np.where(finished, remaining, cum_last)
+        kept_last = added - (cum_last - n_last - 1)
+
+        n_cycles = int(used.sum())
+        accepted = int(cum_last.sum()) - n_cycles
+        totals.cycles += n_cycles
+        totals.drafted += n_cycles * big_k
+        totals.accepted += accepted
+        totals.accepted_kept += accepted - int((n_last - np.minimum(n_last, kept_last)).sum())
+        totals.emitted += accepted + n_cycles
+        totals.target_positions += n_cycles * (big_k + 1)
+        totals.draft_time_us += n_cycles * big_k * config.draft_cost_us
+        if want_records:
+            valid = np.arange(width) < used[:, None]
+            kept = np.where(valid, np.minimum(n + 1, remaining[:, None] - (cum - n - 1)), 0)
+            row, col = np.nonzero(valid)
+            parts.append(
+                (
+                    active[row] + first_sequence,
+                    cycles_done[active][row] + col,
+                    np.full(row.size, big_k),
+                    n[valid],
+                    kept[valid],
+                    np.full(row.size, cycle_time),
+                    tokens[active][row] + np.cumsum(kept, axis=1)[valid],
+                    seq_time[active][row] + (col + 1) * cycle_time,
+                )
+            )
+        tokens[active] += added
+        seq_time[active] += used * cycle_time
+        cycles_done[active] += used
+        active = active[~finished]
+    totals.sequence_time_us.append(seq_time)
+    return _sorted_frame(parts) if want_records else None
 
 
 def simulate(
@@ -241,7 +325,10 @@ def simulate(
     want = records or on_cycles is not None
     for first in range(0, config.n_sequences, CHUNK_SEQUENCES):
         n_seq = min(CHUNK_SEQUENCES, config.n_sequences - first)
-        chunk = _simulate_chunk(config, rng, first, n_seq, totals, want)
+        simulate_chunk = (
+            _simulate_chunk_stepwise if config.tail == "clamp" else _simulate_chunk_blocks
+        )
+        chunk = simulate_chunk(config, rng, first, n_seq, totals, want)
         if chunk is not None:
             if on_cycles is not None:
                 on_cycles(chunk)
