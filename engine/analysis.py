@@ -60,9 +60,15 @@ def effective(frame: pd.DataFrame) -> pd.DataFrame:
     return out.drop_duplicates(subset=keys).reset_index(drop=True)
 
 
-def quality_parameter(model: str) -> str:
-    """The parameter a heatmap's rows use for a model: the first one it reads."""
-    return get_model(model).reads[0]
+def quality_parameter(model: str, frame: pd.DataFrame | None = None) -> str:
+    """The parameter a heatmap's rows use for a model: of those it reads, the one with the
+    most distinct values among the model's rows in ``frame`` (the first it reads on a tie,
+    or without a frame)."""
+    reads = get_model(model).reads
+    if frame is None or "draft_model" not in frame.columns:
+        return reads[0]
+    rows = frame[frame["draft_model"] == model]
+    return max(reads, key=lambda p: (rows[p].nunique() if p in rows else 0, -reads.index(p)))
 
 
 def best_configuration(frame: pd.DataFrame) -> pd.Series:
@@ -130,14 +136,17 @@ def heatmap(opt: pd.DataFrame, model: str, value: str = "k_opt") -> pd.DataFrame
     """One model's optimal-K table as a grid: rows its quality parameter, columns draft cost."""
     rows = opt[opt["draft_model"] == model]
     return rows.pivot_table(
-        index=quality_parameter(model), columns="draft_cost_us", values=value, aggfunc="first"
+        index=quality_parameter(model, rows),
+        columns="draft_cost_us",
+        values=value,
+        aggfunc="first",
     )
 
 
 def k_star_ranges(opt: pd.DataFrame, model: str = "fixed") -> pd.DataFrame:
     """For each value of the model's quality parameter: the smallest and largest K* over costs."""
     rows = opt[opt["draft_model"] == model]
-    quality = quality_parameter(model)
+    quality = quality_parameter(model, rows)
     return (
         rows.groupby(quality)["k_opt"].agg(k_min="min", k_max="max").reset_index()
         if not rows.empty
@@ -188,7 +197,7 @@ def breakeven_by_quality(frame: pd.DataFrame, model: str = "fixed") -> pd.DataFr
     """
     rows = effective(frame)
     rows = rows[rows["draft_model"] == model]
-    quality = quality_parameter(model)
+    quality = quality_parameter(model, rows)
     if rows.empty:
         return pd.DataFrame(columns=[quality, "breakeven_cost_ratio", "k"])
     best = rows.loc[rows.groupby(quality)["breakeven_cost_ratio"].idxmax()]
@@ -213,10 +222,8 @@ def losing_configurations(frame: pd.DataFrame) -> dict[str, Any]:
         model_losers = eff_losers[eff_losers["draft_model"] == name]
         by_model[name] = len(model_losers)
         if len(model_losers):
-            max_quality[name] = (
-                quality_parameter(name),
-                float(model_losers[quality_parameter(name)].max()),
-            )
+            quality = quality_parameter(name, eff)
+            max_quality[name] = (quality, float(model_losers[quality].max()))
     return {
         "count": len(losers),
         "total": len(frame),

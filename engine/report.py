@@ -100,7 +100,7 @@ def analysis_sections(frame: pd.DataFrame) -> list[Section]:
     )
     opt = A.optimal_k(frame)
     for model in opt["draft_model"].unique():
-        quality = A.quality_parameter(str(model))
+        quality = A.quality_parameter(str(model), opt)
         cells = heatmap_cells(opt, str(model))
         ties = opt[(opt["draft_model"] == model) & opt["tie"]]
         lines = [

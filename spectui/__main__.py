@@ -6,6 +6,7 @@ Every usage error ends with one line on stderr and exit status 2, never a traceb
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -140,6 +141,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not _is_user_error(err):
             raise
         return _fail(args.command, str(err))
+    except BrokenPipeError:
+        # The reader (e.g. `| head`) went away: stop quietly, as other filters do.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except OSError as err:
         where = f"{err.filename}: " if err.filename else ""
         return _fail(args.command, f"{where}{err.strerror or err}")
