@@ -97,6 +97,7 @@ HEATMAP_COLUMNS = (
     "k_opt_exact",
     "speedup_exact_opt",
     "n_k",
+    "complete",
 )
 
 
@@ -406,7 +407,9 @@ def optimal_k_heatmap(frame: pd.DataFrame, model: str | None = None) -> pd.DataF
     The rest is :func:`engine.analysis.optimal_k`: ``k_opt`` (K*), ``speedup_opt`` with
     ``speedup_ci95``, ``tie`` (the best two K are within sampling noise), ``tied_ks`` (every K
     within noise of the best, comma-separated), ``loses`` (even K* is slower than the
-    baseline), and the exact ``k_opt_exact``/``speedup_exact_opt``. ``model`` defaults to
+    baseline), and the exact ``k_opt_exact``/``speedup_exact_opt``; ``n_k`` counts the K
+    values the cell has and ``complete`` is false while it lacks some K that other cells have
+    (a running sweep: K* is provisional). ``model`` defaults to
     :func:`heatmap_model`; ``result.attrs["model"]`` names the model shown.
     """
     model = model if model is not None else heatmap_model(frame)
@@ -430,6 +433,9 @@ def optimal_k_heatmap(frame: pd.DataFrame, model: str | None = None) -> pd.DataF
         for key in opt[varying].itertuples(index=False, name=None)
     ]
     opt["column"] = opt["draft_cost_us"].map({c: i for i, c in enumerate(costs)})
+    # While a sweep runs, a cell may have only some of its K: its K* is provisional.
+    k_count = int(rows["k"].nunique())
+    opt["complete"] = opt["n_k"] >= k_count
     for p in MODEL_PARAMETERS:
         if p not in opt.columns:
             opt[p] = np.nan
@@ -438,6 +444,7 @@ def optimal_k_heatmap(frame: pd.DataFrame, model: str | None = None) -> pd.DataF
         notes=notes,
         speedup_column=col,
         model=model,
+        k_count=k_count,
         row_parameters=varying,
         costs=costs,
         row_labels=[
