@@ -28,16 +28,19 @@ _NEW_FILE_MODE = 0o666 & ~_umask()
 
 
 @contextmanager
-def atomic_open(path: Path, mode: str = "w") -> Iterator[IO[str]]:
+def atomic_open(path: Path, mode: str = "w") -> Iterator[IO[Any]]:
     """Open a temporary file beside ``path``; on success it replaces ``path`` atomically.
 
-    On an exception the temporary file is removed and ``path`` is left untouched.
+    ``mode`` is "w" (text, UTF-8) or "wb". On an exception the temporary file is removed
+    and ``path`` is left untouched.
     """
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
     try:
         os.chmod(tmp, path.stat().st_mode & 0o777 if path.exists() else _NEW_FILE_MODE)
-        with os.fdopen(fd, mode, encoding="utf-8", newline="") as handle:
+        binary = "b" in mode
+        encoding, newline = (None, None) if binary else ("utf-8", "")
+        with os.fdopen(fd, mode, encoding=encoding, newline=newline) as handle:
             yield handle
         os.replace(tmp, path)
     except BaseException:

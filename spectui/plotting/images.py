@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import itertools
 import math
-import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from engine.files import atomic_open
 from engine.plot_data import MEAN_LINE, PLOTS, PlotSpec
 from spectui.errors import UsageError
 
@@ -96,14 +95,8 @@ def _missing_message(plot_id: str) -> str:
 
 
 def _save_atomic(figure: Any, path: Path) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            figure.savefig(handle, format="png", dpi=DPI)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_open(path, "wb") as handle:
+        figure.savefig(handle, format="png", dpi=DPI)
 
 
 def _notes(data: pd.DataFrame) -> str:
