@@ -72,13 +72,17 @@ def heatmap_cells(opt: pd.DataFrame, model: str) -> pd.DataFrame:
 
     def cell(row: pd.Series) -> str:
         mark = ("≈" if row["tie"] else "") + (" ✗" if row["loses"] else "")
-        return f"{int(row['k_opt'])}{mark} ({row['speedup_opt']:.2f}x)"
+        speedup = row["speedup_opt"]
+        digits = 3 if 0.995 <= speedup < 1.0 else 2  # a loss must not print as 1.00x
+        return f"{int(row['k_opt'])}{mark} ({speedup:.{digits}f}x)"
 
     rows = opt[opt["draft_model"] == model].copy()
     if rows.empty:
         return pd.DataFrame()
     rows["cell"] = rows.apply(cell, axis=1)
-    return A.heatmap(rows, model, "cell")
+    grid = A.heatmap(rows, model, "cell")
+    grid.columns = [f"{cost:g} us" for cost in grid.columns]
+    return grid
 
 
 def analysis_sections(frame: pd.DataFrame) -> list[Section]:
@@ -362,8 +366,8 @@ def findings_markdown(frame: pd.DataFrame, source: str = "") -> str:
         "that file."
     )
     for section in analysis_sections(frame):
-        out += ["", f"## {section.title}", ""]
-        out += [f"- {line}" for line in section.lines]
+        out += ["", f"## {section.title}"]
+        out += [""] + [f"- {line}" for line in section.lines] if section.lines else []
         if section.table is not None and len(section.table):
             index = section.title.startswith("Optimal K")
             out += ["", markdown_table(section.table, index=index)]

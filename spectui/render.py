@@ -154,7 +154,7 @@ def heatmap_table(cells: pd.DataFrame) -> Table:
     table = Table(show_header=True, header_style="bold")
     table.add_column(str(cells.index.name), justify="right")
     for cost in cells.columns:
-        table.add_column(f"{cost:g} us", justify="center")
+        table.add_column(str(cost), justify="center")
     for quality, row in cells.iterrows():
         table.add_row(
             f"{quality:g}",
