@@ -137,9 +137,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from engine.report import findings_markdown
-
     from engine.analysis import read_sweep_csv
+    from engine.report import findings_markdown
     from spectui.render import analysis_renderables, console
 
     frame = read_sweep_csv(args.file)
