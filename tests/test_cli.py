@@ -203,3 +203,32 @@ def test_help_lists_every_subcommand():
     out = spectui("--help")
     for command in ("run", "sweep", "analyze", "plot", "presets", "serve"):
         assert command in out.stdout
+
+
+def test_serve_binds_loopback_and_serves_the_page():
+    import socket
+    import urllib.request
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "spectui", "serve", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline, body = time.monotonic() + 60, ""
+        while time.monotonic() < deadline and not body:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as reply:
+                    assert reply.status == 200
+                    body = reply.read().decode()
+            except OSError:
+                time.sleep(0.3)
+        assert "textual" in body.lower()
+        assert f"127.0.0.1:{port}" in body  # the page points back at the loopback address
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
