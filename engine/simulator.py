@@ -130,7 +130,7 @@ def metrics_from_totals(config: SpecConfig, totals: Totals) -> dict[str, float]:
     metrics = {
         "speedup": speedup,
         "speedup_ci95": ci95,
-        "cycles": float(totals.cycles),
+        "cycles": totals.cycles,
         "tokens_per_cycle": _ratio(totals.emitted, totals.cycles),
         "acceptance_observed": _ratio(totals.accepted, totals.drafted),
         "waste": 1.0 - _ratio(totals.accepted_kept, totals.drafted) if totals.drafted else math.nan,
@@ -141,8 +141,8 @@ def metrics_from_totals(config: SpecConfig, totals: Totals) -> dict[str, float]:
         "spec_time_us": spec_time,
         "baseline_time_us": baseline_time,
         "cost_ratio": config.cost_ratio,
-        "drafted_tokens": float(totals.drafted),
-        "accepted_tokens": float(totals.accepted),
+        "drafted_tokens": totals.drafted,
+        "accepted_tokens": totals.accepted,
     }
     metrics.update(exact_metrics(config))
     return {name: metrics[name] for name in METRIC_NAMES}
