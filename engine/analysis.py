@@ -14,10 +14,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .config import CONFIG_FIELDS
+from .config import CONFIG_FIELDS, ConfigError, check_value
 from .draft_models import DRAFT_MODELS, MODEL_PARAMETERS, get_model
+from .simulator import METRIC_NAMES
 
-REQUIRED_COLUMNS = (*CONFIG_FIELDS, "speedup", "speedup_ci95", "speedup_exact", "compute_overhead")
+REQUIRED_COLUMNS = (*CONFIG_FIELDS, *METRIC_NAMES)
 # Columns that, with the model's own parameters, define a cell of the optimal-K table.
 CELL_COLUMNS = ("draft_cost_us", "verify_cost_us", "tokens_per_seq", "n_sequences", "tail", "seed")
 
@@ -39,10 +40,40 @@ def read_sweep_csv(path: Path) -> pd.DataFrame:
         raise SweepDataError(f"{path}: not a sweep file; missing columns: {', '.join(missing)}")
     if frame.empty:
         raise SweepDataError(f"{path}: holds no configurations")
-    unknown = set(frame["draft_model"]) - set(DRAFT_MODELS)
-    if unknown:
-        raise SweepDataError(f"{path}: unknown draft model(s): {', '.join(map(str, unknown))}")
+    check_sweep_frame(frame, str(path))
     return frame
+
+
+def check_sweep_frame(frame: pd.DataFrame, where: str) -> None:
+    """Every configuration cell present and valid, every metric column numeric."""
+    for name in CONFIG_FIELDS:
+        column = frame[name]
+        if name not in ("draft_model", "tail") and not pd.api.types.is_numeric_dtype(column):
+            numeric = pd.to_numeric(column, errors="coerce")
+            text = column[numeric.isna() & column.notna()]
+            if len(text):
+                row = int(text.index[0])
+                raise SweepDataError(
+                    f"{where}: row {row + 2}: {name}: {text.iloc[0]!r} is not a number"
+                )
+            column = numeric
+        for value in column.unique():
+            problem = None
+            if pd.isna(value):
+                problem = "an empty cell is not allowed"
+            else:
+                try:
+                    check_value(name, value.item() if hasattr(value, "item") else value)
+                except ConfigError as err:
+                    problem = str(err).split(": ", 1)[1]
+            if problem:
+                row = int(np.flatnonzero(column.isna() if pd.isna(value) else column == value)[0])
+                raise SweepDataError(f"{where}: row {row + 2}: {name}: {problem}")
+    for name in METRIC_NAMES:
+        if not pd.api.types.is_numeric_dtype(frame[name]):
+            raise SweepDataError(f"{where}: column {name} holds non-numeric values")
+    if frame["speedup_exact"].isna().any():
+        raise SweepDataError(f"{where}: column speedup_exact has empty cells")
 
 
 def speedup_column(frame: pd.DataFrame) -> str:

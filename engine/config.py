@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Any
 
 K_MAX = 1024
-COUNT_MAX = 10**8
+# The exact dynamic program is O(tokens_per_seq x K); these bounds keep every valid run finite.
+TOKENS_MAX = 10**6
+SEQUENCES_MAX = 10**7
+COST_MAX_US = 1e9  # a thousand seconds per forward pass; beyond that totals overflow
 SEED_MAX = 2**63 - 1
 TAIL_RULES = ("full", "clamp")
 DRAFT_MODEL_NAMES = ("fixed", "position_decay", "entropy_aware")
@@ -62,8 +66,8 @@ FIELD_SPECS: dict[str, FieldSpec] = {
     "entropy_high": FieldSpec("prob", help="entropy_aware: P(accept) of an easy token"),
     "entropy_low": FieldSpec("prob", help="entropy_aware: P(accept) of a hard token"),
     "entropy_frac": FieldSpec("prob", help="entropy_aware: fraction of hard tokens"),
-    "n_sequences": FieldSpec("int", 1, COUNT_MAX, help="sequences to simulate"),
-    "tokens_per_seq": FieldSpec("int", 1, COUNT_MAX, help="output tokens per sequence"),
+    "n_sequences": FieldSpec("int", 1, SEQUENCES_MAX, help="sequences to simulate"),
+    "tokens_per_seq": FieldSpec("int", 1, TOKENS_MAX, help="output tokens per sequence"),
     "seed": FieldSpec("seed", 0, SEED_MAX, help="random seed"),
     "tail": FieldSpec(
         "choice", choices=TAIL_RULES, help="last cycle drafts K (full) or min(K, r-1) (clamp)"
@@ -81,10 +85,11 @@ def check_value(field: str, value: Any) -> Any:
         if not isinstance(value, str) or value not in spec.choices:
             raise ConfigError(field, bad)
         return value
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ConfigError(field, bad)  # numpy numbers are Real; bools and strings are not
     if spec.kind in ("int", "seed"):
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ConfigError(field, bad)
-        if isinstance(value, float):
+        if not isinstance(value, numbers.Integral):
+            value = float(value)
             if not math.isfinite(value) or not value.is_integer():
                 raise ConfigError(field, bad)
             value = int(value)
@@ -92,17 +97,14 @@ def check_value(field: str, value: Any) -> Any:
         if not spec.low <= value <= spec.high:
             raise ConfigError(field, bad)
         return int(value)
-    # floats
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ConfigError(field, bad)
     value = float(value)
     if not math.isfinite(value):
         raise ConfigError(field, bad)
     if spec.kind == "prob" and not 0.0 <= value <= 1.0:
         raise ConfigError(field, bad)
-    if spec.kind == "cost" and value < 0.0:
+    if spec.kind == "cost" and not 0.0 <= value <= COST_MAX_US:
         raise ConfigError(field, bad)
-    if spec.kind == "positive_cost" and value <= 0.0:
+    if spec.kind == "positive_cost" and not 0.0 < value <= COST_MAX_US:
         raise ConfigError(field, bad)
     return value
 

@@ -58,8 +58,15 @@ def expected_sequence_time_us(config: SpecConfig) -> float:
     big_k, total = config.k, config.tokens_per_seq
     # Distributions for every k the tail rule can use (0..K), from one survival vector.
     surv = np.concatenate(([1.0], survival(config, big_k)))
-    f = np.zeros(total + 1)
+    full_dist = accepted_distribution(config, big_k)
+    full_cost = big_k * config.draft_cost_us + config.verify_cost_us
+    reversed_dist = full_dist[::-1].copy()  # aligned with f[r - 1 - K], ..., f[r - 1]
+    f = np.zeros(total + 1)  # f(r) for r <= 0 is f(0) = 0
     for r in range(1, total + 1):
+        if r > big_k + 1:
+            # Both rules draft K here, and every outcome leaves r - j - 1 >= 0 tokens.
+            f[r] = full_cost + reversed_dist @ f[r - 1 - big_k : r]
+            continue
         k = big_k if config.tail == "full" else min(big_k, r - 1)
         dist = surv[: k + 1].copy()
         dist[:-1] -= surv[1 : k + 1]

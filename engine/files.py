@@ -6,6 +6,7 @@ The engine writes a file only when a caller asks it to, through these functions.
 from __future__ import annotations
 
 import csv
+import errno
 import os
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
@@ -27,6 +28,21 @@ def _umask() -> int:
 _NEW_FILE_MODE = 0o666 & ~_umask()
 
 
+def writable_target(path: Path) -> Path:
+    """The regular file that writing ``path`` should replace: a symlink is followed; a
+    directory, device or FIFO is refused (OSError naming ``path``)."""
+    path = Path(path)
+    if not path.name:
+        raise IsADirectoryError(errno.EISDIR, "not a file name", str(path))
+    if path.is_symlink():
+        path = path.resolve()
+    if path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "is a directory", str(path))
+    if path.exists() and not path.is_file():
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
+    return path
+
+
 @contextmanager
 def atomic_open(path: Path, mode: str = "w") -> Iterator[IO[Any]]:
     """Open a temporary file beside ``path``; on success it replaces ``path`` atomically.
@@ -34,8 +50,11 @@ def atomic_open(path: Path, mode: str = "w") -> Iterator[IO[Any]]:
     ``mode`` is "w" (text, UTF-8) or "wb". On an exception the temporary file is removed
     and ``path`` is left untouched.
     """
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
+    path = writable_target(path)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as err:  # name the file the user asked for, not our temporary one
+        raise type(err)(err.errno, err.strerror, str(path)) from None
     try:
         os.chmod(tmp, path.stat().st_mode & 0o777 if path.exists() else _NEW_FILE_MODE)
         binary = "b" in mode
@@ -60,7 +79,7 @@ def atomic_write_csv(path: Path, frame: pd.DataFrame) -> None:
 
 def append_csv_row(path: Path, row: Mapping[str, Any]) -> None:
     """Append one row; write the header only when this call creates the file."""
-    path = Path(path)
+    path = writable_target(path)
     new = not path.exists() or path.stat().st_size == 0
     with path.open("a", encoding="utf-8", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(row))
@@ -78,7 +97,7 @@ class SweepWriter:
     """
 
     def __init__(self, out: Path, columns: Sequence[str]) -> None:
-        self.out = Path(out)
+        self.out = writable_target(out)
         self.partial = self.out.with_name(self.out.name + ".partial")
         self.columns = list(columns)
         self.out.parent.mkdir(parents=True, exist_ok=True)

@@ -123,6 +123,8 @@ def load_preset_file(path: Path) -> Preset:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise PresetError(f"{path}: no such preset file") from None
+    except UnicodeDecodeError:
+        raise PresetError(f"{path}: not a text file (UTF-8 expected)") from None
     except OSError as err:
         raise PresetError(f"{path}: cannot read: {err.strerror}") from None
     try:

@@ -17,6 +17,7 @@ from spectui.errors import UsageError
 
 DEFAULT_SWEEP_OUT = Path("results/sweep_summary.csv")
 ENGINES = ("fast", "reference")
+MAX_WORKERS = 64
 
 
 class Parser(argparse.ArgumentParser):
@@ -83,50 +84,66 @@ def build_parser() -> Parser:
         )
     run.add_argument("--tail", choices=TAIL_RULES, help="last-cycle rule (default: full)")
     run.add_argument("--preset", metavar="NAME|PATH", help="start from a preset; flags override it")
-    run.add_argument("--summary-out", metavar="FILE", type=Path, help="append a summary CSV row")
     run.add_argument(
-        "--cycles-out", metavar="FILE", type=Path, help="write per-cycle records (CSV)"
+        "--summary-out", metavar="FILE", type=_file_path, help="append a summary CSV row"
+    )
+    run.add_argument(
+        "--cycles-out", metavar="FILE", type=_file_path, help="write per-cycle records (CSV)"
     )
     run.add_argument("--json", action="store_true", help="print one JSON object, nothing else")
     run.add_argument("--engine", choices=ENGINES, default="fast", help="simulator (default: fast)")
 
     sweep = sub.add_parser("sweep", help="run a preset's grid of configurations to a CSV")
     sweep.add_argument("--preset", metavar="NAME|PATH", default="seed-576")
-    sweep.add_argument("--out", metavar="FILE", type=Path, default=DEFAULT_SWEEP_OUT)
-    sweep.add_argument("--workers", metavar="N", type=_positive_int("--workers"), default=1)
+    sweep.add_argument("--out", metavar="FILE", type=_file_path, default=DEFAULT_SWEEP_OUT)
+    sweep.add_argument(
+        "--workers", metavar="N", type=_bounded_int("--workers", MAX_WORKERS), default=1
+    )
     sweep.add_argument("--engine", choices=ENGINES, default="fast")
     sweep.add_argument("--exact-only", action="store_true", help="exact values only, no sampling")
 
     analyze = sub.add_parser("analyze", help="optimal K, break-even, losers, Pareto front")
-    analyze.add_argument("file", nargs="?", type=Path, default=DEFAULT_SWEEP_OUT)
-    analyze.add_argument("--markdown", metavar="FILE", type=Path, help="write a findings report")
+    analyze.add_argument("file", nargs="?", type=_file_path, default=DEFAULT_SWEEP_OUT)
+    analyze.add_argument(
+        "--markdown", metavar="FILE", type=_file_path, help="write a findings report"
+    )
 
     plot = sub.add_parser("plot", help="the six plots, as PNG files or in the terminal")
-    plot.add_argument("file", nargs="?", type=Path, default=DEFAULT_SWEEP_OUT)
-    plot.add_argument("--out", metavar="DIR", type=Path, help="write 01_...png to 06_...png here")
+    plot.add_argument("file", nargs="?", type=_file_path, default=DEFAULT_SWEEP_OUT)
+    plot.add_argument(
+        "--out", metavar="DIR", type=_file_path, help="write 01_...png to 06_...png here"
+    )
     plot.add_argument("--terminal", action="store_true", help="draw the plots on stdout")
 
     sub.add_parser("presets", help="list shipped and user presets")
 
     serve = sub.add_parser("serve", help="serve the app in a web browser (textual-serve)")
     serve.add_argument("--host", default="127.0.0.1", help="bind address (default: 127.0.0.1)")
-    serve.add_argument("--port", type=_positive_int("--port"), default=8000)
+    serve.add_argument("--port", type=_bounded_int("--port", 65535), default=8000)
     serve.add_argument("--preset", metavar="NAME|PATH")
     return parser
 
 
-def _positive_int(flag: str):
+def _bounded_int(flag: str, high: int):
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
             value = 0
-        if value < 1:
-            raise argparse.ArgumentTypeError(f"{text!r} is not allowed; expected an integer >= 1")
+        if not 1 <= value <= high:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not allowed; expected an integer in [1, {high}]"
+            )
         return value
 
     parse.__name__ = flag
     return parse
+
+
+def _file_path(text: str) -> Path:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path is not a file name")
+    return Path(text)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -99,7 +99,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGINT, lambda *_: stop.set())
     executor: Executor | None = None
     if args.workers > 1:
-        executor = ProcessPoolExecutor(args.workers, initializer=_ignore_sigint)
+        workers = min(args.workers, max(1, len(configs)))
+        executor = ProcessPoolExecutor(workers, initializer=_ignore_sigint)
     from spectui.render import SweepProgress
 
     started = time.perf_counter()

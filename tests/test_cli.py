@@ -107,6 +107,10 @@ def test_summary_out_appends_and_cycles_out_streams(tmp_path):
             "/nonexistent-dir/x.csv",
         ),
         (["sweep", "--workers", "0"], "--workers: '0' is not allowed"),
+        (["sweep", "--workers", "65"], "expected an integer in [1, 64]"),
+        (["sweep", "--out", ""], "--out: an empty path is not a file name"),
+        (["serve", "--port", "99999"], "expected an integer in [1, 65535]"),
+        (["run", "--tokens-per-seq", "2000000"], "expected an integer in [1, 1000000]"),
         (["analyze", "/nonexistent.csv"], "no such file"),
         (["plot"], "give --out DIR"),
     ],
@@ -118,6 +122,13 @@ def test_usage_errors_are_one_line_exit_2(args, message):
     assert len(lines) == 1, out.stderr
     assert message in lines[0]
     assert "Traceback" not in out.stderr
+
+
+def test_sweep_into_a_directory_fails_before_any_work(tmp_path):
+    out = spectui("sweep", "--preset", "seed-576", "--out", str(tmp_path), check=False)
+    assert out.returncode == 2
+    assert out.stderr.strip() == f"spectui sweep: error: {tmp_path}: is a directory"
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_malformed_preset_names_file_and_key(tmp_path):

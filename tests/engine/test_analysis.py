@@ -155,3 +155,27 @@ def test_read_sweep_csv_errors(tmp_path):
         A.read_sweep_csv(bad)
     with pytest.raises(A.SweepDataError, match="no such file"):
         A.read_sweep_csv(tmp_path / "none.csv")
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "message"),
+    [
+        ("k", "abc", "row 3: k: 'abc' is not a number"),
+        ("k", "", "row 3: k: an empty cell is not allowed"),
+        ("k", "0", "row 3: k: 0 is not allowed"),
+        ("acceptance_rate", "1.5", "row 3: acceptance_rate: 1.5 is not allowed"),
+        ("draft_model", "big", "row 3: draft_model: 'big' is not allowed"),
+        ("speedup", "fast", "column speedup holds non-numeric values"),
+    ],
+)
+def test_read_sweep_csv_rejects_bad_cells(tmp_path, column, value, message):
+    from engine.sweep import run_sweep
+
+    frame = run_sweep([SpecConfig(k=k, n_sequences=20, tokens_per_seq=16) for k in (1, 2, 3)])
+    frame[column] = frame[column].astype(object)
+    frame.loc[1, column] = value
+    path = tmp_path / "s.csv"
+    frame.to_csv(path, index=False)
+    with pytest.raises(A.SweepDataError) as info:
+        A.read_sweep_csv(path)
+    assert message in str(info.value)

@@ -76,3 +76,13 @@ def test_every_field_has_a_spec_and_round_trips():
     c = SpecConfig(k=9, tail="clamp")
     assert set(c.to_dict()) == set(FIELD_SPECS)
     assert SpecConfig.from_dict(c.to_dict()) == c
+
+
+def test_numpy_numbers_are_accepted():
+    import numpy as np
+
+    c = SpecConfig(k=np.int64(3), acceptance_rate=np.float32(0.5), n_sequences=np.uint16(7))
+    assert (c.k, c.n_sequences) == (3, 7) and type(c.k) is int
+    assert c.acceptance_rate == 0.5
+    with pytest.raises(ConfigError, match="^k: "):
+        SpecConfig(k=np.bool_(True))

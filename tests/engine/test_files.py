@@ -37,3 +37,25 @@ def test_sweep_writer_streams_then_finishes(tmp_path):
     writer.finish(pd.DataFrame({"config_id": [0, 1], "x": [0.25, 0.5]}))
     assert pd.read_csv(out)["config_id"].tolist() == [0, 1]
     assert not writer.partial.exists()
+
+
+def test_atomic_write_follows_symlinks_and_refuses_non_files(tmp_path):
+    import os
+
+    real = tmp_path / "real.csv"
+    real.write_text("old")
+    link = tmp_path / "link.csv"
+    link.symlink_to(real)
+    atomic_write_text(link, "new")
+    assert link.is_symlink() and real.read_text() == "new"
+    fifo = tmp_path / "fifo.csv"
+    os.mkfifo(fifo)
+    with pytest.raises(OSError, match="not a regular file"):
+        atomic_write_text(fifo, "x")
+    with pytest.raises(IsADirectoryError):
+        atomic_write_text(tmp_path, "x")
+    with pytest.raises(IsADirectoryError):
+        SweepWriter(tmp_path, ["a"])
+    with pytest.raises(FileNotFoundError) as info:
+        atomic_write_text(tmp_path / "missing" / "x.csv", "x")
+    assert info.value.filename == str(tmp_path / "missing" / "x.csv")
