@@ -1,0 +1,315 @@
+"""The spectui Textual app: a form, five views, presets and help. No simulation logic here."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from textual import work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.lazy import Lazy
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
+from textual.worker import Worker
+
+from engine.config import SpecConfig
+from engine.presets import Preset, PresetError, load_preset
+from spectui.messages import CellChosen, ConfigChanged, ExactReady, SweepFinished, SweepSnapshot
+from spectui.widgets.analysis_view import AnalysisView
+from spectui.widgets.common import report_worker_error
+from spectui.widgets.exact_panel import ExactPanel
+from spectui.widgets.param_form import ParamForm
+from spectui.widgets.run_view import RunView
+from spectui.widgets.sweep_view import SweepView
+
+if TYPE_CHECKING:
+    from spectui.widgets.speedup_view import SpeedupView
+
+VIEWS = (("run", "Run"), ("speedup", "Speedup vs K"), ("sweep", "Sweep"))
+VIEWS += (("analysis", "Analysis"), ("plots", "Plots"))
+
+# One list drives the bindings and the command palette: (key, action, title, help, footer?).
+ACTIONS: tuple[tuple[str, str, str, str, bool], ...] = (
+    ("f1,question_mark", "help", "Help", "The model in a few sentences, and every key", True),
+    ("f5,ctrl+r", "run", "Run", "Monte Carlo run of the form's configuration", True),
+    ("f6", "start_sweep", "Sweep", "Start the chosen sweep preset", True),
+    ("escape", "cancel_sweep", "Cancel sweep", "Stop the sweep; finished cells are kept", True),
+    ("ctrl+o", "load_preset", "Presets", "Load a shipped or user preset", True),
+    (
+        "ctrl+s",
+        "save_preset",
+        "Save preset",
+        "Save the form as a preset (never overwrites silently)",
+        False,
+    ),
+    ("ctrl+b", "toggle_form", "Form panel", "Hide or show the parameter form", False),
+    ("f2", "focus_form", "Form", "Focus the parameter form", False),
+    ("f3", "focus_view", "View", "Focus the current view", False),
+)
+
+
+class SpectuiApp(App[None]):
+    """Tune a configuration, watch it run, see speedup against K, sweep, analyse."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "spectui"
+    BINDINGS = [
+        *(Binding(k, a, t, show=s, tooltip=h, id=a) for k, a, t, h, s in ACTIONS),
+        *(
+            Binding(str(i), f"show_view('{v}')", title, show=False)
+            for i, (v, title) in enumerate(VIEWS, start=1)
+        ),
+    ]
+
+    def __init__(self, preset: Preset) -> None:
+        super().__init__()
+        self.preset = preset
+        self.config: SpecConfig | None = preset.config
+        self.sweep_frame: Any = None
+        self._lazy_done: set[str] = set()
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal(id="main"):
+            with Vertical(id="side"):
+                yield ParamForm(self.preset.config, id="form")
+                yield ExactPanel(id="exact")
+            with TabbedContent(id="views", initial="run"):
+                with TabPane("1 Run", id="run"):
+                    yield RunView(id="run-view")
+                with TabPane("2 Speedup", id="speedup"):
+                    yield Static("loading…", classes="lazy")
+                with TabPane("3 Sweep", id="sweep"):
+                    sweep = self.preset.name if self.preset.is_sweep else None
+                    # Hidden panes mount after the first screen (start-up stays fast).
+                    yield Lazy(SweepView(sweep, id="sweep-view"))
+                with TabPane("4 Analysis", id="analysis"):
+                    yield Lazy(AnalysisView(id="analysis-view", classes="main-view"))
+                with TabPane("5 Plots", id="plots"):
+                    yield Static("loading…", classes="lazy")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = f"preset {self.preset.name}"
+        # Later, not at once: importing pandas holds the GIL and would delay the first screen.
+        self.set_timer(1.0, self._preload)
+
+    @work(thread=True, group="preload", exit_on_error=False)
+    def _preload(self) -> None:
+        """Import the heavy engine modules (pandas) after the first screen, off the UI thread."""
+        import engine.analysis
+        import engine.simulator
+        import engine.sweep  # noqa: F401
+
+    # --- the form and the exact figures -------------------------------------------------
+    def on_config_changed(self, message: ConfigChanged) -> None:
+        self.config = message.config
+        if message.config is None:
+            self.query_one(ExactPanel).show_invalid()
+        else:
+            self._exact(message.config)
+        speedup = self._speedup_view()
+        if speedup is not None:
+            speedup.set_config(message.config)
+
+    @work(thread=True, exclusive=True, group="exact", exit_on_error=False)
+    def _exact(self, config: SpecConfig) -> None:
+        from engine.exact import exact_metrics
+
+        self.post_message(ExactReady(config, exact_metrics(config)))
+
+    def on_exact_ready(self, message: ExactReady) -> None:
+        panel = self.query(ExactPanel)  # gone if the app is closing
+        if panel and message.config == self.config:
+            panel.first().show_figures(message.config, message.figures)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        report_worker_error(self, event, event.worker.name or "Worker")
+
+    # --- views ---------------------------------------------------------------------------
+    def _speedup_view(self) -> SpeedupView | None:
+        # By id: importing the class would load plotext before the view is ever shown.
+        found = self.query("#speedup-view")
+        return found.first() if found else None  # type: ignore[return-value]
+
+    def _plots_view(self) -> Any:
+        found = self.query("#plots-view")
+        return found.first() if found else None
+
+    async def _mount_lazy(self, pane_id: str) -> None:
+        if pane_id in self._lazy_done:
+            return
+        self._lazy_done.add(pane_id)  # before any await: the tab event may call this too
+        pane = self.query_one(f"#{pane_id}", TabPane)
+        await pane.query(".lazy").remove()
+        if pane_id == "speedup":
+            from spectui.widgets.speedup_view import SpeedupView
+
+            view = SpeedupView(id="speedup-view", classes="main-view")
+            view.config = self.config
+            await pane.mount(view)
+        else:
+            try:
+                from spectui.widgets.plots_view import PlotsView
+            except ImportError:
+                await pane.mount(Static("Plots view not available yet.", id="plots-view"))
+                return
+            plots = PlotsView(id="plots-view", classes="main-view")
+            await pane.mount(plots)
+            if self.sweep_frame is not None:
+                plots.update_results(self.sweep_frame)
+
+    async def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        pane_id = event.pane.id or ""
+        if pane_id in ("speedup", "plots"):
+            await self._mount_lazy(pane_id)
+        if pane_id == "speedup":
+            view = self._speedup_view()
+            if view is not None and view.dirty:
+                view.refresh_curve()
+        elif pane_id == "analysis":
+            for analysis in self.query(AnalysisView):
+                analysis.render_now()
+
+    async def action_show_view(self, view: str) -> None:
+        self.query_one(TabbedContent).active = view
+        if view in ("speedup", "plots"):
+            await self._mount_lazy(view)
+        self.call_after_refresh(self.action_focus_view)
+
+    def action_focus_view(self) -> None:
+        pane = self.query_one(TabbedContent).active_pane
+        if pane is None:
+            return
+        # The main widget of each view: the table, the chart, the heatmap, the text.
+        found = pane.query(".main-view")
+        if found and found.first().focusable:
+            found.first().focus()
+
+    def action_focus_form(self) -> None:
+        self.query_one("#side").display = True
+        self.query_one(ParamForm).query_one("#k").focus()
+
+    def action_toggle_form(self) -> None:
+        side = self.query_one("#side")
+        side.display = not side.display
+
+    def action_help(self) -> None:
+        from spectui.screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    # --- run and sweep -------------------------------------------------------------------
+    def action_run(self) -> None:
+        form = self.query_one(ParamForm)
+        if self.config is None:
+            fields = ", ".join(form.errors) or "the form"
+            self.notify(f"Cannot run: fix {fields} first.", severity="error")
+            return
+        self.query_one(TabbedContent).active = "run"
+        view = self.query_one(RunView)
+        view.start_run(self.config)
+        view.table.focus()
+
+    def action_start_sweep(self) -> None:
+        self.query_one(TabbedContent).active = "sweep"
+        view = self.query_one(SweepView)
+        view.action_start()
+        self.call_after_refresh(self.action_focus_view)
+
+    def action_cancel_sweep(self) -> None:
+        self.query_one(SweepView).action_cancel()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "cancel_sweep":
+            found = self.query(SweepView)
+            return bool(found) and found.first().running
+        return True
+
+    def on_sweep_snapshot(self, message: SweepSnapshot) -> None:
+        self._sweep_rows(message.frame, partial=True)
+
+    def on_sweep_finished(self, message: SweepFinished) -> None:
+        self._sweep_rows(message.frame, partial=message.cancelled)
+
+    def _sweep_rows(self, frame: Any, partial: bool) -> None:
+        self.sweep_frame = frame
+        for analysis in self.query(AnalysisView):
+            analysis.set_frame(frame, partial)
+            if self.query_one(TabbedContent).active == "analysis":
+                analysis.render_now()
+        plots = self._plots_view()
+        if plots is not None and hasattr(plots, "update_results"):
+            plots.update_results(frame)
+
+    async def on_cell_chosen(self, message: CellChosen) -> None:
+        self.query_one(TabbedContent).active = "speedup"
+        await self._mount_lazy("speedup")
+        view = self._speedup_view()
+        if view is not None:
+            view.set_config(message.config, message.rows)
+            view.refresh_curve()
+
+    # --- presets ---------------------------------------------------------------------------
+    def apply_preset(self, name_or_path: str) -> bool:
+        """Load a preset into the form (and the sweep picker); errors become notifications."""
+        try:
+            preset = load_preset(name_or_path)
+        except PresetError as err:
+            self.notify(str(err), title="Preset not loaded", severity="error", timeout=10)
+            return False
+        self.preset = preset
+        self.query_one(ParamForm).load_config(preset.config)
+        if preset.is_sweep:
+            self.query_one(SweepView).choose(preset.name)
+        self.sub_title = f"preset {preset.name}"
+        self.notify(f"Loaded preset {preset.name}")
+        return True
+
+    def action_load_preset(self) -> None:
+        from spectui.screens.presets import PresetPicker
+
+        def chosen(name: str | None) -> None:
+            if name:
+                self.apply_preset(name)
+
+        self.push_screen(PresetPicker(), chosen)
+
+    def action_save_preset(self) -> None:
+        from spectui.screens.presets import save_form_as_preset
+
+        if self.config is None:
+            self.notify("Cannot save: the form has invalid fields.", severity="error")
+            return
+        save_form_as_preset(self, self.config)
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        for _keys, action, title, help_text, _show in ACTIONS:
+            yield SystemCommand(title, help_text, getattr(self, f"action_{action}"))
+        for view, title in VIEWS:
+            yield SystemCommand(f"View: {title}", f"Show the {title} view", self._show(view))
+        from engine.presets import preset_paths
+
+        for name in preset_paths():
+            yield SystemCommand(f"Preset: {name}", f"Load preset {name}", self._loader(name))
+
+    def _show(self, view: str) -> Any:
+        async def show() -> None:
+            await self.action_show_view(view)
+
+        return show
+
+    def _loader(self, name: str) -> Any:
+        return lambda: self.apply_preset(name)
+
+
+def create_app(preset: str | None = None) -> SpectuiApp:
+    """The app opened on ``preset`` (a name or a path; None means "default").
+
+    Raises :class:`engine.presets.PresetError` when the preset is missing or malformed.
+    """
+    return SpectuiApp(load_preset(preset or "default"))

@@ -1,0 +1,99 @@
+"""Messages between thread workers and widgets.
+
+Workers never touch widgets: they post one of these, and the UI thread handles it.
+Progress messages say so with ``can_replace``, so a busy UI drops stale ones.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from textual.message import Message
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from engine.config import SpecConfig
+
+
+@dataclass
+class ConfigChanged(Message):
+    """The form holds a new valid configuration (``config``) or is invalid (``None``)."""
+
+    config: SpecConfig | None
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class ExactReady(Message):
+    """Exact figures of ``config`` computed off the UI thread."""
+
+    config: SpecConfig
+    figures: dict[str, float]
+
+
+@dataclass
+class RunFinished(Message):
+    """A Monte Carlo run finished: metrics, the per-cycle records, per-position acceptance."""
+
+    config: SpecConfig
+    metrics: dict[str, float]
+    cycles: pd.DataFrame
+    observed: list[float]
+    model_probs: list[float]
+
+
+@dataclass
+class CurveReady(Message):
+    """Speedup-vs-K data for the Speedup view: exact curves and optional Monte Carlo points."""
+
+    title: str
+    curves: list[tuple[str, list[int], list[float]]]
+    points: list[tuple[int, float, float]] | None
+    k_star: int | None
+
+
+@dataclass
+class SweepProgress(Message):
+    """``done`` of ``total`` configurations finished after ``elapsed`` seconds."""
+
+    done: int
+    total: int
+    elapsed: float
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, SweepProgress)
+
+
+@dataclass
+class SweepSnapshot(Message):
+    """The rows finished so far and their optimal-K table (sent at most every 0.5 s)."""
+
+    frame: pd.DataFrame
+    optimal: pd.DataFrame | None
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, SweepSnapshot)
+
+
+@dataclass
+class SweepFinished(Message):
+    """The sweep ended (or was cancelled); its rows were saved to ``path``."""
+
+    frame: pd.DataFrame
+    optimal: pd.DataFrame | None
+    path: Path | None
+    cancelled: bool
+    elapsed: float
+    done: int
+    total: int
+
+
+@dataclass
+class CellChosen(Message):
+    """A heatmap cell was selected: show this configuration's curve (with the sweep's points)."""
+
+    config: SpecConfig
+    rows: Any

@@ -1,0 +1,1 @@
+"""Modal screens of the spectui app: help, preset picker, preset save form."""

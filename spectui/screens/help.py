@@ -1,0 +1,63 @@
+"""The help screen: the model in a few sentences, and every key."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Markdown
+
+HELP_TEXT = """\
+# spectui: speculative decoding, cycle by cycle
+
+A **draft** model proposes *K* tokens (each costs `draft_cost_us`); the **target** model
+verifies them in one pass (`verify_cost_us`). Position *i* is accepted with probability
+*p_i* (from the draft model); the first rejection ends the check. Every cycle emits the
+accepted drafts plus one token from the verifier. **Speedup** is the time of plain
+decoding (one verify pass per token) over the speculative time, for the same tokens.
+Exact figures come from a dynamic program; Monte Carlo runs sample every accept test.
+
+## Keys
+
+| key | where | does |
+| --- | --- | --- |
+| `F1` `?` | anywhere | this help |
+| `ctrl+p` | anywhere | command palette: every action, every preset |
+| `1` … `5` | outside a field | Run, Speedup vs K, Sweep, Analysis, Plots |
+| `F2` | anywhere | focus the parameter form |
+| `F3` | anywhere | focus the current view |
+| `ctrl+b` | anywhere | hide / show the form panel (more room at 80x24) |
+| `F5` `ctrl+r` | anywhere | run the Monte Carlo for the form |
+| `F6` | anywhere | start the chosen sweep |
+| `ctrl+o` | anywhere | load a preset (picker) |
+| `ctrl+s` | anywhere | save the form as a preset |
+| `tab` / `shift+tab` | anywhere | next / previous field or widget |
+| `r` `e` `+` `-` `p` `x` | Run view | run, run to end, faster, slower, pause, export CSV |
+| `c` `f` | Speedup view | cycle comparison overlay, back to the form's curve |
+| `s` `m` `enter` | Sweep view | start, next model's heatmap, the cell's curve |
+| `escape` | while a sweep runs | cancel it: finished cells stay, partial CSV saved |
+| `n` `p` `m` | Plots view | next / previous plot, heatmap model |
+| `ctrl+q` | anywhere | quit |
+
+In the heatmap each cell shows K* and its speedup; `≈` marks a tie (the best two K are
+within sampling noise), `✗` a cell where even K* is slower than the baseline, `…` a cell
+whose K values are not all finished yet.
+
+Press `escape`, `q` or `F1` to close.
+"""
+
+
+class HelpScreen(ModalScreen[None]):
+    """A modal page of help text."""
+
+    BINDINGS = [
+        Binding("escape,q,f1,question_mark", "dismiss", "Close", show=True),
+    ]
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help-body"):
+            yield Markdown(HELP_TEXT)
+
+    def action_dismiss(self, result: None = None) -> None:  # type: ignore[override]
+        self.dismiss(None)

@@ -1,0 +1,164 @@
+"""Preset screens: the picker, the save form, and the overwrite confirmation."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, OptionList, Static
+from textual.widgets.option_list import Option
+
+if TYPE_CHECKING:
+    from textual.app import App
+
+    from engine.config import SpecConfig
+
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+class PresetPicker(ModalScreen[str | None]):
+    """Choose a shipped or user preset, or type a path. Dismisses with the name/path."""
+
+    BINDINGS = [Binding("escape", "close", "Close")]
+
+    def compose(self) -> ComposeResult:
+        from engine.presets import Preset, list_presets
+
+        options = []
+        for item in list_presets():
+            if isinstance(item, Preset):
+                kind = f"sweep of {item.size()}" if item.is_sweep else "single run"
+                options.append(Option(f"{item.name} · {kind} · {item.description}", id=item.name))
+            else:
+                options.append(Option(f"✗ {item}", id=f"error:{item}"))
+        with Vertical(id="picker", classes="dialog"):
+            yield Label("Load a preset (enter), or type a .toml path below")
+            yield OptionList(*options, id="preset-list")
+            yield Input(placeholder="path/to/preset.toml", id="preset-path")
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        option_id = event.option.id or ""
+        if option_id.startswith("error:"):
+            self.notify(option_id[6:], severity="error", timeout=8)
+            return
+        self.dismiss(option_id)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.value.strip():
+            self.dismiss(event.value.strip())
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+class SavePreset(ModalScreen[tuple[str, str] | None]):
+    """Ask for a name and a description; dismisses with them, or None."""
+
+    BINDINGS = [Binding("escape", "close", "Cancel")]
+
+    def __init__(self, directory: str) -> None:
+        super().__init__()
+        self.directory = directory
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="save", classes="dialog"):
+            yield Label(f"Save the form as a preset in {self.directory}")
+            yield Input(placeholder="name (letters, digits, - _ .)", id="save-name")
+            yield Input(placeholder="one-line description", id="save-description")
+            yield Static("", id="save-error")
+            with Horizontal(classes="buttons"):
+                yield Button("Save", id="save-ok", variant="primary")
+                yield Button("Cancel", id="save-cancel")
+
+    def _submit(self) -> None:
+        name = self.query_one("#save-name", Input).value.strip()
+        if not NAME_RE.match(name):
+            self.query_one("#save-error", Static).update(
+                "✗ name: use letters, digits, '-', '_' or '.', starting with a letter or digit"
+            )
+            self.query_one("#save-name", Input).focus()
+            return
+        self.dismiss((name, self.query_one("#save-description", Input).value.strip()))
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "save-name":
+            self.query_one("#save-description", Input).focus()
+        else:
+            self._submit()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "save-ok":
+            self._submit()
+        else:
+            self.dismiss(None)
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+class Confirm(ModalScreen[bool]):
+    """A yes/no question: y or enter says yes, n or escape says no."""
+
+    BINDINGS = [
+        Binding("y", "answer(True)", "Yes"),
+        Binding("n,escape", "answer(False)", "No"),
+    ]
+
+    def __init__(self, question: str) -> None:
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="confirm", classes="dialog"):
+            yield Label(self.question)
+            with Horizontal(classes="buttons"):
+                yield Button("Yes (y)", id="yes", variant="warning")
+                yield Button("No (n)", id="no", variant="primary")
+
+    def on_mount(self) -> None:
+        self.query_one("#no", Button).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)
+
+
+def save_form_as_preset(app: App, config: SpecConfig) -> None:
+    """Ask for a name, then save ``config`` in the user preset directory; ask before
+    replacing an existing file (engine.presets.save_preset refuses to overwrite silently)."""
+    from engine.presets import save_preset, user_preset_dir
+
+    directory = user_preset_dir()
+
+    def write(path: Path, description: str, overwrite: bool) -> None:
+        try:
+            save_preset(path, config, description, overwrite=overwrite)
+        except OSError as err:
+            app.notify(f"Not saved: {err}", severity="error")
+            return
+        app.notify(f"Saved preset {path}")
+
+    def named(answer: tuple[str, str] | None) -> None:
+        if answer is None:
+            return
+        path = directory / f"{answer[0]}.toml"
+        if not path.exists():
+            write(path, answer[1], False)
+            return
+
+        def confirmed(yes: bool | None) -> None:
+            if yes:
+                write(path, answer[1], True)
+            else:
+                app.notify(f"Not saved: {path} already exists.", severity="warning")
+
+        app.push_screen(Confirm(f"{path} exists. Overwrite it?"), confirmed)
+
+    app.push_screen(SavePreset(str(directory)), named)

@@ -1,0 +1,1 @@
+"""Widgets of the spectui app, one per file."""

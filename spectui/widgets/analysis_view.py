@@ -1,0 +1,144 @@
+"""Analysis of the finished or partial sweep, from engine.analysis."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from rich import box
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+PARETO_ROWS = 12
+
+
+def _f(value: Any, digits: int = 3) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def _table(title: str, columns: list[str]) -> Table:
+    table = Table(
+        title=title, title_justify="left", title_style="bold", box=box.SIMPLE_HEAD, pad_edge=False
+    )
+    for column in columns:
+        table.add_column(column, justify="right" if column != "model" else "left")
+    return table
+
+
+def render_analysis(frame: Any, partial: bool) -> Group:
+    """Every analysis block of a sweep frame as rich renderables."""
+    from engine import analysis
+
+    parts: list[Any] = []
+    note = " (partial sweep)" if partial else ""
+    col = analysis.speedup_column(frame)
+    best = analysis.best_configuration(frame)
+    quality = analysis.quality_parameter(str(best["draft_model"]))
+    parts.append(
+        Text.from_markup(
+            f"[b]Best configuration{note}[/b]: {best['draft_model']}, K={int(best['k'])}, "
+            f"{quality}={best[quality]:g}, draft {best['draft_cost_us']:g} us "
+            f"(c={best['cost_ratio']:.3f}): speedup {best[col]:.3f}"
+            f" ±{_f(float(best['speedup_ci95']))}, exact {best['speedup_exact']:.3f}\n"
+        )
+    )
+    losing = analysis.losing_configurations(frame)
+    lines = [
+        f"[b]Losing configurations[/b] (speedup < 1): {losing['count']} of {losing['total']} rows"
+        f" ({losing['distinct']} of {losing['distinct_total']} distinct)"
+    ]
+    if losing["count"]:
+        lines.append(f"  cheapest draft among losers: cost ratio {losing['min_cost_ratio']:.3f}")
+        for model, (param, value) in losing["max_quality"].items():
+            lines.append(f"  {model}: losers have {param} up to {value:g}")
+    parts.append(Text.from_markup("\n".join(lines) + "\n"))
+    models = list(dict.fromkeys(frame["draft_model"]))
+    for model in models:
+        table = analysis.breakeven_by_cost_ratio(frame, model)
+        if table.empty:
+            continue
+        out = _table(
+            f"Break-even by cost ratio · {model}",
+            ["c", "mean", "exact", "min", "max", "lose", "n"],
+        )
+        for r in table.itertuples():
+            out.add_row(
+                _f(r.cost_ratio, 2),
+                _f(r.mean_speedup, 2),
+                _f(r.mean_speedup_exact, 2),
+                _f(r.min_speedup, 2),
+                _f(r.max_speedup, 2),
+                str(r.losing),
+                str(r.configs),
+            )
+        parts.append(out)
+    optimal = analysis.optimal_k(frame)
+    for model in models:
+        ranges = analysis.k_star_ranges(optimal, model)
+        if ranges.empty:
+            continue
+        param = analysis.quality_parameter(model)
+        out = _table(f"K* range per {param} · {model}", [param[:10], "K* min", "K* max"])
+        for r in ranges.itertuples(index=False):
+            out.add_row(f"{r[0]:g}", str(int(r[1])), str(int(r[2])))
+        parts.append(out)
+    front = analysis.pareto_front(frame)
+    overhead = "compute_overhead" if col == "speedup" else "compute_overhead_limit"
+    out = _table(
+        f"Pareto front: speedup vs compute overhead (first {PARETO_ROWS})",
+        ["model", "K", "quality", "us", "speedup", "ovhd"],
+    )
+    for _, r in front.head(PARETO_ROWS).iterrows():
+        param = analysis.quality_parameter(str(r["draft_model"]))
+        out.add_row(
+            str(r["draft_model"])[:8],
+            str(int(r["k"])),
+            f"{param[:5]} {r[param]:g}",
+            f"{r['draft_cost_us']:g}",
+            _f(float(r[col])),
+            _f(float(r[overhead]), 2),
+        )
+    parts.append(out)
+    return Group(*parts)
+
+
+class AnalysisView(VerticalScroll):
+    """Re-renders when shown after the sweep frame changed."""
+
+    can_focus = True
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.frame: Any = None
+        self.partial = False
+        self.dirty = False
+
+    def compose(self):
+        yield Static("No sweep yet: run one in the Sweep view (s).", id="analysis-body")
+
+    def on_mount(self) -> None:
+        # Mounted lazily: pick up a sweep that finished before this view existed.
+        frame = getattr(self.app, "sweep_frame", None)
+        if frame is not None and self.frame is None:
+            self.set_frame(frame, partial=False)
+
+    def set_frame(self, frame: Any, partial: bool) -> None:
+        self.frame, self.partial, self.dirty = frame, partial, True
+
+    def render_now(self) -> None:
+        if not self.dirty or self.frame is None or not len(self.frame):
+            return
+        self.dirty = False
+        body = self.query_one("#analysis-body", Static)
+        try:
+            body.update(render_analysis(self.frame, self.partial))
+        except Exception as err:  # analysis of odd partial frames must not kill the app
+            body.update(f"analysis failed: {type(err).__name__}: {err}")
+            self.notify(f"Analysis failed: {err}", severity="error")

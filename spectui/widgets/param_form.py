@@ -1,0 +1,236 @@
+"""The parameter form: one field per configuration value, validated as the person types."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, VerticalScroll
+from textual.validation import ValidationResult, Validator
+from textual.widgets import Input, Label, Select, Static
+
+from engine.config import (
+    DRAFT_MODEL_NAMES,
+    FIELD_SPECS,
+    TAIL_RULES,
+    ConfigError,
+    SpecConfig,
+    check_value,
+)
+from engine.draft_models import MODEL_PARAMETERS, get_model
+from spectui.messages import ConfigChanged
+
+# Text fields in form order; the model's own parameters sit right after the acceptance rate.
+TEXT_FIELDS: tuple[str, ...] = (
+    "k",
+    "acceptance_rate",
+    "decay_base",
+    "decay_factor",
+    "entropy_high",
+    "entropy_low",
+    "entropy_frac",
+    "draft_cost_us",
+    "verify_cost_us",
+    "n_sequences",
+    "tokens_per_seq",
+    "seed",
+)
+LABELS: dict[str, str] = {
+    "draft_model": "model",
+    "k": "K",
+    "acceptance_rate": "accept",
+    "decay_base": "decay base",
+    "decay_factor": "decay fact",
+    "entropy_high": "p easy",
+    "entropy_low": "p hard",
+    "entropy_frac": "hard frac",
+    "draft_cost_us": "draft us",
+    "verify_cost_us": "verify us",
+    "n_sequences": "sequences",
+    "tokens_per_seq": "tok/seq",
+    "seed": "seed",
+    "tail": "tail",
+}
+
+
+def parse_field(name: str, text: str) -> Any:
+    """The value of one field from its text; ConfigError (naming the field) if wrong."""
+    spec = FIELD_SPECS[name]
+    text = text.strip()
+    try:
+        value: Any = int(text) if spec.kind in ("int", "seed") else float(text)
+    except ValueError:
+        noun = "an integer" if spec.kind in ("int", "seed") else "a number"
+        shown = repr(text) if text else "empty"
+        raise ConfigError(name, f"{shown} is not {noun}; expected {spec.allowed()}") from None
+    return check_value(name, value)
+
+
+class FieldValidator(Validator):
+    """Checks one configuration field with the engine's own rules and messages."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.field_name = name
+
+    def validate(self, value: str) -> ValidationResult:
+        try:
+            parse_field(self.field_name, value)
+        except ConfigError as err:
+            return self.failure(str(err).split(": ", 1)[1])
+        return self.success()
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return repr(value)
+    return str(value)
+
+
+class ParamForm(VerticalScroll, can_focus=False):
+    """Side panel. Posts :class:`ConfigChanged` whenever the set of values changes."""
+
+    def __init__(self, config: SpecConfig, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._base = config
+        self._loading = True  # until mounted: the fields' initial Changed events are not edits
+        self.errors: dict[str, str] = {}
+
+    def compose(self) -> ComposeResult:
+        base = self._base
+        with Horizontal(classes="field", id="row-draft_model"):
+            yield Label(LABELS["draft_model"], classes="field-label")
+            yield Select(
+                [(m, m) for m in DRAFT_MODEL_NAMES],
+                value=base.draft_model,
+                allow_blank=False,
+                compact=True,
+                id="draft_model",
+                tooltip=FIELD_SPECS["draft_model"].help,
+            )
+        for name in TEXT_FIELDS:
+            spec = FIELD_SPECS[name]
+            with Horizontal(classes="field", id=f"row-{name}"):
+                yield Label(LABELS[name], classes="field-label")
+                yield Input(
+                    _text(getattr(base, name)),
+                    id=name,
+                    compact=True,
+                    validators=[FieldValidator(name)],
+                    validate_on=["changed"],
+                    tooltip=spec.help + (f" ({spec.unit})" if spec.unit else ""),
+                )
+            yield Static("", classes="field-error", id=f"error-{name}")
+        with Horizontal(classes="field", id="row-tail"):
+            yield Label(LABELS["tail"], classes="field-label")
+            yield Select(
+                [(t, t) for t in TAIL_RULES],
+                value=base.tail,
+                allow_blank=False,
+                compact=True,
+                id="tail",
+                tooltip=FIELD_SPECS["tail"].help,
+            )
+        yield Static("", id="form-status")
+
+    def on_mount(self) -> None:
+        self.border_title = "Configuration"
+        self._show_model_fields(self._base.draft_model)
+        self.call_after_refresh(self._ready)
+
+    def _ready(self) -> None:
+        self._loading = False
+        self._emit()
+
+    def _show_model_fields(self, model: str) -> None:
+        reads = set(get_model(model).reads)
+        for name in MODEL_PARAMETERS:
+            self.query_one(f"#row-{name}").display = name in reads
+            if name not in reads:
+                self.query_one(f"#error-{name}").display = False
+
+    def visible_fields(self) -> list[str]:
+        reads = set(get_model(self.model).reads)
+        return [n for n in TEXT_FIELDS if n not in MODEL_PARAMETERS or n in reads]
+
+    @property
+    def model(self) -> str:
+        return str(self.query_one("#draft_model", Select).value)
+
+    def load_config(self, config: SpecConfig) -> None:
+        """Show ``config`` in every field (e.g. a loaded preset)."""
+        self._loading = True
+        try:
+            self._base = config
+            self.query_one("#draft_model", Select).value = config.draft_model
+            self.query_one("#tail", Select).value = config.tail
+            for name in TEXT_FIELDS:
+                field_input = self.query_one(f"#{name}", Input)
+                field_input.value = _text(getattr(config, name))
+                field_input.validate(field_input.value)
+                self._set_error(name, None)
+            self._show_model_fields(config.draft_model)
+        finally:
+            self._loading = False
+        self._emit()
+
+    def set_field(self, name: str, text: str) -> None:
+        """Type ``text`` into one field (used by tests and the sweep's cell selection)."""
+        self.query_one(f"#{name}", Input).value = text
+
+    def _set_error(self, name: str, message: str | None) -> None:
+        box = self.query_one(f"#error-{name}", Static)
+        box.update(f"✗ {message}" if message else "")
+        box.display = bool(message)
+
+    def current_config(self) -> tuple[SpecConfig | None, dict[str, str]]:
+        """The configuration the form holds, or None and the reasons per field."""
+        values: dict[str, Any] = {
+            "draft_model": self.model,
+            "tail": str(self.query_one("#tail", Select).value),
+        }
+        errors: dict[str, str] = {}
+        for name in TEXT_FIELDS:
+            text = self.query_one(f"#{name}", Input).value
+            try:
+                values[name] = parse_field(name, text)
+            except ConfigError as err:
+                if name in self.visible_fields():
+                    errors[name] = str(err).split(": ", 1)[1]
+                else:  # an inert, hidden field keeps its last valid value
+                    values[name] = getattr(self._base, name)
+        if errors:
+            return None, errors
+        try:
+            return SpecConfig(**values), {}
+        except ConfigError as err:  # pragma: no cover - fields are checked one by one above
+            return None, {err.field: str(err)}
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        name = event.input.id or ""
+        result = event.validation_result
+        failure = None if result is None or result.is_valid else result.failure_descriptions[0]
+        self._set_error(name, failure)
+        if not self._loading:
+            self._emit()
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        event.stop()
+        if event.select.id == "draft_model" and event.value != Select.NULL:
+            self._show_model_fields(str(event.value))
+        if not self._loading:
+            self._emit()
+
+    def _emit(self) -> None:
+        config, errors = self.current_config()
+        self.errors = errors
+        status = self.query_one("#form-status", Static)
+        if errors:
+            names = ", ".join(LABELS[n] for n in errors)
+            status.update(f"✗ invalid: {names} — fix to run")
+            status.add_class("-invalid")
+        else:
+            status.update("")
+            status.remove_class("-invalid")
+        self.post_message(ConfigChanged(config, errors))

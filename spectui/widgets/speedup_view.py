@@ -1,0 +1,161 @@
+"""Speedup vs K: the exact curve, Monte Carlo points with intervals, break-even and K*."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.widgets import Static
+from textual.worker import get_current_worker
+from textual_plotext import PlotextPlot
+
+from engine.config import DRAFT_MODEL_NAMES, SpecConfig
+from spectui.messages import CurveReady
+
+OVERLAYS = ("off", "models", "costs")
+MC_BUDGET = 2 * 10**7  # sequences x tokens x K values: above it, skip the Monte Carlo points
+MARKERS = ("hd", "dot", "x", "+", "sd")
+
+
+def curve_ks(config: SpecConfig) -> list[int]:
+    return list(range(1, min(max(15, config.k + 5), 64) + 1))
+
+
+class SpeedupPlot(PlotextPlot):
+    """The chart itself; ``draw`` replaces everything plotted."""
+
+    def draw(self, data: CurveReady) -> None:
+        plt = self.plt
+        plt.clear_data()
+        plt.clear_figure()
+        plt.title(data.title)
+        plt.xlabel("K (draft tokens per cycle)")
+        plt.ylabel("speedup")
+        all_ks: list[int] = []
+        for i, (label, ks, ys) in enumerate(data.curves):
+            plt.plot(ks, ys, label=label, marker=MARKERS[i % len(MARKERS)])
+            all_ks += ks
+        if data.points:
+            ks = [p[0] for p in data.points]
+            ys = [p[1] for p in data.points]
+            errs = [p[2] if p[2] == p[2] else 0.0 for p in data.points]
+            plt.error(ks, ys, yerr=errs, label="Monte Carlo ±95%")
+        if all_ks:
+            plt.plot([min(all_ks), max(all_ks)], [1.0, 1.0], label="break-even 1.0", marker="-")
+        if data.k_star is not None:
+            plt.vline(data.k_star)
+        self.refresh()
+
+
+class SpeedupView(Vertical, can_focus=True):
+    """Recomputes (in a thread worker) when the form changes or a sweep cell is chosen."""
+
+    BINDINGS = [
+        Binding("c", "cycle_overlay", "Compare", tooltip="Overlay: other models, other costs"),
+        Binding("f", "follow_form", "Form curve", tooltip="Show the form's configuration again"),
+    ]
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.config: SpecConfig | None = None
+        self.overlay = "off"
+        self.sweep_rows: Any = None
+        self.dirty = True
+        self.last: CurveReady | None = None
+
+    def compose(self) -> ComposeResult:
+        yield SpeedupPlot(id="speedup-plot")
+        yield Static("", id="speedup-status")
+
+    def set_config(self, config: SpecConfig | None, sweep_rows: Any = None) -> None:
+        """Show ``config``'s curve (``sweep_rows``: a sweep's rows of its cell, as MC points)."""
+        self.config = config
+        self.sweep_rows = sweep_rows
+        self.dirty = True
+        if self.is_visible_tab():
+            self.refresh_curve()
+
+    def is_visible_tab(self) -> bool:
+        return self.display and self.parent is not None and self.parent.display
+
+    def on_mount(self) -> None:
+        self.refresh_curve()
+
+    def refresh_curve(self) -> None:
+        if not self.query("#speedup-status"):
+            return  # not composed yet: on_mount draws it
+        if self.config is None:
+            self.query_one("#speedup-status", Static).update("form invalid: nothing to plot")
+            return
+        self.dirty = False
+        self.query_one("#speedup-status", Static).update("computing…")
+        self._compute(self.config, self.overlay, self.sweep_rows)
+
+    @work(thread=True, exclusive=True, group="curve", exit_on_error=False)
+    def _compute(self, config: SpecConfig, overlay: str, sweep_rows: Any) -> None:
+        from engine.exact import speedup_curve
+
+        worker = get_current_worker()
+        if sweep_rows is not None and len(sweep_rows):
+            ks = list(range(1, int(sweep_rows["k"].max()) + 1))
+        else:
+            ks = curve_ks(config)
+        exact = speedup_curve(config, ks)["speedup_exact"].tolist()
+        curves = [(f"exact {config.draft_model}", ks, exact)]
+        variants: list[tuple[str, SpecConfig]] = []
+        if overlay == "models":
+            variants = [(m, config.replace(draft_model=m)) for m in DRAFT_MODEL_NAMES]
+            variants = [v for v in variants if v[0] != config.draft_model]
+        elif overlay == "costs":
+            for factor in (0.5, 2.0):
+                cost = config.draft_cost_us * factor
+                variants.append((f"draft {cost:g} us", config.replace(draft_cost_us=cost)))
+        for label, variant in variants:
+            if worker.is_cancelled:
+                return
+            curves.append((label, ks, speedup_curve(variant, ks)["speedup_exact"].tolist()))
+        points: list[tuple[int, float, float]] | None = None
+        if sweep_rows is not None and len(sweep_rows):
+            points = [
+                (int(r.k), float(r.speedup), float(r.speedup_ci95))
+                for r in sweep_rows.itertuples()
+                if r.speedup == r.speedup
+            ]
+            source = "sweep cell"
+        elif config.n_sequences * config.tokens_per_seq * len(ks) <= MC_BUDGET:
+            from engine.simulator import simulate
+
+            points = []
+            for k in ks:
+                if worker.is_cancelled:
+                    return
+                metrics = simulate(config.replace(k=k)).metrics
+                points.append((k, metrics["speedup"], metrics["speedup_ci95"]))
+            source = "form"
+        else:
+            source = "form (Monte Carlo skipped: run too large)"
+        k_star = ks[max(range(len(ks)), key=lambda i: exact[i])]
+        title = f"{source}: {config.draft_model}, c={config.cost_ratio:.3g}, K*={k_star} (exact)"
+        self.post_message(CurveReady(title, curves, points, k_star))
+
+    def on_curve_ready(self, message: CurveReady) -> None:
+        message.stop()
+        self.last = message
+        self.query_one(SpeedupPlot).draw(message)
+        best = max(zip(message.curves[0][2], message.curves[0][1], strict=True))
+        self.query_one("#speedup-status", Static).update(
+            f"K* = {message.k_star} (exact speedup {best[0]:.3f}) · overlay: {self.overlay} "
+            "· c compare, f form"
+        )
+
+    def action_cycle_overlay(self) -> None:
+        self.overlay = OVERLAYS[(OVERLAYS.index(self.overlay) + 1) % len(OVERLAYS)]
+        self.refresh_curve()
+
+    def action_follow_form(self) -> None:
+        self.sweep_rows = None
+        self.config = getattr(self.app, "config", self.config)
+        self.refresh_curve()

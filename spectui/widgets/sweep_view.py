@@ -1,0 +1,281 @@
+"""Sweep view: run a sweep preset, watch the optimal-K heatmap fill, cancel keeping results."""
+
+from __future__ import annotations
+
+import math
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.widgets import DataTable, ProgressBar, Select, Static
+from textual.worker import Worker, get_current_worker
+
+from engine.config import SpecConfig
+from spectui.messages import CellChosen, SweepFinished, SweepProgress, SweepSnapshot
+from spectui.widgets.common import hide_timings, report_worker_error, results_dir
+from spectui.widgets.heatmap import LEGEND, Heatmap
+
+SNAPSHOT_EVERY_S = 1.0
+PROGRESS_EVERY_S = 0.25
+
+
+class SweepView(Vertical):
+    """Pick a sweep preset, start it with ``s``, cancel with Escape."""
+
+    BINDINGS = [
+        Binding("s", "start", "Start sweep", tooltip="Run the chosen sweep preset"),
+        Binding("m", "next_model", "Model", tooltip="Show the next draft model's heatmap"),
+    ]
+
+    def __init__(self, sweep_preset: str | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.initial = sweep_preset
+        self.presets: dict[str, Any] = {}
+        self.sweep_worker: Worker | None = None
+        self.frame: Any = None
+        self.optimal: Any = None
+        self.models: list[str] = []
+        self.model_index = 0
+        self.axes: dict[str, tuple[list[float], list[float]]] = {}
+        self.complete_n_k: dict[str, int] = {}
+        self.out_path: Path | None = None
+        self.finished: SweepFinished | None = None
+        self._configs_cache: dict[str, list[SpecConfig]] = {}
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="sweep-top"):
+            yield Select([], id="sweep-preset", compact=True, allow_blank=True, prompt="sweep")
+            yield Static("", id="sweep-info")
+        yield ProgressBar(id="sweep-progress", show_eta=False, show_percentage=True)
+        yield Static("", id="sweep-count")
+        yield Static("", id="heatmap-title")
+        yield Heatmap(id="heatmap", classes="main-view")
+        yield Static(LEGEND + " · enter: curve", id="heatmap-legend")
+
+    def on_mount(self) -> None:
+        from engine.presets import Preset, list_presets
+
+        self.presets = {p.name: p for p in list_presets() if isinstance(p, Preset) and p.is_sweep}
+        self._set_options()
+        default = self.initial if self.initial in self.presets else "seed-576"
+        if default in self.presets:
+            self.query_one("#sweep-preset", Select).value = default
+
+    def _set_options(self) -> None:
+        # Grid sizes from the axis lengths: expanding 576 configurations here would slow start-up.
+        sizes = {
+            n: sum(math.prod(len(v) for v in grid.values()) for grid in p.sweep.grids)
+            for n, p in self.presets.items()
+        }
+        options = [(f"{n} ({sizes[n]})", n) for n in self.presets]
+        self.query_one("#sweep-preset", Select).set_options(options)
+
+    def _configs(self, preset: Any) -> list[SpecConfig]:
+        if preset.name not in self._configs_cache:
+            self._configs_cache[preset.name] = preset.sweep.configs()
+        return self._configs_cache[preset.name]
+
+    @property
+    def running(self) -> bool:
+        return self.sweep_worker is not None and self.sweep_worker.is_running
+
+    def choose(self, name: str) -> None:
+        """Select sweep preset ``name`` (e.g. after loading it from the picker)."""
+        from engine.presets import load_preset
+
+        preset = load_preset(name)
+        self.presets[preset.name] = preset
+        self._configs_cache.pop(preset.name, None)
+        self._set_options()
+        self.query_one("#sweep-preset", Select).value = preset.name
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        event.stop()
+        self.call_after_refresh(self._describe)
+
+    def _selected(self) -> Any:
+        value = self.query_one("#sweep-preset", Select).value
+        return self.presets.get(str(value)) if value != Select.NULL else None
+
+    def _describe(self) -> None:
+        preset = self._selected()
+        info = self.query_one("#sweep-info", Static)
+        if preset is None:
+            info.update("no sweep preset chosen")
+            return
+        configs = self._configs(preset)
+        info.update(f"{len(configs)} configs · s start")
+        self._prepare_axes(configs)
+        self.models = list(dict.fromkeys(c.draft_model for c in configs))
+        self.model_index = 0
+        if not self.running and self.finished is None:
+            self._draw()
+
+    def _prepare_axes(self, configs: list[SpecConfig]) -> None:
+        from engine.draft_models import get_model
+
+        self.axes, self.complete_n_k = {}, {}
+        for model in dict.fromkeys(c.draft_model for c in configs):
+            mine = [c for c in configs if c.draft_model == model]
+            # engine.analysis.quality_parameter's rule, without importing pandas at start-up.
+            quality = get_model(model).reads[0]
+            qualities = sorted({float(getattr(c, quality)) for c in mine})
+            costs = sorted({float(c.draft_cost_us) for c in mine})
+            self.axes[model] = (qualities, costs)
+            self.complete_n_k[model] = len({c.k for c in mine})
+
+    def action_start(self) -> None:
+        preset = self._selected()
+        if preset is None:
+            self.notify("Choose a sweep preset first.", severity="warning")
+            return
+        if self.running:
+            self.notify("A sweep is already running (Escape cancels it).", severity="warning")
+            return
+        configs = self._configs(preset)
+        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+        self.out_path = results_dir() / f"sweep-{preset.name}-{stamp}.csv"
+        self.frame = self.optimal = self.finished = None
+        self._prepare_axes(configs)
+        self.models = list(self.axes)
+        self.model_index = 0
+        bar = self.query_one(ProgressBar)
+        bar.update(total=len(configs), progress=0)
+        self._set_count(0, len(configs), 0.0)
+        self._draw()
+        self.sweep_worker = self._sweep(configs, self.out_path)
+        self.app.refresh_bindings()
+
+    @work(thread=True, exclusive=True, group="sweep", exit_on_error=False)
+    def _sweep(self, configs: list[SpecConfig], out_path: Path) -> None:
+        import pandas as pd
+
+        from engine.analysis import optimal_k
+        from engine.files import SweepWriter
+        from engine.sweep import SWEEP_COLUMNS, run_sweep
+
+        worker = get_current_worker()
+        writer = SweepWriter(out_path, SWEEP_COLUMNS)
+        rows: list[dict[str, Any]] = []
+        start = time.perf_counter()
+        last = [start, start]  # last snapshot, last progress message
+        interval = [SNAPSHOT_EVERY_S]
+
+        def on_result(row: dict[str, Any], done: int, total: int) -> None:
+            writer.write(row)
+            rows.append(row)
+            now = time.perf_counter()
+            # Few messages: each costs the UI thread a refresh, and the sweep the GIL.
+            if now - last[1] >= PROGRESS_EVERY_S:
+                last[1] = now
+                self.post_message(SweepProgress(done, total, now - start))
+            if now - last[0] >= interval[0] and done < total:
+                frame = pd.DataFrame(rows, columns=list(SWEEP_COLUMNS))
+                self.post_message(SweepSnapshot(frame, optimal_k(frame)))
+                # A snapshot costs the sweep its own time (the GIL): keep that under ~10 %.
+                last[0] = time.perf_counter()
+                interval[0] = max(SNAPSHOT_EVERY_S, 10 * (last[0] - now))
+
+        try:
+            frame = run_sweep(configs, on_result=on_result, should_stop=lambda: worker.is_cancelled)
+        finally:
+            writer.close()
+        path = writer.finish(frame)
+        optimal = optimal_k(frame) if len(frame) else None
+        elapsed = time.perf_counter() - start
+        cancelled = len(frame) < len(configs)
+        self.post_message(
+            SweepFinished(frame, optimal, path, cancelled, elapsed, len(frame), len(configs))
+        )
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if report_worker_error(self, event, "Sweep"):
+            self.query_one("#sweep-count", Static).update("sweep failed (see notification)")
+
+    def _set_count(self, done: int, total: int, elapsed: float) -> None:
+        text = f"{done}/{total}"
+        if not hide_timings() and elapsed > 0 and done:
+            rate = done / elapsed
+            eta = (total - done) / rate if rate else float("nan")
+            text += f" · {rate:.0f}/s · ETA {eta:.0f}s"
+        # Fixed height in the stylesheet: no re-layout of the screen on every update.
+        self.query_one("#sweep-count", Static).update(text, layout=False)
+
+    def on_sweep_progress(self, message: SweepProgress) -> None:
+        self.query_one(ProgressBar).update(total=message.total, progress=message.done)
+        self._set_count(message.done, message.total, message.elapsed)
+
+    def on_sweep_snapshot(self, message: SweepSnapshot) -> None:
+        self.frame, self.optimal = message.frame, message.optimal
+        self._draw()
+
+    def on_sweep_finished(self, message: SweepFinished) -> None:
+        self.app.refresh_bindings()
+        self.frame, self.optimal, self.finished = message.frame, message.optimal, message
+        self.query_one(ProgressBar).update(total=message.total, progress=message.done)
+        word = "cancelled" if message.cancelled else "done"
+        text = f"{message.done}/{message.total} {word}"
+        if not hide_timings():
+            text += f" in {message.elapsed:.1f}s · {message.path}"
+        self.query_one("#sweep-count", Static).update(text)
+        self._draw()
+        kept = "partial results" if message.cancelled else "results"
+        self.notify(f"Sweep {word}: {message.done} rows; {kept} saved to {message.path}")
+
+    def action_cancel(self) -> None:
+        if self.running and self.sweep_worker is not None:
+            self.sweep_worker.cancel()
+            self.query_one("#sweep-count", Static).update("cancelling…")
+
+    def action_next_model(self) -> None:
+        if self.models:
+            self.model_index = (self.model_index + 1) % len(self.models)
+            self._draw()
+
+    @property
+    def model(self) -> str | None:
+        return self.models[self.model_index] if self.models else None
+
+    def _draw(self) -> None:
+        model = self.model
+        if model is None:
+            return
+        heatmap = self.query_one(Heatmap)
+        heatmap.show(self.optimal, model, self.axes.get(model), self.complete_n_k.get(model))
+        position = f"{self.model_index + 1}/{len(self.models)}"
+        self.query_one("#heatmap-title", Static).update(
+            f"K* of {model} ({position}, m: next) · rows {heatmap.quality} · cols draft cost",
+            layout=False,
+        )
+
+    def on_data_table_cell_selected(self, event: DataTable.CellSelected) -> None:
+        event.stop()
+        heatmap = self.query_one(Heatmap)
+        cell = heatmap.cell_at_cursor()
+        if cell is None or self.frame is None or heatmap.model is None:
+            return
+        quality, cost = cell
+        frame = self.frame
+        rows = frame[
+            (frame["draft_model"] == heatmap.model)
+            & (frame[heatmap.quality] == quality)
+            & (frame["draft_cost_us"] == cost)
+        ].drop_duplicates(subset=["k"])
+        if rows.empty:
+            self.notify("That cell has no finished configurations yet.", severity="warning")
+            return
+        from engine.config import CONFIG_FIELDS
+
+        best = rows.loc[rows["speedup"].idxmax()]
+        config = SpecConfig.from_dict({f: _plain(best[f]) for f in CONFIG_FIELDS})
+        self.post_message(CellChosen(config, rows.sort_values("k")))
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars to Python ones, for SpecConfig's strict checks."""
+    return value.item() if hasattr(value, "item") else value
