@@ -1,0 +1,185 @@
+"""How the app feels: start-up, key-to-screen latency during a sweep, sweep time vs headless.
+
+Run: ``.venv/bin/python benchmarks/bench_app.py`` (about a minute). Prints:
+
+* start-up to first screen (fresh interpreter, imports included) of spectui and of a bare
+  Textual app with a header and a footer, medians of several runs, and their ratio;
+* the seed-576 sweep (576 configurations) run headless with ``engine.sweep.run_sweep``,
+  and the same sweep started from the app's Sweep view, and their ratio (target <= 1.5);
+* key-to-screen latency while that sweep runs: the time from a key press until the app has
+  handled it and refreshed the screen (``Pilot.press`` waits for exactly that), median and
+  p95 (target: median < 100 ms).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+STARTUP_RUNS = 5
+SWEEP_RUNS = 3
+KEY_INTERVAL_S = 0.25  # a key every 250 ms: a fast typist, sustained
+
+STARTUP_SCRIPT = """
+import time
+t0 = time.perf_counter()
+import asyncio
+{setup}
+async def main():
+    app = make()
+    async with app.run_test(size=(120, 40)):
+        painted = asyncio.Event()
+        app.screen.call_after_refresh(painted.set)  # the first screen has been drawn
+        await painted.wait()
+        print(time.perf_counter() - t0)
+asyncio.run(main())
+"""
+
+SPECTUI_SETUP = """
+from spectui.app import create_app
+def make():
+    return create_app()
+"""
+
+BARE_SETUP = """
+from textual.app import App
+from textual.widgets import Footer, Header, Static
+class Bare(App):
+    def compose(self):
+        yield Header()
+        yield Static("hello")
+        yield Footer()
+def make():
+    return Bare()
+"""
+
+
+def startup_seconds(setup: str) -> float:
+    """Median seconds from interpreter start to the first screen, over fresh processes."""
+    times = []
+    for _ in range(STARTUP_RUNS):
+        out = subprocess.run(
+            [sys.executable, "-c", STARTUP_SCRIPT.format(setup=setup)],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=ROOT,
+            env=os.environ,
+        )
+        times.append(float(out.stdout.strip().splitlines()[-1]))
+    return statistics.median(times)
+
+
+def headless_sweep_seconds() -> float:
+    from engine.presets import load_preset
+    from engine.sweep import run_sweep
+
+    configs = load_preset("seed-576").sweep.configs()
+    started = time.perf_counter()
+    run_sweep(configs)
+    return time.perf_counter() - started
+
+
+async def key_to_screen(app, key: str, changed) -> float:
+    """Seconds from a key event reaching the app until ``changed()`` holds and a refresh ran.
+
+    The key goes through the driver as a terminal's would; ``Pilot.press`` is not used here
+    because it also waits for the app to go idle, which a running sweep never lets it do.
+    """
+    from textual import events
+
+    pressed = time.perf_counter()
+    event = events.Key(key, key if len(key) == 1 else None)
+    event.set_sender(app)
+    app._driver.send_message(event)
+    # Poll gently: a thread that wakes every millisecond would take the GIL from the sweep.
+    while not changed():
+        await asyncio.sleep(0.005)
+    painted = asyncio.Event()
+    app.screen.call_after_refresh(painted.set)
+    await painted.wait()
+    return time.perf_counter() - pressed
+
+
+async def app_sweep(press_keys: bool = True) -> tuple[float, list[float], int]:
+    """Run seed-576 from the Sweep view, pressing keys meanwhile; (seconds, latencies, rows)."""
+    from spectui.app import create_app
+    from spectui.widgets.heatmap import Heatmap
+    from spectui.widgets.sweep_view import SweepView
+
+    app = create_app("seed-576")
+    latencies: list[float] = []
+    async with app.run_test(size=(120, 40)) as pilot:
+        for _ in range(3):
+            await pilot.pause()
+            await app.workers.wait_for_complete()
+        view = app.query_one(SweepView)
+        await app.action_show_view("sweep")
+        await pilot.pause()
+        app.query_one(Heatmap).focus()
+        await pilot.pause()
+        started = time.perf_counter()
+        app.action_start_sweep()
+        title = app.query_one("#heatmap-title")
+
+        def title_text() -> str:
+            return str(title.render())
+
+        while view.finished is None:
+            if not press_keys:
+                await asyncio.sleep(KEY_INTERVAL_S)
+                continue
+            before = title_text()
+            # "m": the next draft model's heatmap, a full redraw of the grid.
+            latencies.append(await key_to_screen(app, "m", lambda b=before: title_text() != b))
+            await asyncio.sleep(KEY_INTERVAL_S)
+        wall = time.perf_counter() - started  # until the final results were handled
+        finished = view.finished
+        assert finished is not None and not finished.cancelled
+        return wall, latencies, finished.done
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["SPECTUI_PRESET_DIR"] = str(Path(tmp) / "presets")
+        os.environ["SPECTUI_RESULTS_DIR"] = str(Path(tmp) / "results")
+        spectui_start = startup_seconds(SPECTUI_SETUP)
+        bare_start = startup_seconds(BARE_SETUP)
+        # Interleaved, so that a busy machine slows both sides alike; medians reported.
+        headless_runs, app_runs, quiet_runs, latencies = [], [], [], []
+        for _ in range(SWEEP_RUNS):
+            headless_runs.append(headless_sweep_seconds())
+            in_app, pressed, rows = asyncio.run(app_sweep())
+            app_runs.append(in_app)
+            latencies += pressed
+            quiet_runs.append(asyncio.run(app_sweep(press_keys=False))[0])
+    headless, in_app = statistics.median(headless_runs), statistics.median(app_runs)
+    quiet = statistics.median(quiet_runs)
+    latencies_ms = sorted(1000 * x for x in latencies)
+    p95 = latencies_ms[min(len(latencies_ms) - 1, int(0.95 * len(latencies_ms)))]
+    print(
+        f"start-up to first screen: spectui {spectui_start:.3f} s, bare Textual app "
+        f"{bare_start:.3f} s, ratio {spectui_start / bare_start:.2f}"
+    )
+    print(
+        f"seed-576 sweep ({rows} configs, median of {SWEEP_RUNS}): headless {headless:.2f} s, "
+        f"in the app {in_app:.2f} s with a key every {KEY_INTERVAL_S:g} s (ratio "
+        f"{in_app / headless:.2f}), {quiet:.2f} s untouched (ratio {quiet / headless:.2f}); "
+        "target <= 1.5"
+    )
+    print(
+        f"key-to-screen latency during the sweeps ({len(latencies_ms)} presses): median "
+        f"{statistics.median(latencies_ms):.1f} ms, p95 {p95:.1f} ms, max "
+        f"{latencies_ms[-1]:.1f} ms (target median < 100 ms)"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,29 @@
+"""Helpers shared by the app tests."""
+
+from __future__ import annotations
+
+from textual.widgets import Input
+
+
+async def settle(pilot, app, rounds: int = 3) -> None:
+    """Wait until every worker finished and the messages they posted were handled."""
+    for _ in range(rounds):
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+async def type_into(pilot, app, field: str, text: str) -> Input:
+    """Focus a form field, clear it and type ``text`` key by key."""
+    field_input = app.query_one(f"#{field}", Input)
+    field_input.focus()
+    field_input.value = ""
+    await pilot.pause()
+    for char in text:
+        await pilot.press(char)
+    await pilot.pause()
+    return field_input
+
+
+def notifications(app) -> list[str]:
+    return [n.message for n in app._notifications]

@@ -1,0 +1,72 @@
+"""Save SVG screenshots of the main views for the README (the app renders them itself).
+
+Run: ``.venv/bin/python -m tests.app.screenshots [OUT_DIR]`` (default docs/screenshots).
+The default preset drives the Run and Speedup views; the original's 576-configuration sweep
+fills the Sweep, Analysis and Plots views.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from tests.app.helpers import settle
+
+SIZE = (120, 40)
+
+
+async def _shoot(out: Path) -> list[Path]:
+    from spectui.app import create_app
+    from spectui.widgets.heatmap import Heatmap
+
+    saved: list[Path] = []
+    app = create_app("default")
+    async with app.run_test(size=SIZE) as pilot:
+
+        async def save(name: str) -> None:
+            await settle(pilot, app)
+            app.clear_notifications()
+            await pilot.pause()
+            saved.append(Path(app.save_screenshot(f"{name}.svg", str(out))))
+
+        await settle(pilot, app)
+        app.action_run()
+        await settle(pilot, app)
+        await pilot.pause(1.5)  # a few rows streamed, as a person sees it
+        app.query_one("#cycle-table").run_to_end()
+        await save("run")
+        await app.action_show_view("speedup")
+        await settle(pilot, app)
+        await pilot.press("c")  # overlay the other two draft models
+        await save("speedup")
+        app.apply_preset("seed-576")
+        app.action_start_sweep()
+        await settle(pilot, app, rounds=8)
+        app.query_one(Heatmap).move_cursor(row=3, column=1)
+        await save("sweep")
+        await app.action_show_view("analysis")
+        await save("analysis")
+        await app.action_show_view("plots")
+        await pilot.pause(0.6)
+        await save("plots")
+        app.action_help()
+        await save("help")
+    return saved
+
+
+def main() -> None:
+    out = Path(sys.argv[1] if len(sys.argv) > 1 else "docs/screenshots").resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["SPECTUI_PRESET_DIR"] = str(Path(tmp) / "presets")
+        os.environ["SPECTUI_RESULTS_DIR"] = str(Path(tmp) / "results")
+        os.environ["SPECTUI_HIDE_TIMINGS"] = "1"
+        for path in asyncio.run(_shoot(out)):
+            print(path)
+
+
+if __name__ == "__main__":
+    main()

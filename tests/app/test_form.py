@@ -1,0 +1,90 @@
+"""The parameter form: validation as typed, only the model's parameters, exact figures."""
+
+from __future__ import annotations
+
+from textual.widgets import Select, Static
+
+from engine.exact import exact_metrics
+from engine.presets import load_preset
+from spectui.app import create_app
+from spectui.widgets.exact_panel import ExactPanel
+from spectui.widgets.run_view import RunView
+from tests.app.helpers import notifications, settle, type_into
+
+
+async def test_valid_edit_recomputes_exact_figures():
+    app = create_app("tiny")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await type_into(pilot, app, "k", "6")
+        await settle(pilot, app)
+        expected = load_preset("tiny").config.replace(k=6)
+        assert app.config == expected
+        figures = exact_metrics(expected)
+        shown = _plain(app.query_one(ExactPanel))
+        assert f"{figures['speedup_exact']:.3f}" in shown
+        assert f"{figures['tokens_per_cycle_exact']:.3f}" in shown
+
+
+def _plain(widget) -> str:
+    from io import StringIO
+
+    from rich.console import Console
+
+    console = Console(width=60, record=True, file=StringIO())
+    console.print(widget.content)
+    return console.export_text()
+
+
+async def test_invalid_value_is_marked_with_reason_and_run_refused():
+    app = create_app("tiny")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        field = await type_into(pilot, app, "acceptance_rate", "1.5")
+        assert not field.is_valid
+        assert field.has_class("-invalid")
+        error = app.query_one("#error-acceptance_rate", Static)
+        assert error.display
+        assert "1.5" in str(error.content) and "[0, 1]" in str(error.content)
+        assert app.config is None
+        assert "form invalid" in _plain(app.query_one(ExactPanel))
+        await pilot.press("f5")
+        await settle(pilot, app)
+        assert app.query_one(RunView).result is None
+        assert any("Cannot run" in m for m in notifications(app))
+        # Fixing the value makes the form runnable again.
+        await type_into(pilot, app, "acceptance_rate", "0.7")
+        await settle(pilot, app)
+        assert app.config is not None and app.config.acceptance_rate == 0.7
+        assert not app.query_one("#error-acceptance_rate", Static).display
+
+
+async def test_text_that_is_not_a_number_is_explained():
+    app = create_app("tiny")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await type_into(pilot, app, "k", "abc")
+        assert "not an integer" in str(app.query_one("#error-k", Static).content)
+        await type_into(pilot, app, "k", "0")
+        assert "[1, 1024]" in str(app.query_one("#error-k", Static).content)
+        assert app.config is None
+
+
+async def test_only_the_chosen_models_parameters_are_shown():
+    app = create_app("tiny")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        assert app.query_one("#row-acceptance_rate").display
+        assert not app.query_one("#row-decay_base").display
+        app.query_one("#draft_model", Select).value = "position_decay"
+        await settle(pilot, app)
+        assert not app.query_one("#row-acceptance_rate").display
+        assert app.query_one("#row-decay_base").display
+        assert app.query_one("#row-decay_factor").display
+        assert not app.query_one("#row-entropy_high").display
+        assert app.config is not None and app.config.draft_model == "position_decay"
+        # An invalid value in a hidden (inert) field does not block the form.
+        app.query_one("#draft_model", Select).value = "entropy_aware"
+        await settle(pilot, app)
+        assert app.query_one("#row-entropy_frac").display
+        assert app.config is not None and app.config.draft_model == "entropy_aware"

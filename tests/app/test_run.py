@@ -1,0 +1,102 @@
+"""The Run view: rows stream in, the summary is the engine's, CSV export, view switching."""
+
+from __future__ import annotations
+
+import pandas as pd
+from textual.widgets import Static, TabbedContent
+
+from engine.presets import load_preset
+from engine.simulator import simulate
+from spectui.app import create_app
+from spectui.widgets.cycle_table import MAX_ROWS, CycleTable
+from spectui.widgets.run_view import RunView
+from tests.app.helpers import settle, type_into
+
+
+async def test_run_streams_rows_and_matches_engine():
+    app = create_app("tiny")
+    config = load_preset("tiny").config
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("f5")
+        await settle(pilot, app)
+        view = app.query_one(RunView)
+        table = app.query_one(CycleTable)
+        assert view.result is not None
+        expected = simulate(config, records=True)
+        assert view.result.metrics == expected.metrics  # same seed: identical numbers
+        pd.testing.assert_frame_equal(view.result.cycles, expected.cycles)
+        await pilot.pause(0.5)
+        first = table.row_count
+        assert 0 < first < table.total  # streaming at a visible pace, not all at once
+        await pilot.pause(0.4)
+        assert table.row_count > first
+        await pilot.press("e")  # run to end
+        await pilot.pause()
+        assert table.shown == table.total == len(expected.cycles)
+        card = str(app.query_one("#card-speedup", Static).content)
+        assert f"{expected.metrics['speedup']:.3f}" in card
+        assert f"{expected.metrics['speedup_ci95']:.3f}" in card
+        # Row contents: sequence, cycle, K, accepted, kept and the glyph pattern.
+        last = expected.cycles.iloc[-1]
+        row = [str(c).strip() for c in table.get_row_at(table.row_count - 1)]
+        assert row[0] == str(int(last["sequence"])) and row[3] == str(int(last["accepted"]))
+        assert "✓" in row[5] or "✗" in row[5]
+
+
+async def test_table_keeps_a_bounded_number_of_rows_and_exports_all(isolated_dirs):
+    _, results = isolated_dirs
+    app = create_app("default")  # 500 x 128 tokens: ~17,000 cycles
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("f5")
+        await settle(pilot, app)
+        table = app.query_one(CycleTable)
+        await pilot.press("e")
+        await pilot.pause()
+        pace = table.pace
+        await pilot.press("plus", "plus", "minus")
+        assert table.pace > pace
+        assert table.total > MAX_ROWS
+        assert table.shown == table.total
+        assert table.row_count <= MAX_ROWS
+        await pilot.press("x")
+        await pilot.pause()
+        files = list(results.glob("run-*.csv"))
+        assert len(files) == 1
+        assert len(pd.read_csv(files[0])) == table.total
+
+
+async def test_number_keys_switch_views():
+    app = create_app("tiny")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        app.query_one(CycleTable).focus()  # outside a text field, digits switch views
+        tabs = app.query_one(TabbedContent)
+        views = ("speedup", "sweep", "analysis", "plots", "run")
+        for key, view in zip("23451", views, strict=True):
+            await pilot.press(key)
+            await settle(pilot, app)
+            assert tabs.active == view
+        # Inside a text field, a digit is text, not a view switch.
+        field = await type_into(pilot, app, "k", "2")
+        assert field.value == "2" and tabs.active == "run"
+
+
+async def test_speedup_view_keys_overlay_comparison():
+    app = create_app("tiny")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        app.query_one(CycleTable).focus()
+        await pilot.press("2")
+        await settle(pilot, app)
+        view = app.query_one("#speedup-view")
+        assert app.focused is view
+        assert view.last is not None and len(view.last.curves) == 1
+        assert view.last.points and view.last.k_star is not None
+        await pilot.press("c")  # the other two models
+        await settle(pilot, app)
+        assert view.overlay == "models" and len(view.last.curves) == 3
+        await pilot.press("c")  # half and double draft cost
+        await settle(pilot, app)
+        assert view.overlay == "costs" and len(view.last.curves) == 3

@@ -1,0 +1,95 @@
+"""How each view looks, at 80x24 and 120x40, with the tiny preset and its fixed seed.
+
+Update the baselines with ``pytest tests/app/test_snapshots.py --snapshot-update``.
+Wall-clock figures (rate, ETA, durations, file paths) are hidden by SPECTUI_HIDE_TIMINGS.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from spectui.app import create_app
+from tests.app.helpers import settle, type_into
+
+SIZES = [(80, 24), (120, 40)]
+
+
+async def _quiet(pilot) -> None:
+    """No toasts (they name tmp paths) and no blinking cursor in the snapshot."""
+    from textual.widgets import Input
+
+    await settle(pilot, pilot.app)
+    pilot.app.clear_notifications()
+    for field in pilot.app.query(Input):
+        field.cursor_blink = False
+    await pilot.pause()
+
+
+async def _start(pilot) -> None:
+    await settle(pilot, pilot.app)
+
+
+async def _run(pilot) -> None:
+    await settle(pilot, pilot.app)
+    pilot.app.action_run()
+    await settle(pilot, pilot.app)
+    await pilot.press("e")
+    await _quiet(pilot)
+
+
+async def _speedup(pilot) -> None:
+    await settle(pilot, pilot.app)
+    await pilot.app.action_show_view("speedup")
+    await settle(pilot, pilot.app)
+    await _quiet(pilot)
+
+
+async def _sweep(pilot) -> None:
+    await settle(pilot, pilot.app)
+    pilot.app.action_start_sweep()
+    await settle(pilot, pilot.app, rounds=5)
+    await _quiet(pilot)
+
+
+async def _analysis(pilot) -> None:
+    await _sweep(pilot)
+    await pilot.app.action_show_view("analysis")
+    await _quiet(pilot)
+
+
+async def _plots(pilot) -> None:
+    await _sweep(pilot)
+    await pilot.app.action_show_view("plots")
+    await settle(pilot, pilot.app)
+    await pilot.pause(0.6)
+    await _quiet(pilot)
+
+
+async def _invalid(pilot) -> None:
+    await settle(pilot, pilot.app)
+    await type_into(pilot, pilot.app, "acceptance_rate", "1.5")
+    await _quiet(pilot)
+
+
+async def _help(pilot) -> None:
+    await settle(pilot, pilot.app)
+    pilot.app.action_help()
+    await _quiet(pilot)
+
+
+VIEWS = {
+    "start": _start,
+    "run": _run,
+    "speedup": _speedup,
+    "sweep": _sweep,
+    "analysis": _analysis,
+    "plots": _plots,
+    "invalid_form": _invalid,
+    "help": _help,
+}
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("view", list(VIEWS))
+def test_view_snapshot(snap_compare, view, size):
+    assert snap_compare(create_app("tiny"), terminal_size=size, run_before=VIEWS[view])

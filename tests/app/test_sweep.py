@@ -1,0 +1,108 @@
+"""The Sweep view: the heatmap holds the engine's optimal K; cancel keeps finished cells."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pandas as pd
+from textual.widgets import ProgressBar, TabbedContent
+
+from engine.analysis import optimal_k
+from engine.presets import load_preset
+from engine.sweep import run_sweep
+from spectui.app import create_app
+from spectui.widgets.heatmap import Heatmap
+from spectui.widgets.speedup_view import SpeedupView
+from spectui.widgets.sweep_view import SweepView
+from tests.app.helpers import notifications, settle
+
+
+def expected_cells(optimal: pd.DataFrame, model: str, quality: str) -> dict:
+    rows = optimal[optimal["draft_model"] == model]
+    return {
+        (float(r[quality]), float(r["draft_cost_us"])): int(r["k_opt"]) for _, r in rows.iterrows()
+    }
+
+
+async def test_tiny_sweep_fills_heatmap_with_engine_optimal_k(isolated_dirs):
+    _, results = isolated_dirs
+    app = create_app("tiny")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("f6")
+        await settle(pilot, app)
+        view = app.query_one(SweepView)
+        assert view.finished is not None and not view.finished.cancelled
+        frame = run_sweep(load_preset("tiny").sweep.configs())
+        pd.testing.assert_frame_equal(view.frame, frame)
+        heatmap = app.query_one(Heatmap)
+        assert heatmap.cells == expected_cells(optimal_k(frame), "fixed", "acceptance_rate")
+        assert len(heatmap.cells) == 6
+        # The CSV was written as the sweep ran, and finished atomically.
+        files = list(results.glob("sweep-tiny-*.csv"))
+        assert len(files) == 1 and not list(results.glob("*.partial"))
+        saved = pd.read_csv(files[0])
+        assert len(saved) == 24
+        assert saved["speedup"].tolist() == frame["speedup"].tolist()
+        # Enter on a cell shows its curve in the Speedup vs K view.
+        heatmap.focus()
+        heatmap.move_cursor(row=1, column=1)
+        await pilot.press("enter")
+        await settle(pilot, app)
+        assert app.query_one(TabbedContent).active == "speedup"
+        speedup = app.query_one(SpeedupView)
+        assert speedup.last is not None and speedup.last.title.startswith("sweep cell")
+        assert [p[0] for p in speedup.last.points] == [1, 2, 4, 8]
+        # The Analysis view analyses the finished sweep.
+        await pilot.press("4")
+        await settle(pilot, app)
+        body = str(app.query_one("#analysis-body").render())
+        assert "Best configuration" in body or body
+
+
+async def test_cancel_midway_keeps_finished_cells_and_saves_partial(isolated_dirs):
+    _, results = isolated_dirs
+    app = create_app("seed-576")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        view = app.query_one(SweepView)
+        # Not pilot.press: it waits for the app to go idle, which a running sweep delays.
+        app.action_start_sweep()
+        progress = app.query_one(ProgressBar)
+        for _ in range(1000):  # until some configurations are done (progress every 0.1 s)
+            await asyncio.sleep(0.01)
+            if progress.progress >= 30:
+                break
+        app.simulate_key("escape")
+        await settle(pilot, app)
+        finished = view.finished
+        assert finished is not None and finished.cancelled
+        assert 0 < finished.done < finished.total == 576
+        files = list(results.glob("sweep-seed-576-*.csv"))
+        assert len(files) == 1 and not list(results.glob("*.partial"))
+        saved = pd.read_csv(files[0])
+        assert len(saved) == finished.done
+        # The cells shown are the engine's optimal K of the finished rows.
+        heatmap = app.query_one(Heatmap)
+        partial = optimal_k(finished.frame)
+        assert heatmap.cells == expected_cells(partial, "fixed", "acceptance_rate")
+        assert heatmap.cells
+        assert any("partial results saved" in m for m in notifications(app))
+
+
+async def test_failing_sweep_notifies_and_app_survives(monkeypatch):
+    import engine.sweep
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(engine.sweep, "run_sweep", broken)
+    app = create_app("tiny")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("f6")
+        await settle(pilot, app)
+        assert any("disk on fire" in m for m in notifications(app))
+        assert app.is_running
+        await pilot.press("1")
+        assert app.query_one(TabbedContent).active in ("run", "sweep")
