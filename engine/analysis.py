@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from . import draft_models
 from .config import CONFIG_FIELDS, ConfigError, check_value
 from .draft_models import DRAFT_MODELS, MODEL_PARAMETERS, get_model
 from .simulator import METRIC_NAMES
@@ -92,14 +93,12 @@ def effective(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def quality_parameter(model: str, frame: pd.DataFrame | None = None) -> str:
-    """The parameter a heatmap's rows use for a model: of those it reads, the one with the
-    most distinct values among the model's rows in ``frame`` (the first it reads on a tie,
-    or without a frame)."""
-    reads = get_model(model).reads
+    """:func:`engine.draft_models.quality_parameter` with distinct counts from ``frame``."""
     if frame is None or "draft_model" not in frame.columns:
-        return reads[0]
+        return draft_models.quality_parameter(model)
     rows = frame[frame["draft_model"] == model]
-    return max(reads, key=lambda p: (rows[p].nunique() if p in rows else 0, -reads.index(p)))
+    distinct = {p: rows[p].nunique() for p in get_model(model).reads if p in rows}
+    return draft_models.quality_parameter(model, distinct)
 
 
 def best_configuration(frame: pd.DataFrame) -> pd.Series:

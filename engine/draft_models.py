@@ -6,6 +6,7 @@ parameters it reads (:attr:`DraftModel.reads`); the others are inert for it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import ClassVar
 
 import numpy as np
@@ -133,6 +134,20 @@ def get_model(name: str) -> DraftModel:
         return DRAFT_MODELS[name]
     except KeyError:
         raise KeyError(f"unknown draft model {name!r}; known: {', '.join(DRAFT_MODELS)}") from None
+
+
+def quality_parameter(model_name: str, distinct: Mapping[str, int] | None = None) -> str:
+    """The parameter that labels a model's rows in an optimal-K grid.
+
+    Of the parameters the model reads, the one with the most distinct values in the data
+    (``distinct`` maps a parameter to that count); the first it reads without data or on a
+    tie. The seed sweep varies no parameter of position_decay, so that is decay_base; the
+    model-quality preset varies entropy_frac for entropy_aware.
+    """
+    read = get_model(model_name).reads
+    if not distinct:
+        return read[0]
+    return max(read, key=lambda p: (distinct.get(p, 0), -read.index(p)))
 
 
 def reads(config: SpecConfig) -> tuple[str, ...]:

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from . import analysis as A
+from .draft_models import get_model
 
 # The original's claims, transcribed from its README ("Key Findings").
 CLAIM_BEST = {"draft_model": "fixed", "k": 15, "acceptance_rate": 0.95, "draft_cost_us": 10.0}
@@ -52,9 +53,9 @@ def _fmt(x: float, digits: int = 2) -> str:
 
 def _config_text(row: pd.Series) -> str:
     model = str(row["draft_model"])
-    quality = A.quality_parameter(model)
+    params = ", ".join(f"{p}={row[p]:g}" for p in get_model(model).reads)
     return (
-        f"{model}, K={int(row['k'])}, {quality}={row[quality]:g}, "
+        f"{model}, K={int(row['k'])}, {params}, "
         f"draft {row['draft_cost_us']:g} us, verify {row['verify_cost_us']:g} us"
     )
 

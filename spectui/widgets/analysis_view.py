@@ -40,7 +40,7 @@ def render_analysis(frame: Any, partial: bool) -> Group:
     note = " (partial sweep)" if partial else ""
     col = analysis.speedup_column(frame)
     best = analysis.best_configuration(frame)
-    quality = analysis.quality_parameter(str(best["draft_model"]))
+    quality = analysis.quality_parameter(str(best["draft_model"]), frame)
     parts.append(
         Text.from_markup(
             f"[b]Best configuration{note}[/b]: {best['draft_model']}, K={int(best['k'])}, "
@@ -84,7 +84,7 @@ def render_analysis(frame: Any, partial: bool) -> Group:
         ranges = analysis.k_star_ranges(optimal, model)
         if ranges.empty:
             continue
-        param = analysis.quality_parameter(model)
+        param = analysis.quality_parameter(model, optimal)
         out = _table(f"K* range per {param} · {model}", [param[:10], "K* min", "K* max"])
         for r in ranges.itertuples(index=False):
             out.add_row(f"{r[0]:g}", str(int(r[1])), str(int(r[2])))
@@ -96,7 +96,7 @@ def render_analysis(frame: Any, partial: bool) -> Group:
         ["model", "K", "quality", "us", "speedup", "ovhd"],
     )
     for _, r in front.head(PARETO_ROWS).iterrows():
-        param = analysis.quality_parameter(str(r["draft_model"]))
+        param = analysis.quality_parameter(str(r["draft_model"]), frame)
         out.add_row(
             str(r["draft_model"])[:8],
             str(int(r["k"])),

@@ -32,16 +32,17 @@ class Heatmap(DataTable):
         model: str,
         axes: tuple[list[float], list[float]] | None = None,
         complete_n_k: int | None = None,
+        quality: str | None = None,
     ) -> None:
         """Fill the grid for ``model`` from an optimal-K table (engine.analysis.optimal_k).
 
-        ``axes`` (quality values, draft costs) gives the full grid so pending cells show too.
+        ``axes`` (quality values, draft costs) gives the full grid so pending cells show too;
+        ``quality`` names the rows' parameter (default: the model's first).
         """
-        from engine.draft_models import get_model
+        from engine.draft_models import quality_parameter
 
         self.model = model
-        # engine.analysis.quality_parameter's rule; analysis (pandas) loads only with data.
-        self.quality = get_model(model).reads[0]
+        self.quality = quality or quality_parameter(model)
         rows = None if optimal is None or optimal.empty else optimal
         # Cells straight from the optimal-K rows (as engine.analysis.heatmap pivots them, first
         # row per cell), without six pivot tables on the UI thread.

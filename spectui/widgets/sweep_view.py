@@ -43,6 +43,7 @@ class SweepView(Vertical):
         self.model_index = 0
         self.axes: dict[str, tuple[list[float], list[float]]] = {}
         self.complete_n_k: dict[str, int] = {}
+        self.quality: dict[str, str] = {}  # the parameter of each model's heatmap rows
         self.out_path: Path | None = None
         self.finished: SweepFinished | None = None
         self._configs_cache: dict[str, list[SpecConfig]] = {}
@@ -117,13 +118,13 @@ class SweepView(Vertical):
             self._draw()
 
     def _prepare_axes(self, configs: list[SpecConfig]) -> None:
-        from engine.draft_models import get_model
+        from engine.draft_models import get_model, quality_parameter
 
-        self.axes, self.complete_n_k = {}, {}
+        self.axes, self.complete_n_k, self.quality = {}, {}, {}
         for model in dict.fromkeys(c.draft_model for c in configs):
             mine = [c for c in configs if c.draft_model == model]
-            # engine.analysis.quality_parameter's rule, without importing pandas at start-up.
-            quality = get_model(model).reads[0]
+            distinct = {p: len({getattr(c, p) for c in mine}) for p in get_model(model).reads}
+            quality = self.quality[model] = quality_parameter(model, distinct)
             qualities = sorted({float(getattr(c, quality)) for c in mine})
             costs = sorted({float(c.draft_cost_us) for c in mine})
             self.axes[model] = (qualities, costs)
@@ -246,7 +247,13 @@ class SweepView(Vertical):
         if model is None:
             return
         heatmap = self.query_one(Heatmap)
-        heatmap.show(self.optimal, model, self.axes.get(model), self.complete_n_k.get(model))
+        heatmap.show(
+            self.optimal,
+            model,
+            self.axes.get(model),
+            self.complete_n_k.get(model),
+            self.quality.get(model),
+        )
         position = f"{self.model_index + 1}/{len(self.models)}"
         self.query_one("#heatmap-title", Static).update(
             f"K* of {model} ({position}, m: next) · rows {heatmap.quality} · cols draft cost",

@@ -179,3 +179,24 @@ def test_read_sweep_csv_rejects_bad_cells(tmp_path, column, value, message):
     with pytest.raises(A.SweepDataError) as info:
         A.read_sweep_csv(path)
     assert message in str(info.value)
+
+
+def test_heatmap_rows_use_the_parameter_that_varies():
+    from engine.draft_models import quality_parameter
+
+    assert quality_parameter("entropy_aware") == "entropy_high"
+    assert quality_parameter("entropy_aware", {"entropy_high": 1, "entropy_frac": 4}) == (
+        "entropy_frac"
+    )
+    assert quality_parameter("position_decay", {"decay_base": 2, "decay_factor": 2}) == (
+        "decay_base"
+    )
+    f = frame_of(
+        [
+            ({"draft_model": "entropy_aware", "k": k, "entropy_frac": frac}, s, 0.01, s, 0.1)
+            for frac, k, s in [(0.1, 1, 1.5), (0.1, 2, 1.8), (0.5, 1, 1.3), (0.5, 2, 1.2)]
+        ]
+    )
+    grid = A.heatmap(A.optimal_k(f), "entropy_aware")
+    assert grid.index.name == "entropy_frac"
+    assert grid[20.0].tolist() == [2, 1]
