@@ -338,6 +338,23 @@ def simulate(
     return RunResult(config, metrics_from_totals(config, totals), cycles)
 
 
+def position_acceptance(cycles: pd.DataFrame, positions: int) -> np.ndarray:
+    """Observed P(accept) at draft positions 1..``positions``, from per-cycle records.
+
+    Position i is tested in a cycle when k >= i and positions 1..i-1 were accepted; it is
+    accepted when ``accepted >= i``. NaN where a position was never tested. Compare with
+    the model's p_i (``DraftModel.position_probs``).
+    """
+    k = cycles["k"].to_numpy()
+    accepted = cycles["accepted"].to_numpy()
+    out = np.full(positions, np.nan)
+    for i in range(1, positions + 1):
+        tested = int(((k >= i) & (accepted >= i - 1)).sum())
+        if tested:
+            out[i - 1] = int((accepted >= i).sum()) / tested
+    return out
+
+
 def accept_pattern(k: int, accepted: int, glyphs: str = "✓✗·") -> str:
     """One cycle's drafted positions: accepted, the first rejected one, then unverified ones.
 

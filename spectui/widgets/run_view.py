@@ -56,18 +56,13 @@ class RunView(Vertical):
     @work(thread=True, exclusive=True, group="run", exit_on_error=False)
     def _simulate(self, config: SpecConfig) -> None:
         from engine.draft_models import get_model
-        from engine.simulator import simulate
+        from engine.simulator import position_acceptance, simulate
 
         result = simulate(config, records=True)
         cycles = result.cycles
         assert cycles is not None
-        k = cycles["k"].to_numpy()
-        accepted = cycles["accepted"].to_numpy()
         positions = min(config.k, MAX_POSITIONS + 1)
-        observed = []
-        for i in range(1, positions + 1):
-            tested = int(((k >= i) & (accepted >= i - 1)).sum())
-            observed.append(float((accepted >= i).sum()) / tested if tested else float("nan"))
+        observed = [float(p) for p in position_acceptance(cycles, positions)]
         probs = [float(p) for p in get_model(config.draft_model).position_probs(config, config.k)]
         self.post_message(RunFinished(config, result.metrics, cycles, observed, probs))
 

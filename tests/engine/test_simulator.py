@@ -6,9 +6,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.config import SpecConfig
+from engine.draft_models import get_model
 from engine.exact import accepted_distribution
 from engine.reference import simulate_reference
-from engine.simulator import CHUNK_SEQUENCES, Z95, accept_pattern, simulate
+from engine.simulator import CHUNK_SEQUENCES, Z95, accept_pattern, position_acceptance, simulate
 from tests.engine.stats import Z_STRICT, chi2_critical, chi2_statistic, ks_two_sample
 
 SPREAD = [
@@ -151,6 +152,27 @@ def test_clamp_with_one_token_is_plain_decoding():
     assert m["speedup"] == 1.0
     assert m["drafted_tokens"] == 0
     assert np.isnan(m["acceptance_observed"])
+
+
+@pytest.mark.parametrize("engine", list(ENGINES))
+def test_position_acceptance_matches_model_probabilities(engine):
+    c = SpecConfig(
+        draft_model="position_decay",
+        k=6,
+        decay_base=0.95,
+        decay_factor=0.8,
+        n_sequences=800,
+        tokens_per_seq=64,
+        seed=11,
+    )
+    cycles = ENGINES[engine](c, records=True).cycles
+    observed = position_acceptance(cycles, 8)
+    p = get_model(c.draft_model).position_probs(c, 6)
+    for i in range(6):
+        tested = ((cycles["k"] > i) & (cycles["accepted"] >= i)).sum()
+        se = np.sqrt(p[i] * (1 - p[i]) / tested)
+        assert abs(observed[i] - p[i]) <= Z_STRICT * se
+    assert np.isnan(observed[6:]).all()  # never drafted
 
 
 def test_accept_pattern():
