@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +28,7 @@ from spectui.widgets.sweep_view import SweepView
 if TYPE_CHECKING:
     from spectui.widgets.speedup_view import SpeedupView
 
+ANALYSIS_EVERY_S = 5.0
 VIEWS = (("run", "Run"), ("speedup", "Speedup vs K"), ("sweep", "Sweep"))
 VIEWS += (("analysis", "Analysis"), ("plots", "Plots"))
 
@@ -69,6 +71,7 @@ class SpectuiApp(App[None]):
         self.config: SpecConfig | None = preset.config
         self.sweep_frame: Any = None
         self._lazy_done: set[str] = set()
+        self._analysis_drawn = 0.0
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -82,7 +85,7 @@ class SpectuiApp(App[None]):
                 with TabPane("2 Speedup", id="speedup"):
                     yield Static("loading…", classes="lazy")
                 with TabPane("3 Sweep", id="sweep"):
-                    sweep = self.preset.name if self.preset.is_sweep else None
+                    sweep = self.preset if self.preset.is_sweep else None
                     # Hidden panes mount after the first screen (start-up stays fast).
                     yield Lazy(SweepView(sweep, id="sweep-view"))
                 with TabPane("4 Analysis", id="analysis"):
@@ -237,10 +240,14 @@ class SpectuiApp(App[None]):
 
     def _sweep_rows(self, frame: Any, partial: bool) -> None:
         self.sweep_frame = frame
+        now = time.monotonic()
         for analysis in self.query(AnalysisView):
             analysis.set_frame(frame, partial)
-            if self.query_one(TabbedContent).active == "analysis":
+            # Analysis runs on the UI thread: while a sweep runs, redraw it only now and then.
+            due = not partial or now - self._analysis_drawn >= ANALYSIS_EVERY_S
+            if self.query_one(TabbedContent).active == "analysis" and due:
                 analysis.render_now()
+                self._analysis_drawn = now
         plots = self._plots_view()
         if plots is not None and hasattr(plots, "update_results"):
             plots.update_results(frame)
@@ -252,6 +259,7 @@ class SpectuiApp(App[None]):
         if view is not None:
             view.set_config(message.config, message.rows)
             view.refresh_curve()
+            view.focus()  # so the view's own keys (c, f) work at once
 
     # --- presets ---------------------------------------------------------------------------
     def apply_preset(self, name_or_path: str) -> bool:
@@ -264,7 +272,7 @@ class SpectuiApp(App[None]):
         self.preset = preset
         self.query_one(ParamForm).load_config(preset.config)
         if preset.is_sweep:
-            self.query_one(SweepView).choose(preset.name)
+            self.query_one(SweepView).choose(preset)
         self.sub_title = f"preset {preset.name}"
         self.notify(f"Loaded preset {preset.name}")
         return True

@@ -133,7 +133,7 @@ class Confirm(ModalScreen[bool]):
 def save_form_as_preset(app: App, config: SpecConfig) -> None:
     """Ask for a name, then save ``config`` in the user preset directory; ask before
     replacing an existing file (engine.presets.save_preset refuses to overwrite silently)."""
-    from engine.presets import save_preset, user_preset_dir
+    from engine.presets import SHIPPED_DIR, save_preset, user_preset_dir
 
     directory = user_preset_dir()
 
@@ -149,7 +149,8 @@ def save_form_as_preset(app: App, config: SpecConfig) -> None:
         if answer is None:
             return
         path = directory / f"{answer[0]}.toml"
-        if not path.exists():
+        shadows = (SHIPPED_DIR / path.name).exists()
+        if not path.exists() and not shadows:
             write(path, answer[1], False)
             return
 
@@ -157,8 +158,13 @@ def save_form_as_preset(app: App, config: SpecConfig) -> None:
             if yes:
                 write(path, answer[1], True)
             else:
-                app.notify(f"Not saved: {path} already exists.", severity="warning")
+                app.notify(f"Not saved: {path.stem} is taken.", severity="warning")
 
-        app.push_screen(Confirm(f"{path} exists. Overwrite it?"), confirmed)
+        question = (
+            f"{path} exists. Overwrite it?"
+            if path.exists()
+            else f"A shipped preset is called {path.stem!r}: yours would hide it. Save anyway?"
+        )
+        app.push_screen(Confirm(question), confirmed)
 
     app.push_screen(SavePreset(str(directory)), named)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 
 from textual import work
@@ -33,6 +34,9 @@ class RunView(Vertical):
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self.result: RunFinished | None = None
+        # The configuration of the newest run started: a slower, older run that finishes
+        # later must not replace it (a running thread cannot be stopped).
+        self.pending: SpecConfig | None = None
 
     def compose(self) -> ComposeResult:
         yield SummaryCards(id="cards")
@@ -51,6 +55,7 @@ class RunView(Vertical):
     def start_run(self, config: SpecConfig) -> None:
         self.query_one(SummaryCards).clear("running…")
         self.query_one("#run-status", Static).update("simulating…")
+        self.pending = config
         self._simulate(config)
 
     @work(thread=True, exclusive=True, group="run", exit_on_error=False)
@@ -67,6 +72,8 @@ class RunView(Vertical):
         self.post_message(RunFinished(config, result.metrics, cycles, observed, probs))
 
     def on_run_finished(self, message: RunFinished) -> None:
+        if message.config != self.pending:
+            return  # superseded by a newer run
         self.result = message
         self.query_one(SummaryCards).show(message.metrics)
         self.query_one(PositionBar).show(message.observed, message.model_probs)
@@ -104,22 +111,27 @@ class RunView(Vertical):
         self.table.paused = not self.table.paused
         self._refresh_status()
 
-    def action_export(self) -> Path | None:
-        """Write the run's full record (not just the visible rows) with engine.files."""
+    def action_export(self) -> None:
+        """Write the run's full record (not just the visible rows), off the UI thread."""
         if self.result is None:
             self.notify("Nothing to export: run first (r).", severity="warning")
-            return None
+            return
+        config = self.result.config
+        stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
+        path = results_dir() / (
+            f"run-{config.draft_model}-k{config.k}-seed{config.seed}-{stamp}-cycles.csv"
+        )
+        self.notify(f"Writing {len(self.result.cycles)} cycles to {path}…")
+        self._export(self.result, path)
+
+    @work(thread=True, group="export", exit_on_error=False)
+    def _export(self, result: RunFinished, path: Path) -> None:
         from engine.files import atomic_write_csv
 
-        config = self.result.config
-        path = results_dir() / (
-            f"run-{config.draft_model}-k{config.k}-seed{config.seed}-cycles.csv"
-        )
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_csv(path, self.result.cycles)
+            atomic_write_csv(path, result.cycles)
         except OSError as err:
-            self.notify(f"Export failed: {err}", severity="error")
-            return None
-        self.notify(f"Wrote {len(self.result.cycles)} cycles to {path}")
-        return path
+            self.app.call_from_thread(self.notify, f"Export failed: {err}", severity="error")
+            return
+        self.app.call_from_thread(self.notify, f"Wrote {len(result.cycles)} cycles to {path}")

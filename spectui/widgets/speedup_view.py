@@ -12,12 +12,16 @@ from textual.widgets import Static
 from textual.worker import get_current_worker
 from textual_plotext import PlotextPlot
 
-from engine.config import DRAFT_MODEL_NAMES, SpecConfig
+from engine.config import DRAFT_MODEL_NAMES, K_MAX, SpecConfig
 from spectui.messages import CurveReady
 
 OVERLAYS = ("off", "models", "costs")
 MC_BUDGET = 2 * 10**7  # sequences x tokens x K values: above it, skip the Monte Carlo points
 MARKERS = ("hd", "dot", "x", "+", "sd")
+
+
+# Dynamic-program steps allowed for finding K* over every K up to tokens_per_seq.
+PEAK_SEARCH_BUDGET = 200_000
 
 
 def curve_ks(config: SpecConfig) -> list[int]:
@@ -104,6 +108,21 @@ class SpeedupView(Vertical, can_focus=True):
         else:
             ks = curve_ks(config)
         exact = speedup_curve(config, ks)["speedup_exact"].tolist()
+        if sweep_rows is None:
+            # Make sure the range holds K*: at short lengths the curve can have several peaks
+            # (K+1 = T/2 and K+1 = T both fit the sequence in whole cycles), so look at every
+            # K up to T when that is cheap (O(T) each), else widen until the peak is inside.
+            end = min(config.tokens_per_seq, K_MAX)
+            if end > ks[-1] and end * config.tokens_per_seq <= PEAK_SEARCH_BUDGET:
+                every = speedup_curve(config, range(1, end + 1))["speedup_exact"].tolist()
+                k_best = every.index(max(every)) + 1
+                ks = list(range(1, max(ks[-1], min(k_best + 5, end)) + 1))
+                exact = every[: len(ks)]
+            while ks[-1] < K_MAX and exact.index(max(exact)) == len(ks) - 1:
+                if worker.is_cancelled:
+                    return
+                ks = list(range(1, min(2 * ks[-1], K_MAX) + 1))
+                exact = speedup_curve(config, ks)["speedup_exact"].tolist()
         curves = [(f"exact {config.draft_model}", ks, exact)]
         variants: list[tuple[str, SpecConfig]] = []
         if overlay == "models":

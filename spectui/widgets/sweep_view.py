@@ -32,7 +32,7 @@ class SweepView(Vertical):
         Binding("m", "next_model", "Model", tooltip="Show the next draft model's heatmap"),
     ]
 
-    def __init__(self, sweep_preset: str | None = None, **kwargs: Any) -> None:
+    def __init__(self, sweep_preset: Any = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.initial = sweep_preset
         self.presets: dict[str, Any] = {}
@@ -62,8 +62,10 @@ class SweepView(Vertical):
         from engine.presets import Preset, list_presets
 
         self.presets = {p.name: p for p in list_presets() if isinstance(p, Preset) and p.is_sweep}
+        if self.initial is not None:  # the app's preset, possibly loaded from a path
+            self.presets[self.initial.name] = self.initial
         self._set_options()
-        default = self.initial if self.initial in self.presets else "seed-576"
+        default = self.initial.name if self.initial is not None else "seed-576"
         if default in self.presets:
             self.query_one("#sweep-preset", Select).value = default
 
@@ -85,11 +87,8 @@ class SweepView(Vertical):
     def running(self) -> bool:
         return self.sweep_worker is not None and self.sweep_worker.is_running
 
-    def choose(self, name: str) -> None:
-        """Select sweep preset ``name`` (e.g. after loading it from the picker)."""
-        from engine.presets import load_preset
-
-        preset = load_preset(name)
+    def choose(self, preset: Any) -> None:
+        """Select a loaded sweep preset (from the picker, the palette or a path)."""
         self.presets[preset.name] = preset
         self._configs_cache.pop(preset.name, None)
         self._set_options()
@@ -110,12 +109,16 @@ class SweepView(Vertical):
             info.update("no sweep preset chosen")
             return
         configs = self._configs(preset)
+        if self.running:
+            # The heatmap keeps showing the running sweep; the choice applies to the next one.
+            info.update(f"{len(configs)} configs · s starts it when this sweep ends")
+            return
         info.update(f"{len(configs)} configs · s start")
+        self.frame = self.optimal = self.finished = None
         self._prepare_axes(configs)
-        self.models = list(dict.fromkeys(c.draft_model for c in configs))
+        self.models = list(self.axes)
         self.model_index = 0
-        if not self.running and self.finished is None:
-            self._draw()
+        self._draw()
 
     def _prepare_axes(self, configs: list[SpecConfig]) -> None:
         from engine.draft_models import get_model, quality_parameter

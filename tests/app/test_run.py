@@ -61,10 +61,12 @@ async def test_table_keeps_a_bounded_number_of_rows_and_exports_all(isolated_dir
         assert table.shown == table.total
         assert table.row_count <= MAX_ROWS
         await pilot.press("x")
-        await pilot.pause()
+        await settle(pilot, app)
+        await pilot.press("x")  # a second export never overwrites the first
+        await settle(pilot, app)
         files = list(results.glob("run-*.csv"))
-        assert len(files) == 1
-        assert len(pd.read_csv(files[0])) == table.total
+        assert len(files) == 2
+        assert all(len(pd.read_csv(f)) == table.total for f in files)
 
 
 async def test_number_keys_switch_views():
@@ -100,3 +102,40 @@ async def test_speedup_view_keys_overlay_comparison():
         await pilot.press("c")  # half and double draft cost
         await settle(pilot, app)
         assert view.overlay == "costs" and len(view.last.curves) == 3
+
+
+async def test_an_older_run_finishing_late_never_replaces_a_newer_one():
+    app = create_app("tiny")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("f5")
+        await settle(pilot, app)
+        view = app.query_one(RunView)
+        older = view.result
+        assert older is not None
+        await type_into(pilot, app, "k", "6")
+        await pilot.press("f5")
+        await settle(pilot, app)
+        assert view.result is not None and view.result.config.k == 6
+        view.post_message(older)  # the first run's message, arriving after the second's
+        await settle(pilot, app)
+        assert view.result.config.k == 6
+
+
+async def test_speedup_view_finds_a_peak_beyond_the_default_range():
+    from engine.exact import speedup_curve
+
+    app = create_app("tiny")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await type_into(pilot, app, "acceptance_rate", "0.98")
+        await type_into(pilot, app, "draft_cost_us", "5")
+        app.query_one(CycleTable).focus()
+        await pilot.press("2")
+        await settle(pilot, app)
+        view = app.query_one("#speedup-view")
+        config = load_preset("tiny").config.replace(acceptance_rate=0.98, draft_cost_us=5.0)
+        curve = speedup_curve(config, range(1, 129))
+        expected = int(curve["k"][curve["speedup_exact"].argmax()])
+        assert expected > 15  # the case the old fixed range got wrong
+        assert view.last is not None and view.last.k_star == expected

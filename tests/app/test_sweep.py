@@ -7,7 +7,7 @@ import asyncio
 import pandas as pd
 from textual.widgets import ProgressBar, TabbedContent
 
-from engine.analysis import optimal_k
+from engine.analysis import best_configuration, optimal_k
 from engine.presets import load_preset
 from engine.sweep import run_sweep
 from spectui.app import create_app
@@ -22,6 +22,16 @@ def expected_cells(optimal: pd.DataFrame, model: str, quality: str) -> dict:
     return {
         (float(r[quality]), float(r["draft_cost_us"])): int(r["k_opt"]) for _, r in rows.iterrows()
     }
+
+
+def _plain(widget) -> str:
+    from io import StringIO
+
+    from rich.console import Console
+
+    console = Console(width=200, record=True, file=StringIO())
+    console.print(widget.content)
+    return console.export_text()
 
 
 async def test_tiny_sweep_fills_heatmap_with_engine_optimal_k(isolated_dirs):
@@ -51,13 +61,16 @@ async def test_tiny_sweep_fills_heatmap_with_engine_optimal_k(isolated_dirs):
         await settle(pilot, app)
         assert app.query_one(TabbedContent).active == "speedup"
         speedup = app.query_one(SpeedupView)
+        assert app.focused is speedup
         assert speedup.last is not None and speedup.last.title.startswith("sweep cell")
         assert [p[0] for p in speedup.last.points] == [1, 2, 4, 8]
         # The Analysis view analyses the finished sweep.
         await pilot.press("4")
         await settle(pilot, app)
-        body = str(app.query_one("#analysis-body").render())
-        assert "Best configuration" in body or body
+        body = _plain(app.query_one("#analysis-body"))
+        best = best_configuration(frame)
+        assert "Best configuration" in body
+        assert f"K={int(best['k'])}" in body and f"{best['speedup']:.3f}" in body
 
 
 async def test_cancel_midway_keeps_finished_cells_and_saves_partial(isolated_dirs):
@@ -106,3 +119,21 @@ async def test_failing_sweep_notifies_and_app_survives(monkeypatch):
         assert app.is_running
         await pilot.press("1")
         assert app.query_one(TabbedContent).active in ("run", "sweep")
+
+
+async def test_sweep_preset_given_by_path_is_the_one_selected(isolated_dirs, tmp_path):
+    path = tmp_path / "mysweep.toml"
+    path.write_text((load_preset("tiny").path).read_text())
+    app = create_app(str(path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("f6")
+        await settle(pilot, app)
+        view = app.query_one(SweepView)
+        assert view.finished is not None and view.finished.total == 24
+        other = tmp_path / "other.toml"
+        other.write_text(path.read_text().replace("k = [1, 2, 4, 8]", "k = [1, 2]"))
+        assert app.apply_preset(str(other))  # loaded by path from inside the app: no crash
+        await settle(pilot, app)
+        assert view._selected().name == "other"
+        assert len(view._configs(view._selected())) == 12
