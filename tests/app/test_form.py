@@ -83,8 +83,17 @@ async def test_only_the_chosen_models_parameters_are_shown():
         assert app.query_one("#row-decay_factor").display
         assert not app.query_one("#row-entropy_high").display
         assert app.config is not None and app.config.draft_model == "position_decay"
-        # An invalid value in a hidden (inert) field does not block the form.
         app.query_one("#draft_model", Select).value = "entropy_aware"
         await settle(pilot, app)
         assert app.query_one("#row-entropy_frac").display
         assert app.config is not None and app.config.draft_model == "entropy_aware"
+        # An invalid value in a field the model does not read does not block the form...
+        app.query_one("#draft_model", Select).value = "fixed"
+        await settle(pilot, app)
+        await type_into(pilot, app, "acceptance_rate", "7")
+        await settle(pilot, app)
+        assert app.config is None  # ...while it is shown, it does
+        app.query_one("#draft_model", Select).value = "position_decay"
+        await settle(pilot, app)
+        assert not app.query_one("#row-acceptance_rate").display
+        assert app.config is not None and app.config.draft_model == "position_decay"
