@@ -243,3 +243,26 @@ def test_serve_binds_loopback_and_serves_the_page():
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_plot_writes_the_six_pngs_and_draws_in_the_terminal(tmp_path):
+    csv = tmp_path / "s.csv"
+    spectui("sweep", "--preset", "tiny", "--out", str(csv))
+    out_dir = tmp_path / "plots"
+    out = spectui("plot", str(csv), "--out", str(out_dir))
+    names = sorted(p.name for p in out_dir.iterdir())
+    assert names == [
+        "01_speedup_vs_k_fixed.png",
+        "02_acceptance_vs_k_by_model.png",
+        "03_waste_vs_k.png",
+        "04_speedup_vs_cost_ratio.png",
+        "05_pareto_speedup_vs_overhead.png",
+        "06_optimal_k_heatmap.png",
+    ]
+    for path in out_dir.iterdir():
+        data = path.read_bytes()
+        assert data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 10_000
+    assert out.stderr.count("wrote ") == 6
+    shown = spectui("plot", str(csv), "--terminal").stdout
+    for number in range(1, 7):
+        assert f"Plot {number}/6" in shown
