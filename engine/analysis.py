@@ -16,7 +16,7 @@ import pandas as pd
 
 from . import draft_models
 from .config import CONFIG_FIELDS, ConfigError, check_value
-from .draft_models import DRAFT_MODELS, MODEL_PARAMETERS, get_model
+from .draft_models import DRAFT_MODELS, MODEL_PARAMETERS, get_model, inert_parameters
 from .simulator import METRIC_NAMES
 
 REQUIRED_COLUMNS = (*CONFIG_FIELDS, *METRIC_NAMES)
@@ -85,8 +85,8 @@ def speedup_column(frame: pd.DataFrame) -> str:
 def effective(frame: pd.DataFrame) -> pd.DataFrame:
     """The frame with inert parameters blanked (NaN) and the duplicates they made dropped."""
     out = frame.copy()
-    for name, model in DRAFT_MODELS.items():
-        inert = sorted(MODEL_PARAMETERS - set(model.reads))
+    for name in DRAFT_MODELS:
+        inert = list(inert_parameters(name))
         out.loc[out["draft_model"] == name, inert] = np.nan
     keys = [c for c in CONFIG_FIELDS if c in out.columns]
     return out.drop_duplicates(subset=keys).reset_index(drop=True)

@@ -150,11 +150,6 @@ def quality_parameter(model_name: str, distinct: Mapping[str, int] | None = None
     return max(read, key=lambda p: (distinct.get(p, 0), -read.index(p)))
 
 
-def reads(config: SpecConfig) -> tuple[str, ...]:
-    """Model-specific parameters that ``config``'s draft model reads."""
-    return get_model(config.draft_model).reads
-
-
 def inert_parameters(model_name: str) -> tuple[str, ...]:
     """Model parameters that ``model_name`` ignores (inert axes in a sweep)."""
     used = set(get_model(model_name).reads)

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from .config import SpecConfig
-from .draft_models import MODEL_PARAMETERS, get_model
+from .draft_models import get_model, inert_parameters
 from .exact import exact_metrics, tokens_per_cycle
 
 # Sequences simulated together. Fixed, so that results never depend on anything but the
@@ -71,7 +71,7 @@ def seed_key(config: SpecConfig) -> list[int]:
     """
     values = config.to_dict()
     values.pop("seed")
-    inert = MODEL_PARAMETERS - set(get_model(config.draft_model).reads)
+    inert = set(inert_parameters(config.draft_model))
     canonical = {name: repr(v) for name, v in sorted(values.items()) if name not in inert}
     digest = hashlib.sha256(json.dumps(canonical, sort_keys=True).encode()).digest()
     return [int.from_bytes(digest[i : i + 4], "little") for i in range(0, 16, 4)]

@@ -101,11 +101,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.workers > 1:
         workers = min(args.workers, max(1, len(configs)))
         executor = ProcessPoolExecutor(workers, initializer=_ignore_sigint)
-    from spectui.render import SweepProgress
+    from spectui.render import SweepProgressBar
 
     started = time.perf_counter()
     try:
-        with SweepProgress(len(configs), f"{preset.name} → {args.out}") as progress:
+        with SweepProgressBar(len(configs), f"{preset.name} → {args.out}") as progress:
 
             def on_result(row: dict[str, Any], done: int, total: int) -> None:
                 writer.write(row)

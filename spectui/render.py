@@ -85,7 +85,7 @@ class RateColumn(ProgressColumn):
         return Text(f"{task.speed:.0f}/s" if task.speed else "–/s", style="cyan")
 
 
-class SweepProgress:
+class SweepProgressBar:
     """A rich progress bar (count, rate, ETA) on a terminal; plain lines otherwise."""
 
     def __init__(self, total: int, description: str) -> None:
@@ -94,7 +94,7 @@ class SweepProgress:
         self._progress: Progress | None = None
         self._last_line = 0.0
 
-    def __enter__(self) -> SweepProgress:
+    def __enter__(self) -> SweepProgressBar:
         if self.tty:
             self._progress = Progress(
                 TextColumn("{task.description}"),
@@ -167,7 +167,6 @@ def _section(section: Section) -> Panel:
     parts: list[Any] = [Text(line) for line in section.lines]
     if section.verdict:
         style = {"confirmed": "green", "contradicted": "bold red"}.get(section.verdict, "yellow")
-        style = "yellow" if "contradicted" in section.verdict and style == "yellow" else style
         parts.insert(0, Text(section.verdict, style=style))
     if section.table is not None and len(section.table):
         if section.title.startswith("Optimal K"):
