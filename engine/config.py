@@ -20,6 +20,15 @@ COST_MAX_US = 1e9  # a thousand seconds per forward pass; beyond that totals ove
 SEED_MAX = 2**63 - 1
 TAIL_RULES = ("full", "clamp")
 DRAFT_MODEL_NAMES = ("fixed", "position_decay", "entropy_aware")
+# The parameters each draft model reads (engine.draft_models uses these as the models'
+# ``reads``). Kept here, free of numpy, so the app's form can start without importing numpy.
+MODEL_READS: dict[str, tuple[str, ...]] = {
+    "fixed": ("acceptance_rate",),
+    "position_decay": ("decay_base", "decay_factor"),
+    "entropy_aware": ("entropy_high", "entropy_low", "entropy_frac"),
+}
+# Parameters that only some model reads; every other field is read by all models.
+MODEL_PARAMETERS: frozenset[str] = frozenset(p for r in MODEL_READS.values() for p in r)
 
 
 class ConfigError(ValueError):

@@ -11,7 +11,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from .config import SpecConfig
+from .config import MODEL_PARAMETERS, MODEL_READS, SpecConfig
 
 _SCALE = 2.0**32
 
@@ -69,7 +69,7 @@ class DraftModel:
 
 class FixedAccuracy(DraftModel):
     name = "fixed"
-    reads = ("acceptance_rate",)
+    reads = MODEL_READS["fixed"]
     description = "constant P(accept) = acceptance_rate at every position"
 
     def position_probs(self, config: SpecConfig, k: int) -> np.ndarray:
@@ -78,7 +78,7 @@ class FixedAccuracy(DraftModel):
 
 class PositionDecay(DraftModel):
     name = "position_decay"
-    reads = ("decay_base", "decay_factor")
+    reads = MODEL_READS["position_decay"]
     description = "P(accept) at position i = decay_base * decay_factor^(i-1)"
 
     def position_probs(self, config: SpecConfig, k: int) -> np.ndarray:
@@ -87,7 +87,7 @@ class PositionDecay(DraftModel):
 
 class EntropyAware(DraftModel):
     name = "entropy_aware"
-    reads = ("entropy_high", "entropy_low", "entropy_frac")
+    reads = MODEL_READS["entropy_aware"]
     description = (
         "each token is hard with P = entropy_frac (accepted with entropy_low), "
         "else easy (accepted with entropy_high)"
@@ -123,9 +123,6 @@ class EntropyAware(DraftModel):
 DRAFT_MODELS: dict[str, DraftModel] = {
     m.name: m for m in (FixedAccuracy(), PositionDecay(), EntropyAware())
 }
-
-# Parameters that only some model reads; every other field is read by all models.
-MODEL_PARAMETERS: frozenset[str] = frozenset(p for m in DRAFT_MODELS.values() for p in m.reads)
 
 
 def get_model(name: str) -> DraftModel:

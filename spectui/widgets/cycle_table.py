@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import numpy as np
 from rich.text import Text
 from textual.widgets import DataTable
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
 MAX_ROWS = 2000
@@ -62,6 +62,8 @@ class CycleTable(DataTable):
 
     def start(self, records: pd.DataFrame, verify_cost_us: float) -> None:
         """Replay ``records`` (the engine's per-cycle frame) from the first row."""
+        import numpy as np  # here, not at import: numpy is not needed for the first screen
+
         self.clear()
         self._records = records
         kept = records["kept"].to_numpy(dtype=float)
