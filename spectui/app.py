@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -10,7 +11,6 @@ from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.lazy import Lazy
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
 from textual.worker import Worker
@@ -29,6 +29,11 @@ if TYPE_CHECKING:
     from spectui.widgets.speedup_view import SpeedupView
 
 ANALYSIS_EVERY_S = 5.0
+# Start-up creates a few hundred thousand objects (widgets, styles, strips) that all live on;
+# the default gen-0 threshold (700) would run the cyclic GC over them hundreds of times.
+# Raised until the form is on screen, then put back: about a tenth off the start-up time.
+STARTUP_GC_THRESHOLD = (50_000, 50, 100)
+_DEFAULT_GC_THRESHOLD = gc.get_threshold()
 VIEWS = (("run", "Run"), ("speedup", "Speedup vs K"), ("sweep", "Sweep"))
 VIEWS += (("analysis", "Analysis"), ("plots", "Plots"))
 
@@ -52,6 +57,13 @@ ACTIONS: tuple[tuple[str, str, str, str, bool], ...] = (
 )
 
 
+class MainScreen(Screen[None]):
+    """The app's screen. Nothing is focused on compose: the form, which mounts just after the
+    first frame, focuses its first field unless the person has already focused something."""
+
+    AUTO_FOCUS = ""
+
+
 class SpectuiApp(App[None]):
     """Tune a configuration, watch it run, see speedup against K, sweep, analyse."""
 
@@ -66,38 +78,63 @@ class SpectuiApp(App[None]):
     ]
 
     def __init__(self, preset: Preset) -> None:
+        gc.set_threshold(*STARTUP_GC_THRESHOLD)  # back to the default in _started()
         super().__init__()
         self.preset = preset
         self.config: SpecConfig | None = preset.config
         self.sweep_frame: Any = None
+        self.sweep_partial = False
+        self._sweep_preset = preset if preset.is_sweep else None  # the newest sweep preset
         self._lazy_done: set[str] = set()
         self._analysis_drawn = 0.0
+        self._up = False  # True once the form has posted its first values
+        # The form is most of the start-up cost: it mounts right after the first frame.
+        self.form = ParamForm(preset.config, id="form")
+
+    def get_default_screen(self) -> Screen:
+        return MainScreen(id="_default")
 
     def compose(self) -> ComposeResult:
         yield Header()
         with Horizontal(id="main"):
             with Vertical(id="side"):
-                yield ParamForm(self.preset.config, id="form")
-                yield ExactPanel(id="exact")
+                # The form's place, kept until it mounts (just after the first frame).
+                placeholder = Static("loading…", id="form-placeholder")
+                placeholder.border_title = "Configuration"
+                yield placeholder
+                yield ExactPanel("computing…", id="exact")
             with TabbedContent(id="views", initial="run"):
                 with TabPane("1 Run", id="run"):
                     yield RunView(id="run-view")
+                # The other views mount after the first screen: see _mount_lazy.
                 with TabPane("2 Speedup", id="speedup"):
                     yield Static("loading…", classes="lazy")
                 with TabPane("3 Sweep", id="sweep"):
-                    sweep = self.preset if self.preset.is_sweep else None
-                    # Hidden panes mount after the first screen (start-up stays fast).
-                    yield Lazy(SweepView(sweep, id="sweep-view"))
+                    yield Static("loading…", classes="lazy")
                 with TabPane("4 Analysis", id="analysis"):
-                    yield Lazy(AnalysisView(id="analysis-view", classes="main-view"))
+                    yield Static("loading…", classes="lazy")
                 with TabPane("5 Plots", id="plots"):
                     yield Static("loading…", classes="lazy")
         yield Footer()
 
     def on_mount(self) -> None:
         self.sub_title = f"preset {self.preset.name}"
+        self.call_after_refresh(self._mount_form)
         # Later, not at once: importing pandas holds the GIL and would delay the first screen.
         self.set_timer(1.0, self._preload)
+
+    async def _mount_form(self) -> None:
+        placeholder = self.query_one("#form-placeholder")
+        await self.query_one("#side").mount(self.form, before=placeholder)
+        await placeholder.remove()
+
+    def _started(self) -> None:
+        """The form is on screen (it posted its first values): start-up is over."""
+        gc.set_threshold(*_DEFAULT_GC_THRESHOLD)
+        self.call_after_refresh(self._mount_lazy, "sweep")  # the next view a person needs
+
+    def on_unmount(self) -> None:
+        gc.set_threshold(*_DEFAULT_GC_THRESHOLD)  # also when the app quits during start-up
 
     @work(thread=True, group="preload", exit_on_error=False)
     def _preload(self) -> None:
@@ -108,6 +145,9 @@ class SpectuiApp(App[None]):
 
     # --- the form and the exact figures -------------------------------------------------
     def on_config_changed(self, message: ConfigChanged) -> None:
+        if not self._up:
+            self._up = True
+            self._started()
         self.config = message.config
         if message.config is None:
             self.query_one(ExactPanel).show_invalid()
@@ -142,12 +182,21 @@ class SpectuiApp(App[None]):
         return found.first() if found else None
 
     async def _mount_lazy(self, pane_id: str) -> None:
+        """Mount a view in place of its pane's placeholder, once.
+
+        Only the Run view is in the first screen. The sweep view mounts as soon as the form is
+        on screen; the other views when first shown (or, for the sweep, first needed).
+        """
         if pane_id in self._lazy_done:
             return
         self._lazy_done.add(pane_id)  # before any await: the tab event may call this too
         pane = self.query_one(f"#{pane_id}", TabPane)
         await pane.query(".lazy").remove()
-        if pane_id == "speedup":
+        if pane_id == "sweep":
+            await pane.mount(SweepView(self._sweep_preset, id="sweep-view"))
+        elif pane_id == "analysis":  # picks up self.sweep_frame itself
+            await pane.mount(AnalysisView(id="analysis-view", classes="main-view"))
+        elif pane_id == "speedup":
             from spectui.widgets.speedup_view import SpeedupView
 
             view = SpeedupView(id="speedup-view", classes="main-view")
@@ -166,7 +215,7 @@ class SpectuiApp(App[None]):
 
     async def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         pane_id = event.pane.id or ""
-        if pane_id in ("speedup", "plots"):
+        if pane_id != "run":
             await self._mount_lazy(pane_id)
         if pane_id == "speedup":
             view = self._speedup_view()
@@ -178,7 +227,7 @@ class SpectuiApp(App[None]):
 
     async def action_show_view(self, view: str) -> None:
         self.query_one(TabbedContent).active = view
-        if view in ("speedup", "plots"):
+        if view != "run":
             await self._mount_lazy(view)
         self.call_after_refresh(self.action_focus_view)
 
@@ -193,7 +242,7 @@ class SpectuiApp(App[None]):
 
     def action_focus_form(self) -> None:
         self.query_one("#side").display = True
-        self.query_one(ParamForm).query_one("#k").focus()
+        self.form.focus_field("k")
 
     def action_toggle_form(self) -> None:
         side = self.query_one("#side")
@@ -207,9 +256,8 @@ class SpectuiApp(App[None]):
 
     # --- run and sweep -------------------------------------------------------------------
     def action_run(self) -> None:
-        form = self.query_one(ParamForm)
         if self.config is None:
-            fields = ", ".join(form.errors) or "the form"
+            fields = ", ".join(self.form.errors) or "the form"
             self.notify(f"Cannot run: fix {fields} first.", severity="error")
             return
         self.query_one(TabbedContent).active = "run"
@@ -217,14 +265,16 @@ class SpectuiApp(App[None]):
         view.start_run(self.config)
         view.table.focus()
 
-    def action_start_sweep(self) -> None:
+    async def action_start_sweep(self) -> None:
         self.query_one(TabbedContent).active = "sweep"
+        await self._mount_lazy("sweep")
         view = self.query_one(SweepView)
         view.action_start()
         self.call_after_refresh(self.action_focus_view)
 
     def action_cancel_sweep(self) -> None:
-        self.query_one(SweepView).action_cancel()
+        for view in self.query(SweepView):
+            view.action_cancel()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "cancel_sweep":
@@ -239,7 +289,7 @@ class SpectuiApp(App[None]):
         self._sweep_rows(message.frame, partial=message.cancelled)
 
     def _sweep_rows(self, frame: Any, partial: bool) -> None:
-        self.sweep_frame = frame
+        self.sweep_frame, self.sweep_partial = frame, partial
         now = time.monotonic()
         for analysis in self.query(AnalysisView):
             analysis.set_frame(frame, partial)
@@ -270,9 +320,11 @@ class SpectuiApp(App[None]):
             self.notify(str(err), title="Preset not loaded", severity="error", timeout=10)
             return False
         self.preset = preset
-        self.query_one(ParamForm).load_config(preset.config)
+        self.form.load_config(preset.config)
         if preset.is_sweep:
-            self.query_one(SweepView).choose(preset)
+            self._sweep_preset = preset  # what a sweep view not mounted yet will start on
+            for view in self.query(SweepView):
+                view.choose(preset)
         self.sub_title = f"preset {preset.name}"
         self.notify(f"Loaded preset {preset.name}")
         return True

@@ -124,10 +124,11 @@ class AnalysisView(VerticalScroll):
         yield Static("No sweep yet: run one in the Sweep view (s).", id="analysis-body")
 
     def on_mount(self) -> None:
-        # Mounted lazily: pick up a sweep that finished before this view existed.
+        # Mounted when first shown: show the sweep (finished or partial) that came before.
         frame = getattr(self.app, "sweep_frame", None)
         if frame is not None and self.frame is None:
-            self.set_frame(frame, partial=False)
+            self.set_frame(frame, partial=getattr(self.app, "sweep_partial", False))
+            self.render_now()
 
     def set_frame(self, frame: Any, partial: bool) -> None:
         self.frame, self.partial, self.dirty = frame, partial, True

@@ -5,19 +5,23 @@ from __future__ import annotations
 from typing import Any
 
 from textual.app import ComposeResult
+from textual.color import Color
 from textual.containers import Horizontal, VerticalScroll
 from textual.validation import ValidationResult, Validator
+from textual.widget import Widget
 from textual.widgets import Input, Label, Select, Static
 
+# engine.config, not engine.draft_models: the form must not pull numpy into the start-up.
 from engine.config import (
     DRAFT_MODEL_NAMES,
     FIELD_SPECS,
+    MODEL_PARAMETERS,
+    MODEL_READS,
     TAIL_RULES,
     ConfigError,
     SpecConfig,
     check_value,
 )
-from engine.draft_models import MODEL_PARAMETERS, get_model
 from spectui.messages import ConfigChanged
 
 # Text fields in form order; the model's own parameters sit right after the acceptance rate.
@@ -88,16 +92,23 @@ def _text(value: Any) -> str:
 
 
 class ParamForm(VerticalScroll, can_focus=False):
-    """Side panel. Posts :class:`ConfigChanged` whenever the set of values changes."""
+    """Side panel. Posts :class:`ConfigChanged` whenever the set of values changes.
+
+    Kept light because it is most of the app's start-up: a field's error line is mounted the
+    first time the field is wrong, and the border shows focus without a ``:focus-within``
+    rule (that rule re-styles every widget in the form on each focus move).
+    """
 
     def __init__(self, config: SpecConfig, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._base = config
+        self._base = self._composed_from = config
         self._loading = True  # until mounted: the fields' initial Changed events are not edits
+        self._mounted = False
+        self._focus_within = False
         self.errors: dict[str, str] = {}
 
     def compose(self) -> ComposeResult:
-        base = self._base
+        base = self._composed_from = self._base
         with Horizontal(classes="field", id="row-draft_model"):
             yield Label(LABELS["draft_model"], classes="field-label")
             yield Select(
@@ -120,7 +131,6 @@ class ParamForm(VerticalScroll, can_focus=False):
                     validate_on=["changed"],
                     tooltip=spec.help + (f" ({spec.unit})" if spec.unit else ""),
                 )
-            yield Static("", classes="field-error", id=f"error-{name}")
         with Horizontal(classes="field", id="row-tail"):
             yield Label(LABELS["tail"], classes="field-label")
             yield Select(
@@ -136,21 +146,46 @@ class ParamForm(VerticalScroll, can_focus=False):
     def on_mount(self) -> None:
         self.border_title = "Configuration"
         self._show_model_fields(self._base.draft_model)
+        self.watch(self.screen, "focused", self._focus_moved)
+        self._mounted = True
+        if self.screen.focused is None:  # the first field, unless focus is already elsewhere
+            self.query_one("#draft_model").focus()
+        if self._base is not self._composed_from:  # a preset loaded while the form mounted
+            self.load_config(self._base)
         self.call_after_refresh(self._ready)
+
+    def focus_field(self, name: str) -> None:
+        """Focus one field (no-op in the moment before the form has mounted)."""
+        for field in self.query(f"#{name}"):
+            field.focus()
+
+    def _focus_moved(self, focused: Widget | None) -> None:
+        within = focused is not None and self in focused.ancestors
+        if within == self._focus_within:
+            return
+        self._focus_within = within
+        if within:  # as app.tcss's ParamForm border, at full strength
+            primary = Color.parse(self.app.theme_variables["primary"])
+            self.styles.border = ("round", primary)
+        else:
+            for edge in ("top", "right", "bottom", "left"):
+                self.styles.clear_rule(f"border_{edge}")
+            self.refresh(layout=True)
 
     def _ready(self) -> None:
         self._loading = False
         self._emit()
 
     def _show_model_fields(self, model: str) -> None:
-        reads = set(get_model(model).reads)
+        reads = set(MODEL_READS[model])
         for name in MODEL_PARAMETERS:
             self.query_one(f"#row-{name}").display = name in reads
             if name not in reads:
-                self.query_one(f"#error-{name}").display = False
+                for error in self.query(f"#error-{name}"):
+                    error.display = False
 
     def visible_fields(self) -> list[str]:
-        reads = set(get_model(self.model).reads)
+        reads = set(MODEL_READS[self.model])
         return [n for n in TEXT_FIELDS if n not in MODEL_PARAMETERS or n in reads]
 
     @property
@@ -159,6 +194,9 @@ class ParamForm(VerticalScroll, can_focus=False):
 
     def load_config(self, config: SpecConfig) -> None:
         """Show ``config`` in every field (e.g. a loaded preset)."""
+        if not self._mounted:  # compose, or on_mount, picks it up
+            self._base = config
+            return
         self._loading = True
         try:
             self._base = config
@@ -179,7 +217,14 @@ class ParamForm(VerticalScroll, can_focus=False):
         self.query_one(f"#{name}", Input).value = text
 
     def _set_error(self, name: str, message: str | None) -> None:
-        box = self.query_one(f"#error-{name}", Static)
+        found = self.query(f"#error-{name}")
+        if not found:
+            if not message:
+                return
+            box = Static("", classes="field-error", id=f"error-{name}")
+            self.mount(box, after=self.query_one(f"#row-{name}"))
+        else:
+            box = found.first(Static)
         box.update(f"✗ {message}" if message else "")
         box.display = bool(message)
 

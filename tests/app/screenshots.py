@@ -43,7 +43,7 @@ async def _shoot(out: Path) -> list[Path]:
         await pilot.press("c")  # overlay the other two draft models
         await save("speedup")
         app.apply_preset("seed-576")
-        app.action_start_sweep()
+        await app.action_start_sweep()
         await settle(pilot, app, rounds=8)
         app.query_one(Heatmap).move_cursor(row=3, column=1)
         await save("sweep")

@@ -57,6 +57,11 @@ async def test_invalid_value_is_marked_with_reason_and_run_refused():
         await settle(pilot, app)
         assert app.config is not None and app.config.acceptance_rate == 0.7
         assert not app.query_one("#error-acceptance_rate", Static).display
+        # Wrong again: the same error line comes back (mounted once, on the first error).
+        await type_into(pilot, app, "acceptance_rate", "-1")
+        assert len(app.query("#error-acceptance_rate")) == 1
+        assert app.query_one("#error-acceptance_rate", Static).display
+        assert "-1" in str(app.query_one("#error-acceptance_rate", Static).content)
 
 
 async def test_text_that_is_not_a_number_is_explained():
@@ -97,3 +102,39 @@ async def test_only_the_chosen_models_parameters_are_shown():
         await settle(pilot, app)
         assert not app.query_one("#row-acceptance_rate").display
         assert app.config is not None and app.config.draft_model == "position_decay"
+
+
+async def test_form_takes_focus_once_mounted_and_its_border_follows_focus():
+    app = create_app("tiny")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        assert app.focused is app.query_one("#draft_model", Select)
+        focused_border = app.form.styles.border_top
+        await pilot.press("f3")  # focus the current view: the form's border dims
+        await settle(pilot, app)
+        assert app.form not in app.focused.ancestors_with_self
+        assert app.form.styles.border_top != focused_border
+        await pilot.press("f2")
+        await settle(pilot, app)
+        assert app.focused is app.query_one("#k")
+        assert app.form.styles.border_top == focused_border
+
+
+async def test_preset_loaded_before_the_form_mounts_is_shown():
+    from textual.app import App
+
+    from spectui.widgets.param_form import ParamForm
+
+    first, second = load_preset("default").config, load_preset("tiny").config
+    assert first != second
+    form = ParamForm(first, id="form")
+    form.load_config(second)  # not mounted yet: remembered, not lost
+
+    class Host(App[None]):
+        def compose(self):
+            yield form
+
+    async with Host().run_test(size=(60, 30)) as pilot:
+        await pilot.pause()
+        config, errors = form.current_config()
+        assert errors == {} and config == second

@@ -46,7 +46,7 @@ async def _speedup(pilot) -> None:
 
 async def _sweep(pilot) -> None:
     await settle(pilot, pilot.app)
-    pilot.app.action_start_sweep()
+    await pilot.app.action_start_sweep()
     await settle(pilot, pilot.app, rounds=5)
     await _quiet(pilot)
 

@@ -80,7 +80,7 @@ async def test_cancel_midway_keeps_finished_cells_and_saves_partial(isolated_dir
         await settle(pilot, app)
         view = app.query_one(SweepView)
         # Not pilot.press: it waits for the app to go idle, which a running sweep delays.
-        app.action_start_sweep()
+        await app.action_start_sweep()
         progress = app.query_one(ProgressBar)
         for _ in range(1000):  # until some configurations are done (progress every 0.1 s)
             await asyncio.sleep(0.01)
@@ -101,6 +101,11 @@ async def test_cancel_midway_keeps_finished_cells_and_saves_partial(isolated_dir
         assert heatmap.cells == expected_cells(partial, "fixed", "acceptance_rate")
         assert heatmap.cells
         assert any("partial results saved" in m for m in notifications(app))
+        # The Analysis view, first shown now, analyses the finished part and says so.
+        await pilot.press("4")
+        await settle(pilot, app)
+        body = _plain(app.query_one("#analysis-body"))
+        assert "Best configuration (partial sweep)" in body
 
 
 async def test_failing_sweep_notifies_and_app_survives(monkeypatch):
