@@ -18,6 +18,7 @@ from textual.worker import Worker
 from engine.config import SpecConfig
 from engine.presets import Preset, PresetError, load_preset
 from spectui.messages import CellChosen, ConfigChanged, ExactReady, SweepFinished, SweepSnapshot
+from spectui.pool import SweepPool, worker_count
 from spectui.widgets.analysis_view import AnalysisView
 from spectui.widgets.common import report_worker_error
 from spectui.widgets.exact_panel import ExactPanel
@@ -88,6 +89,7 @@ class SpectuiApp(App[None]):
         self._lazy_done: set[str] = set()
         self._analysis_drawn = 0.0
         self._up = False  # True once the form has posted its first values
+        self.pool = SweepPool(worker_count())  # sweeps run in these processes
         # The form is most of the start-up cost: it mounts right after the first frame.
         self.form = ParamForm(preset.config, id="form")
 
@@ -135,13 +137,17 @@ class SpectuiApp(App[None]):
 
     def on_unmount(self) -> None:
         gc.set_threshold(*_DEFAULT_GC_THRESHOLD)  # also when the app quits during start-up
+        self.pool.shutdown()
 
     @work(thread=True, group="preload", exit_on_error=False)
     def _preload(self) -> None:
-        """Import the heavy engine modules (pandas) after the first screen, off the UI thread."""
+        """After the first screen, off the UI thread: import the heavy engine modules
+        (pandas) and start the sweep processes, so the first run or sweep does not wait."""
         import engine.analysis
         import engine.simulator
         import engine.sweep  # noqa: F401
+
+        self.pool.warm()
 
     # --- the form and the exact figures -------------------------------------------------
     def on_config_changed(self, message: ConfigChanged) -> None:
@@ -370,6 +376,7 @@ class SpectuiApp(App[None]):
 def create_app(preset: str | None = None) -> SpectuiApp:
     """The app opened on ``preset`` (a name or a path; None means "default").
 
-    Raises :class:`engine.presets.PresetError` when the preset is missing or malformed.
+    Raises :class:`engine.presets.PresetError` when the preset is missing or malformed, and
+    :class:`spectui.errors.UsageError` when $SPECTUI_SWEEP_WORKERS is not a valid count.
     """
     return SpectuiApp(load_preset(preset or "default"))

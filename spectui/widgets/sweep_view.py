@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+from concurrent.futures.process import BrokenProcessPool
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -162,8 +163,19 @@ class SweepView(Vertical):
         from engine.analysis import optimal_k
         from engine.files import SweepWriter
         from engine.sweep import SWEEP_COLUMNS, run_sweep
+        from spectui.pool import batch_size
 
         worker = get_current_worker()
+        pool = getattr(self.app, "pool", None)
+        executor = pool.executor() if pool is not None else None
+        if pool is not None and executor is None and pool.problem and pool.workers:
+            self.app.call_from_thread(
+                self.notify,
+                f"Sweep runs in the app's own process (no worker processes: {pool.problem})",
+                severity="warning",
+            )
+        # Serially (no executor) every configuration is its own step; batches are for workers.
+        batch = batch_size(configs, pool.workers) if pool is not None and executor else 1
         writer = SweepWriter(out_path, SWEEP_COLUMNS)
         rows: list[dict[str, Any]] = []
         start = time.perf_counter()
@@ -186,7 +198,17 @@ class SweepView(Vertical):
                 interval[0] = max(SNAPSHOT_EVERY_S, 10 * (last[0] - now))
 
         try:
-            frame = run_sweep(configs, on_result=on_result, should_stop=lambda: worker.is_cancelled)
+            frame = run_sweep(
+                configs,
+                executor=executor,
+                batch_size=batch,
+                on_result=on_result,
+                should_stop=lambda: worker.is_cancelled,
+            )
+        except BrokenProcessPool:
+            assert pool is not None
+            pool.discard()  # a worker died; the next sweep gets new processes
+            raise
         finally:
             writer.close()
         path = writer.finish(frame)

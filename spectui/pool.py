@@ -1,0 +1,137 @@
+"""Worker processes for sweeps started in the app.
+
+A sweep run in a thread of the app shares one interpreter lock with the UI: every redraw
+slows the sweep and every batch of simulation delays a key. In worker processes the two
+run side by side. The pool starts (``warm``) shortly after the app's first screen, so a
+sweep does not wait for numpy and pandas to import; it is shut down with the app.
+
+``SPECTUI_SWEEP_WORKERS`` sets the number of processes (0: run sweeps in a thread of the
+app); the default leaves one core to the UI. If processes cannot be started, sweeps run
+in a thread and :attr:`SweepPool.problem` says why.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Executor, ProcessPoolExecutor
+
+from engine.config import SpecConfig
+from spectui.errors import UsageError
+
+WORKERS_ENV = "SPECTUI_SWEEP_WORKERS"
+MAX_WORKERS = 64
+# Simulated tokens per batch sent to a worker: roughly 50-100 ms of work. Each worker holds
+# at most two batches, so a batch must outlast a busy moment of the UI (a redraw), which
+# also delays handing out the next one; yet stay small enough that the heatmap fills
+# gradually.
+BATCH_TOKENS = 2_000_000
+BATCHES_PER_WORKER = 8
+
+
+def worker_count() -> int:
+    """Processes for app sweeps: $SPECTUI_SWEEP_WORKERS, else all cores but one (at least 1)."""
+    text = os.environ.get(WORKERS_ENV, "").strip()
+    if not text:
+        return max(1, (os.cpu_count() or 1) - 1)
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= MAX_WORKERS:
+        raise UsageError(f"{WORKERS_ENV}: {text!r} is not an integer in [0, {MAX_WORKERS}]")
+    return value
+
+
+def batch_size(configs: Sequence[SpecConfig], workers: int) -> int:
+    """Configurations per batch for ``workers`` processes (see :data:`BATCH_TOKENS`)."""
+    if not configs:
+        return 1
+    tokens = sum(c.n_sequences * c.tokens_per_seq for c in configs) / len(configs)
+    by_work = int(BATCH_TOKENS // max(tokens, 1))
+    by_progress = math.ceil(len(configs) / (BATCHES_PER_WORKER * max(workers, 1)))
+    return max(1, min(by_work, by_progress))
+
+
+def _init_worker() -> None:
+    """In each worker: Ctrl-C is the app's business, and nothing may write on the terminal."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    os.close(devnull)
+    import engine.sweep  # noqa: F401  (the first batch should not pay for the imports)
+
+
+def _ready() -> int:
+    return os.getpid()
+
+
+@contextlib.contextmanager
+def _stderr_with_a_file_descriptor() -> Iterator[None]:
+    """Textual replaces sys.stderr with an object whose fileno() is -1; multiprocessing hands
+    that descriptor to its resource tracker and fails. Lend it /dev/null meanwhile."""
+    saved = sys.stderr
+    with open(os.devnull, "w") as devnull:
+        sys.stderr = devnull
+        try:
+            yield
+        finally:
+            sys.stderr = saved
+
+
+class SweepPool:
+    """A lazily started process pool; thread-safe."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self.problem: str | None = None  # why sweeps run in a thread, if they do
+        self._executor: ProcessPoolExecutor | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def executor(self) -> Executor | None:
+        """The pool (started now if needed), or None: run the sweep in the calling thread."""
+        with self._lock:
+            if self._closed or self.workers == 0 or self.problem is not None:
+                return None
+            if self._executor is None:
+                try:
+                    with _stderr_with_a_file_descriptor():
+                        executor = ProcessPoolExecutor(
+                            self.workers,
+                            mp_context=multiprocessing.get_context("spawn"),
+                            initializer=_init_worker,
+                        )
+                        # Start every process now; each imports the engine once.
+                        for future in [executor.submit(_ready) for _ in range(self.workers)]:
+                            future.result()
+                except Exception as err:  # no processes on this system: threads it is
+                    self.problem = f"{type(err).__name__}: {err}"
+                    return None
+                self._executor = executor
+            return self._executor
+
+    def warm(self) -> None:
+        """Start the processes ahead of the first sweep (call from a worker thread)."""
+        self.executor()
+
+    def discard(self) -> None:
+        """Drop a pool that broke (a worker died); the next sweep starts a fresh one."""
+        with self._lock:
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=False, cancel_futures=True)
+
+    def shutdown(self) -> None:
+        with self._lock:
+            self._closed = True
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=False, cancel_futures=True)

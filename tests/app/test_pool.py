@@ -1,0 +1,132 @@
+"""Sweeps started in the app run in worker processes, or in a thread when they cannot."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from concurrent.futures.process import BrokenProcessPool
+
+import pandas as pd
+import pytest
+
+from engine.presets import load_preset
+from engine.sweep import run_sweep
+from spectui import pool as pool_module
+from spectui.app import create_app
+from spectui.errors import UsageError
+from spectui.pool import SweepPool, worker_count
+from spectui.widgets.sweep_view import SweepView
+from tests.app.helpers import notifications, settle
+
+
+def test_worker_count_default_leaves_a_core_to_the_ui(monkeypatch):
+    monkeypatch.delenv("SPECTUI_SWEEP_WORKERS", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    assert worker_count() == 7
+    monkeypatch.setattr(os, "cpu_count", lambda: 1)
+    assert worker_count() == 1
+    monkeypatch.setenv("SPECTUI_SWEEP_WORKERS", "0")
+    assert worker_count() == 0
+
+
+@pytest.mark.parametrize("text", ["abc", "-1", "65", "1.5"])
+def test_bad_worker_count_names_the_variable_and_range(monkeypatch, text):
+    monkeypatch.setenv("SPECTUI_SWEEP_WORKERS", text)
+    with pytest.raises(UsageError, match=r"SPECTUI_SWEEP_WORKERS: .* integer in \[0, 64\]"):
+        worker_count()
+
+
+def test_bad_worker_count_is_a_one_line_cli_error():
+    env = {**os.environ, "SPECTUI_SWEEP_WORKERS": "many"}
+    out = subprocess.run(
+        [sys.executable, "-m", "spectui"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "SPECTUI_SWEEP_WORKERS" in lines[0]
+    assert "Traceback" not in out.stderr
+
+
+def test_workers_cannot_write_on_the_terminal():
+    pool = SweepPool(1)
+    try:
+        executor = pool.executor()
+        assert executor is not None, pool.problem
+        for fd in (1, 2):
+            assert executor.submit(os.readlink, f"/proc/self/fd/{fd}").result() == os.devnull
+    finally:
+        pool.shutdown()
+    assert pool.executor() is None  # closed for good
+
+
+async def _tiny_sweep(app, pilot) -> SweepView:
+    await settle(pilot, app)
+    await pilot.press("f6")
+    await settle(pilot, app, rounds=6)
+    return app.query_one(SweepView)
+
+
+@pytest.mark.parametrize("workers", ["1", "0"])
+async def test_app_sweep_in_processes_or_thread_matches_the_engine(monkeypatch, workers):
+    monkeypatch.setenv("SPECTUI_SWEEP_WORKERS", workers)
+    app = create_app("tiny")
+    async with app.run_test(size=(120, 40)) as pilot:
+        view = await _tiny_sweep(app, pilot)
+        assert view.finished is not None and not view.finished.cancelled
+        pd.testing.assert_frame_equal(view.frame, run_sweep(load_preset("tiny").sweep.configs()))
+        # Processes were used exactly when asked for (inside Textual, whose stderr has no fd).
+        assert app.pool.problem is None
+        assert (app.pool._executor is not None) == (workers == "1")
+    assert app.pool._executor is None  # shut down with the app
+
+
+async def test_no_processes_means_a_thread_and_a_warning(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise OSError("no semaphores here")
+
+    monkeypatch.setenv("SPECTUI_SWEEP_WORKERS", "1")
+    monkeypatch.setattr(pool_module, "ProcessPoolExecutor", refuse)
+    app = create_app("tiny")
+    async with app.run_test(size=(120, 40)) as pilot:
+        view = await _tiny_sweep(app, pilot)
+        assert view.finished is not None and view.finished.done == 24
+        assert "no semaphores here" in (app.pool.problem or "")
+        assert any("no worker processes" in m for m in notifications(app))
+
+
+async def test_a_broken_pool_is_replaced_for_the_next_sweep(monkeypatch):
+    import engine.sweep
+
+    def broken(*args, **kwargs):
+        raise BrokenProcessPool("a worker died")
+
+    working = engine.sweep.run_sweep
+
+    monkeypatch.setenv("SPECTUI_SWEEP_WORKERS", "1")
+    app = create_app("tiny")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        first = app.pool.executor()
+        assert first is not None
+        monkeypatch.setattr(engine.sweep, "run_sweep", broken)
+        view = await _tiny_sweep(app, pilot)
+        assert view.finished is None
+        assert any("a worker died" in m for m in notifications(app))
+        assert app.pool._executor is not first  # discarded (a warm-up may start another)
+        monkeypatch.setattr(engine.sweep, "run_sweep", working)
+        view = await _tiny_sweep(app, pilot)
+        assert view.finished is not None and view.finished.done == 24
+        assert app.pool._executor not in (None, first)
+
+
+def test_batches_hold_about_the_same_work_and_keep_progress_gradual():
+    from spectui.pool import BATCH_TOKENS, batch_size
+
+    seed = load_preset("seed-576").sweep.configs()  # 500 x 128 tokens each
+    size = batch_size(seed, 1)
+    assert size == BATCH_TOKENS // (500 * 128)
+    assert batch_size(seed, 16) == 5  # 576 / (8 batches x 16 workers), rounded up
+    heavy = [c.replace(n_sequences=20_000) for c in seed[:10]]
+    assert batch_size(heavy, 1) == 1
+    assert batch_size([], 1) == 1
