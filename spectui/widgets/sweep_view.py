@@ -48,6 +48,7 @@ class SweepView(Vertical):
         self.out_path: Path | None = None
         self.finished: SweepFinished | None = None
         self._configs_cache: dict[str, list[SpecConfig]] = {}
+        self.running_name: str | None = None  # the preset of the sweep started last
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="sweep-top"):
@@ -112,7 +113,10 @@ class SweepView(Vertical):
         configs = self._configs(preset)
         if self.running:
             # The heatmap keeps showing the running sweep; the choice applies to the next one.
-            info.update(f"{len(configs)} configs · s starts it when this sweep ends")
+            if preset.name != self.running_name:
+                info.update(f"{len(configs)} configs · s starts it when this sweep ends")
+            else:  # chosen, then started before this ran
+                info.update(f"{len(configs)} configs · s start")
             return
         info.update(f"{len(configs)} configs · s start")
         self.frame = self.optimal = self.finished = None
@@ -143,6 +147,7 @@ class SweepView(Vertical):
             self.notify("A sweep is already running (Escape cancels it).", severity="warning")
             return
         configs = self._configs(preset)
+        self.running_name = preset.name
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
         self.out_path = results_dir() / f"sweep-{preset.name}-{stamp}.csv"
         self.frame = self.optimal = self.finished = None

@@ -142,3 +142,27 @@ async def test_sweep_preset_given_by_path_is_the_one_selected(isolated_dirs, tmp
         await settle(pilot, app)
         assert view._selected().name == "other"
         assert len(view._configs(view._selected())) == 12
+
+
+async def test_info_line_tells_which_preset_the_next_sweep_runs(isolated_dirs):
+    app = create_app("default")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await app.action_show_view("sweep")
+        await pilot.pause()
+        app.apply_preset("seed-576")
+        await app.action_start_sweep()  # before the choice was described
+        await pilot.pause()
+        await pilot.pause()
+        info = app.query_one("#sweep-info")
+        view = app.query_one(SweepView)
+        assert view.running
+        assert str(info.render()) == "576 configs · s start"
+        app.apply_preset("tiny")  # chosen while seed-576 runs: for the next sweep
+        await pilot.pause()
+        await pilot.pause()
+        assert view.running
+        assert str(info.render()) == "24 configs · s starts it when this sweep ends"
+        app.simulate_key("escape")
+        await settle(pilot, app)
+        assert view.finished is not None and view.finished.cancelled
