@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import time
 from collections.abc import Iterable
@@ -79,17 +80,16 @@ class SpectuiApp(App[None]):
     ]
 
     def __init__(self, preset: Preset) -> None:
-        gc.set_threshold(*STARTUP_GC_THRESHOLD)  # back to the default in _started()
         super().__init__()
         self.preset = preset
         self.config: SpecConfig | None = preset.config
         self.sweep_frame: Any = None
         self.sweep_partial = False
         self._sweep_preset = preset if preset.is_sweep else None  # the newest sweep preset
-        self._lazy_done: set[str] = set()
         self._analysis_drawn = 0.0
         self._up = False  # True once the form has posted its first values
         self.pool = SweepPool(worker_count())  # sweeps run in these processes
+        self._mounts: dict[str, asyncio.Future[None]] = {}  # views mounted or mounting
         # The form is most of the start-up cost: it mounts right after the first frame.
         self.form = ParamForm(preset.config, id="form")
 
@@ -119,6 +119,9 @@ class SpectuiApp(App[None]):
                     yield Static("loading…", classes="lazy")
         yield Footer()
 
+    def on_load(self) -> None:
+        gc.set_threshold(*STARTUP_GC_THRESHOLD)  # back to the default in _started()
+
     def on_mount(self) -> None:
         self.sub_title = f"preset {self.preset.name}"
         self.call_after_refresh(self._mount_form)
@@ -141,12 +144,14 @@ class SpectuiApp(App[None]):
 
     @work(thread=True, group="preload", exit_on_error=False)
     def _preload(self) -> None:
-        """After the first screen, off the UI thread: import the heavy engine modules
-        (pandas) and start the sweep processes, so the first run or sweep does not wait."""
+        """Import the heavy engine modules (pandas) after the first screen, off the UI thread."""
         import engine.analysis
         import engine.simulator
         import engine.sweep  # noqa: F401
 
+    @work(thread=True, group="warm", exit_on_error=False)
+    def _warm_pool(self) -> None:
+        """Start the sweep processes once the Sweep view is shown: F6 then need not wait."""
         self.pool.warm()
 
     # --- the form and the exact figures -------------------------------------------------
@@ -188,14 +193,22 @@ class SpectuiApp(App[None]):
         return found.first() if found else None
 
     async def _mount_lazy(self, pane_id: str) -> None:
-        """Mount a view in place of its pane's placeholder, once.
+        """Mount a view in place of its pane's placeholder, once; return when it is mounted.
 
         Only the Run view is in the first screen. The sweep view mounts as soon as the form is
-        on screen; the other views when first shown (or, for the sweep, first needed).
+        on screen; the other views when first shown (or, for the sweep, first needed). A
+        caller that comes while another mounts the view waits for that mount.
         """
-        if pane_id in self._lazy_done:
+        if pane_id in self._mounts:
+            await self._mounts[pane_id]
             return
-        self._lazy_done.add(pane_id)  # before any await: the tab event may call this too
+        done = self._mounts[pane_id] = asyncio.get_running_loop().create_future()
+        try:
+            await self._mount_view(pane_id)
+        finally:
+            done.set_result(None)
+
+    async def _mount_view(self, pane_id: str) -> None:
         pane = self.query_one(f"#{pane_id}", TabPane)
         await pane.query(".lazy").remove()
         if pane_id == "sweep":
@@ -221,6 +234,8 @@ class SpectuiApp(App[None]):
 
     async def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         pane_id = event.pane.id or ""
+        if pane_id == "sweep":
+            self._warm_pool()
         if pane_id != "run":
             await self._mount_lazy(pane_id)
         if pane_id == "speedup":
@@ -326,6 +341,9 @@ class SpectuiApp(App[None]):
             self.notify(str(err), title="Preset not loaded", severity="error", timeout=10)
             return False
         self.preset = preset
+        if not self.form.ready:  # the form shows it when it mounts; run it meanwhile
+            self.config = preset.config
+            self._exact(preset.config)
         self.form.load_config(preset.config)
         if preset.is_sweep:
             self._sweep_preset = preset  # what a sweep view not mounted yet will start on

@@ -104,6 +104,7 @@ class ParamForm(VerticalScroll, can_focus=False):
         self._base = self._composed_from = config
         self._loading = True  # until mounted: the fields' initial Changed events are not edits
         self._mounted = False
+        self._pending_focus = "draft_model"  # focused on mount, unless focus is elsewhere
         self._focus_within = False
         self.errors: dict[str, str] = {}
 
@@ -147,24 +148,35 @@ class ParamForm(VerticalScroll, can_focus=False):
         self.border_title = "Configuration"
         self._show_model_fields(self._base.draft_model)
         self.watch(self.screen, "focused", self._focus_moved)
+        self.watch(self.app, "theme", lambda _: self._paint_border(), init=False)
         self._mounted = True
-        if self.screen.focused is None:  # the first field, unless focus is already elsewhere
-            self.query_one("#draft_model").focus()
+        if self.screen.focused is None or self._pending_focus != "draft_model":
+            self.query_one(f"#{self._pending_focus}").focus()
         if self._base is not self._composed_from:  # a preset loaded while the form mounted
             self.load_config(self._base)
         self.call_after_refresh(self._ready)
 
+    @property
+    def ready(self) -> bool:
+        """Mounted, with every field in place."""
+        return self._mounted
+
     def focus_field(self, name: str) -> None:
-        """Focus one field (no-op in the moment before the form has mounted)."""
-        for field in self.query(f"#{name}"):
-            field.focus()
+        """Focus one field (before the form has mounted: as soon as it has)."""
+        if not self._mounted:
+            self._pending_focus = name
+            return
+        self.query_one(f"#{name}").focus()
 
     def _focus_moved(self, focused: Widget | None) -> None:
         within = focused is not None and self in focused.ancestors
         if within == self._focus_within:
             return
         self._focus_within = within
-        if within:  # as app.tcss's ParamForm border, at full strength
+        self._paint_border()
+
+    def _paint_border(self) -> None:
+        if self._focus_within:  # as app.tcss's ParamForm border, at full strength
             primary = Color.parse(self.app.theme_variables["primary"])
             self.styles.border = ("round", primary)
         else:

@@ -91,6 +91,9 @@ class SweepView(Vertical):
 
     def choose(self, preset: Any) -> None:
         """Select a loaded sweep preset (from the picker, the palette or a path)."""
+        if not self.is_mounted:  # on_mount selects it
+            self.initial = preset
+            return
         self.presets[preset.name] = preset
         self._configs_cache.pop(preset.name, None)
         self._set_options()
@@ -116,7 +119,7 @@ class SweepView(Vertical):
             if preset.name != self.running_name:
                 info.update(f"{len(configs)} configs · s starts it when this sweep ends")
             else:  # chosen, then started before this ran
-                info.update(f"{len(configs)} configs · s start")
+                info.update(f"{len(configs)} configs · running (Escape cancels)")
             return
         info.update(f"{len(configs)} configs · s start")
         self.frame = self.optimal = self.finished = None
@@ -216,10 +219,12 @@ class SweepView(Vertical):
             raise
         finally:
             writer.close()
+        cancelled = len(frame) < len(configs)
+        if cancelled and executor is not None and pool is not None:
+            pool.discard()  # stop the batches in flight; the next sweep starts fresh processes
         path = writer.finish(frame)
         optimal = optimal_k(frame) if len(frame) else None
         elapsed = time.perf_counter() - start
-        cancelled = len(frame) < len(configs)
         self.post_message(
             SweepFinished(frame, optimal, path, cancelled, elapsed, len(frame), len(configs))
         )
@@ -249,6 +254,10 @@ class SweepView(Vertical):
         self.app.refresh_bindings()
         self.frame, self.optimal, self.finished = message.frame, message.optimal, message
         self.query_one(ProgressBar).update(total=message.total, progress=message.done)
+        preset = self._selected()
+        if preset is not None:  # the chosen preset, maybe chosen while this one ran, can start
+            info = self.query_one("#sweep-info", Static)
+            info.update(f"{len(self._configs(preset))} configs · s start")
         word = "cancelled" if message.cancelled else "done"
         text = f"{message.done}/{message.total} {word}"
         if not hide_timings():

@@ -27,14 +27,35 @@ async def test_keys_and_a_preset_right_at_start_are_not_lost(isolated_dirs):
     from tests.app.helpers import settle
 
     app = create_app("tiny")
+    default = load_preset("default").config
     async with app.run_test(size=(80, 24)) as pilot:
         app.apply_preset("default")  # possibly before the form has mounted
-        await pilot.press("f2", "f5", "f6")  # focus the form, run, sweep
+        assert app.config == default  # at once: a run started now runs it
+        app.action_focus_form()
+        await settle(pilot, app)
+        assert app.focused is app.query_one("#k")  # F2's field, not the form's default
+        await pilot.press("f5", "f6")  # run, sweep
         await settle(pilot, app, rounds=6)
-        default = load_preset("default").config
         assert app.config == default
         assert app.form.current_config() == (default, {})
         assert app.query_one(RunView).result is not None
         assert app.query_one(RunView).result.config == default
         sweep = app.query_one(SweepView).finished
         assert sweep is not None and sweep.total == 24  # still the tiny sweep, not the default
+
+
+async def test_actions_during_the_sweep_view_mount_wait_for_it(isolated_dirs):
+    """F6 or a sweep preset that arrives while the Sweep view mounts acts on the mounted view."""
+    from spectui.app import create_app
+    from spectui.widgets.sweep_view import SweepView
+    from tests.app.helpers import settle
+
+    app = create_app("default")
+    async with app.run_test(size=(80, 24)) as pilot:
+        # Both before the sweep view has mounted, or while it mounts.
+        app.apply_preset("tiny")
+        await app.action_start_sweep()
+        await settle(pilot, app, rounds=6)
+        view = app.query_one(SweepView)
+        assert view.finished is not None and view.finished.total == 24
+        assert view._selected().name == "tiny"

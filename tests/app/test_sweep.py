@@ -115,6 +115,8 @@ async def test_failing_sweep_notifies_and_app_survives(monkeypatch):
         raise RuntimeError("disk on fire")
 
     monkeypatch.setattr(engine.sweep, "run_sweep", broken)
+    # In a thread: settle() waits for the worker, which re-raises once it has failed.
+    monkeypatch.setenv("SPECTUI_SWEEP_WORKERS", "0")
     app = create_app("tiny")
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot, app)
@@ -157,7 +159,7 @@ async def test_info_line_tells_which_preset_the_next_sweep_runs(isolated_dirs):
         info = app.query_one("#sweep-info")
         view = app.query_one(SweepView)
         assert view.running
-        assert str(info.render()) == "576 configs · s start"
+        assert str(info.render()) == "576 configs · running (Escape cancels)"
         app.apply_preset("tiny")  # chosen while seed-576 runs: for the next sweep
         await pilot.pause()
         await pilot.pause()
@@ -166,3 +168,4 @@ async def test_info_line_tells_which_preset_the_next_sweep_runs(isolated_dirs):
         app.simulate_key("escape")
         await settle(pilot, app)
         assert view.finished is not None and view.finished.cancelled
+        assert str(info.render()) == "24 configs · s start"  # the next one can start now
