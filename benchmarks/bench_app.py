@@ -160,8 +160,8 @@ async def app_sweep(press_keys: bool = True) -> tuple[float, list[float], int]:
         for _ in range(3):
             await pilot.pause()
             await app.workers.wait_for_complete()
-        # The app starts its sweep processes about a second after its first screen; a person
-        # takes longer than that to press F6. Wait for them, as that person would.
+        # The app starts its sweep processes when the Sweep view is first shown (about a
+        # second's work); a person takes longer than that to press F6. Wait for them too.
         await asyncio.to_thread(app.pool.warm)
         view = app.query_one(SweepView)
         await app.action_show_view("sweep")

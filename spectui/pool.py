@@ -6,8 +6,8 @@ run side by side. The pool starts (``warm``) shortly after the app's first scree
 sweep does not wait for numpy and pandas to import; it is shut down with the app.
 
 ``SPECTUI_SWEEP_WORKERS`` sets the number of processes (0: run sweeps in a thread of the
-app); the default leaves one core to the UI. If processes cannot be started, sweeps run
-in a thread and :attr:`SweepPool.problem` says why.
+app); the default leaves one core to the UI, up to :data:`DEFAULT_MAX_WORKERS`. If
+processes cannot be started, sweeps run in a thread and :attr:`SweepPool.problem` says why.
 """
 
 from __future__ import annotations
@@ -21,12 +21,14 @@ import sys
 import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 
 from engine.config import SpecConfig
 from spectui.errors import UsageError
 
 WORKERS_ENV = "SPECTUI_SWEEP_WORKERS"
 MAX_WORKERS = 64
+DEFAULT_MAX_WORKERS = 8  # each holds numpy and pandas (about 70 MB)
 # Simulated tokens per batch sent to a worker: roughly 50-100 ms of work. Each worker holds
 # at most two batches, so a batch must outlast a busy moment of the UI (a redraw), which
 # also delays handing out the next one; yet stay small enough that the heatmap fills
@@ -35,11 +37,19 @@ BATCH_TOKENS = 2_000_000
 BATCHES_PER_WORKER = 8
 
 
+def _usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        return os.cpu_count() or 1
+
+
 def worker_count() -> int:
-    """Processes for app sweeps: $SPECTUI_SWEEP_WORKERS, else all cores but one (at least 1)."""
+    """Processes for app sweeps: $SPECTUI_SWEEP_WORKERS, else the usable cores but one, at
+    least 1 and at most :data:`DEFAULT_MAX_WORKERS`."""
     text = os.environ.get(WORKERS_ENV, "").strip()
     if not text:
-        return max(1, (os.cpu_count() or 1) - 1)
+        return max(1, min(DEFAULT_MAX_WORKERS, _usable_cores() - 1))
     try:
         value = int(text)
     except ValueError:
@@ -97,41 +107,72 @@ class SweepPool:
         self._closed = False
 
     def executor(self) -> Executor | None:
-        """The pool (started now if needed), or None: run the sweep in the calling thread."""
+        """The pool (started now if needed), or None: run the sweep in the calling thread.
+
+        Returns once every process has started and imported the engine. The lock is held
+        only to look at and update the pool, so a shutdown never waits for a start.
+        """
         with self._lock:
             if self._closed or self.workers == 0 or self.problem is not None:
                 return None
-            if self._executor is None:
+            executor = self._executor
+            if executor is not None and getattr(executor, "_broken", False):
+                self._executor = executor = None  # a worker died while idle
+            if executor is None:
                 try:
-                    with _stderr_with_a_file_descriptor():
+                    with _stderr_with_a_file_descriptor():  # starts the resource tracker
                         executor = ProcessPoolExecutor(
                             self.workers,
                             mp_context=multiprocessing.get_context("spawn"),
                             initializer=_init_worker,
                         )
-                        # Start every process now; each imports the engine once.
-                        for future in [executor.submit(_ready) for _ in range(self.workers)]:
-                            future.result()
                 except Exception as err:  # no processes on this system: threads it is
                     self.problem = f"{type(err).__name__}: {err}"
                     return None
                 self._executor = executor
-            return self._executor
+        try:  # start every process now; each imports the engine once
+            for future in [executor.submit(_ready) for _ in range(self.workers)]:
+                future.result()
+        except Exception as err:
+            with self._lock:
+                if self._closed:  # shut down meanwhile (the app quit)
+                    return None
+                ours = self._executor is executor
+                if ours:
+                    self._executor = None
+            if not ours:  # discarded meanwhile (a cancel, a broken pool): take the new one
+                return self.executor()
+            _stop(executor)
+            if isinstance(err, BrokenProcessPool | OSError):  # could not start processes
+                self.problem = f"{type(err).__name__}: {err}"
+                return None
+            raise
+        return executor
 
     def warm(self) -> None:
         """Start the processes ahead of the first sweep (call from a worker thread)."""
         self.executor()
 
     def discard(self) -> None:
-        """Drop a pool that broke (a worker died); the next sweep starts a fresh one."""
+        """Stop the pool's processes (work in progress is dropped); the next sweep starts a
+        fresh pool. For a pool that broke, or after a cancel: heavy batches still running
+        would otherwise delay the next sweep."""
         with self._lock:
             executor, self._executor = self._executor, None
-        if executor is not None:
-            executor.shutdown(wait=False, cancel_futures=True)
+        _stop(executor)
 
     def shutdown(self) -> None:
         with self._lock:
             self._closed = True
             executor, self._executor = self._executor, None
-        if executor is not None:
-            executor.shutdown(wait=False, cancel_futures=True)
+        _stop(executor)
+
+
+def _stop(executor: ProcessPoolExecutor | None) -> None:
+    if executor is None:
+        return
+    processes = list(getattr(executor, "_processes", {}).values())
+    executor.shutdown(wait=False, cancel_futures=True)
+    for process in processes:  # do not wait for a batch in progress
+        with contextlib.suppress(Exception):
+            process.terminate()

@@ -22,10 +22,12 @@ from tests.app.helpers import notifications, settle
 
 def test_worker_count_default_leaves_a_core_to_the_ui(monkeypatch):
     monkeypatch.delenv("SPECTUI_SWEEP_WORKERS", raising=False)
-    monkeypatch.setattr(os, "cpu_count", lambda: 8)
-    assert worker_count() == 7
-    monkeypatch.setattr(os, "cpu_count", lambda: 1)
+    monkeypatch.setattr(pool_module, "_usable_cores", lambda: 4)
+    assert worker_count() == 3
+    monkeypatch.setattr(pool_module, "_usable_cores", lambda: 1)
     assert worker_count() == 1
+    monkeypatch.setattr(pool_module, "_usable_cores", lambda: 96)
+    assert worker_count() == pool_module.DEFAULT_MAX_WORKERS
     monkeypatch.setenv("SPECTUI_SWEEP_WORKERS", "0")
     assert worker_count() == 0
 
@@ -109,11 +111,15 @@ async def test_a_broken_pool_is_replaced_for_the_next_sweep(monkeypatch):
         await settle(pilot, app)
         first = app.pool.executor()
         assert first is not None
+        first_processes = list(first._processes.values())
         monkeypatch.setattr(engine.sweep, "run_sweep", broken)
         view = await _tiny_sweep(app, pilot)
         assert view.finished is None
         assert any("a worker died" in m for m in notifications(app))
         assert app.pool._executor is not first  # discarded (a warm-up may start another)
+        for process in first_processes:  # stopped, not left running
+            process.join(timeout=10)
+            assert not process.is_alive()
         monkeypatch.setattr(engine.sweep, "run_sweep", working)
         view = await _tiny_sweep(app, pilot)
         assert view.finished is not None and view.finished.done == 24
@@ -130,3 +136,61 @@ def test_batches_hold_about_the_same_work_and_keep_progress_gradual():
     heavy = [c.replace(n_sequences=20_000) for c in seed[:10]]
     assert batch_size(heavy, 1) == 1
     assert batch_size([], 1) == 1
+
+
+def test_shutdown_stops_a_batch_in_progress():
+    import time
+
+    pool = SweepPool(1)
+    executor = pool.executor()
+    assert executor is not None, pool.problem
+    processes = list(executor._processes.values())
+    executor.submit(time.sleep, 30)
+    pool.shutdown()
+    for process in processes:
+        process.join(timeout=10)
+        assert not process.is_alive()
+
+
+def test_a_pool_discarded_while_starting_is_not_a_reason_to_give_up(monkeypatch):
+    """A warm-up waiting for its processes when a cancel discards them takes a new pool."""
+    import threading
+    import time
+    from concurrent.futures import Future
+
+    made: list = []
+
+    class FakeExecutor:  # processes that start only when the test says so
+        def __init__(self, *args, **kwargs):
+            self._processes: dict = {}
+            self.futures: list[Future] = []
+            made.append(self)
+
+        def submit(self, fn, *args):
+            future: Future = Future()
+            self.futures.append(future)
+            return future
+
+        def shutdown(self, wait=True, cancel_futures=False):
+            for future in self.futures:
+                if not future.done():
+                    future.set_exception(BrokenProcessPool("stopped"))
+
+    def wait_for(n: int) -> None:
+        deadline = time.monotonic() + 10
+        while len(made) < n or not made[n - 1].futures:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+
+    monkeypatch.setattr(pool_module, "ProcessPoolExecutor", FakeExecutor)
+    pool = SweepPool(1)
+    got: list = []
+    thread = threading.Thread(target=lambda: got.append(pool.executor()))
+    thread.start()
+    wait_for(1)
+    pool.discard()  # a cancel, while the warm-up waits for the first pool
+    wait_for(2)
+    made[1].futures[0].set_result(1234)
+    thread.join(timeout=10)
+    assert got == [made[1]]
+    assert pool.problem is None and pool._executor is made[1]
