@@ -200,12 +200,6 @@ def print_startup(spectui_first: float, spectui_ready: float, bare_first: float)
     )
 
 
-def worker_count() -> int:
-    from spectui.pool import worker_count
-
-    return worker_count()
-
-
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["SPECTUI_PRESET_DIR"] = str(Path(tmp) / "presets")
@@ -222,6 +216,8 @@ def main() -> None:
             app_runs.append(in_app)
             latencies += pressed
             quiet_runs.append(asyncio.run(app_sweep(press_keys=False))[0])
+    from spectui.pool import worker_count
+
     headless, in_app = statistics.median(headless_runs), statistics.median(app_runs)
     quiet = statistics.median(quiet_runs)
     latencies_ms = sorted(1000 * x for x in latencies)

@@ -13,11 +13,9 @@ from textual.widgets import Input, Label, Select, Static
 
 # engine.config, not engine.draft_models: the form must not pull numpy into the start-up.
 from engine.config import (
-    DRAFT_MODEL_NAMES,
     FIELD_SPECS,
     MODEL_PARAMETERS,
     MODEL_READS,
-    TAIL_RULES,
     ConfigError,
     SpecConfig,
     check_value,
@@ -110,16 +108,7 @@ class ParamForm(VerticalScroll, can_focus=False):
 
     def compose(self) -> ComposeResult:
         base = self._composed_from = self._base
-        with Horizontal(classes="field", id="row-draft_model"):
-            yield Label(LABELS["draft_model"], classes="field-label")
-            yield Select(
-                [(m, m) for m in DRAFT_MODEL_NAMES],
-                value=base.draft_model,
-                allow_blank=False,
-                compact=True,
-                id="draft_model",
-                tooltip=FIELD_SPECS["draft_model"].help,
-            )
+        yield from self._choice_row("draft_model", base.draft_model)
         for name in TEXT_FIELDS:
             spec = FIELD_SPECS[name]
             with Horizontal(classes="field", id=f"row-{name}"):
@@ -132,17 +121,22 @@ class ParamForm(VerticalScroll, can_focus=False):
                     validate_on=["changed"],
                     tooltip=spec.help + (f" ({spec.unit})" if spec.unit else ""),
                 )
-        with Horizontal(classes="field", id="row-tail"):
-            yield Label(LABELS["tail"], classes="field-label")
+        yield from self._choice_row("tail", base.tail)
+        yield Static("", id="form-status")
+
+    @staticmethod
+    def _choice_row(name: str, value: str) -> ComposeResult:
+        """A select among the field's choices (the draft model, the tail rule)."""
+        with Horizontal(classes="field", id=f"row-{name}"):
+            yield Label(LABELS[name], classes="field-label")
             yield Select(
-                [(t, t) for t in TAIL_RULES],
-                value=base.tail,
+                [(c, c) for c in FIELD_SPECS[name].choices],
+                value=value,
                 allow_blank=False,
                 compact=True,
-                id="tail",
-                tooltip=FIELD_SPECS["tail"].help,
+                id=name,
+                tooltip=FIELD_SPECS[name].help,
             )
-        yield Static("", id="form-status")
 
     def on_mount(self) -> None:
         self.border_title = "Configuration"
