@@ -1,0 +1,51 @@
+"""What every cost model answers, and the small helpers they share."""
+
+from __future__ import annotations
+
+import math
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+# A number or an array of numbers; results broadcast like numpy.
+Times = float | npt.NDArray[np.float64]
+
+
+class CostModel(Protocol):
+    """The time of one cycle's parts, in microseconds (SEMANTICS.md, "Cost models").
+
+    ``k`` drafted tokens per sequence, ``w = k + 1`` tokens per sequence in the verify pass,
+    ``B`` sequences in the batch, ``L`` tokens of context at the start of the cycle. Every
+    argument may be an array; results broadcast like numpy."""
+
+    def draft_us(self, k: npt.ArrayLike, B: npt.ArrayLike, L: npt.ArrayLike) -> Times: ...
+
+    def verify_us(self, w: npt.ArrayLike, B: npt.ArrayLike, L: npt.ArrayLike) -> Times: ...
+
+
+def as_float(name: str, value: npt.ArrayLike, minimum: float) -> npt.NDArray[np.float64]:
+    """``value`` as a float array, every element finite and >= ``minimum``, else ValueError."""
+    array = np.asarray(value, dtype=np.float64)
+    if not np.all(np.isfinite(array)) or np.any(array < minimum):
+        raise ValueError(f"{name}: must be a finite number >= {minimum:g}, got {value!r}")
+    return array
+
+
+def scalar_or_array(array: npt.NDArray[np.float64]) -> Times:
+    """A 0-d result as a plain float, anything else as the array."""
+    return float(array) if array.ndim == 0 else array
+
+
+def check_parameter(name: str, value: float, low: float, high: float, low_open: bool) -> None:
+    """Raise ValueError naming ``name`` unless ``value`` lies in its range."""
+    ok = (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and (value > low if low_open else value >= low)
+        and value <= high
+    )
+    if not ok:
+        bracket = "(" if low_open else "["
+        raise ValueError(f"{name}: must be in {bracket}{low:g}, {high:g}], got {value!r}")

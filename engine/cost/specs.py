@@ -1,0 +1,236 @@
+"""Hardware and model specs for the roofline cost models, from TOML data files.
+
+The package ships ``engine/cost/data/hardware.toml`` and ``models.toml`` (each figure with
+its source; field meanings in ``data/README.md``). A user adds or replaces entries with files
+of the same shape in ``$XDG_CONFIG_HOME/spectui/`` (``~/.config/spectui/`` when unset): a
+table with the id of a shipped one replaces it whole. Every problem in a file is reported
+as one line naming the file, the id and the field.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+HARDWARE_FILE = "hardware.toml"
+MODELS_FILE = "models.toml"
+
+
+class SpecError(ValueError):
+    """A spec file or entry is invalid, or an id is unknown; the message is one line."""
+
+
+@dataclass(frozen=True)
+class HardwareSpec:
+    """One accelerator. ``flops_bf16`` in FLOP/s (dense), ``mem_bw_bytes_s`` in bytes/s,
+    ``mem_bytes`` in bytes. ``origin`` is the file the entry came from."""
+
+    id: str
+    name: str
+    flops_bf16: float
+    mem_bw_bytes_s: float
+    mem_bytes: float
+    source: str
+    notes: str
+    origin: str = ""
+
+    @property
+    def ridge_flop_per_byte(self) -> float:
+        """``flops_bf16 / mem_bw_bytes_s``: for bf16 weights, also the tokens per pass at
+        which the weight read stops dominating (about 295 on an H100)."""
+        return self.flops_bf16 / self.mem_bw_bytes_s
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One model's shape. ``params`` is the weight count a pass streams; ``bytes_per_weight``
+    in bytes (2 for bf16). Counts are plain integers. ``origin`` is the file it came from."""
+
+    id: str
+    name: str
+    params: float
+    layers: int
+    d_model: int
+    n_heads: int
+    kv_heads: int
+    head_dim: int
+    vocab: int
+    source: str
+    notes: str
+    bytes_per_weight: float = 2.0
+    ffn_dim: int | None = None
+    tied_embeddings: bool | None = None
+    embedding_lookup_params: float = 0.0
+    draft_for: str | None = None
+    origin: str = ""
+
+    def kv_bytes_per_token(self, bytes_per_kv: float = 2.0) -> float:
+        """KV-cache bytes per context token: ``2 * layers * kv_heads * head_dim * bytes_per_kv``."""
+        return 2.0 * self.layers * self.kv_heads * self.head_dim * bytes_per_kv
+
+    @property
+    def weight_bytes(self) -> float:
+        """Bytes of weights one pass streams: ``params * bytes_per_weight``."""
+        return self.params * self.bytes_per_weight
+
+
+# Field kinds: "text", "positive" (finite number > 0), "count" (integer >= 1),
+# "nonnegative" (finite number >= 0), "bool". The second item says whether it is required.
+_HARDWARE_FIELDS: dict[str, tuple[str, bool]] = {
+    "name": ("text", True),
+    "flops_bf16": ("positive", True),
+    "mem_bw_bytes_s": ("positive", True),
+    "mem_bytes": ("positive", True),
+    "source": ("text", True),
+    "notes": ("text", True),
+}
+_MODEL_FIELDS: dict[str, tuple[str, bool]] = {
+    "name": ("text", True),
+    "params": ("positive", True),
+    "layers": ("count", True),
+    "d_model": ("count", True),
+    "n_heads": ("count", True),
+    "kv_heads": ("count", True),
+    "head_dim": ("count", True),
+    "vocab": ("count", True),
+    "bytes_per_weight": ("positive", False),
+    "ffn_dim": ("count", False),
+    "tied_embeddings": ("bool", False),
+    "embedding_lookup_params": ("nonnegative", False),
+    "draft_for": ("text", False),
+    "source": ("text", True),
+    "notes": ("text", True),
+}
+
+
+def user_config_dir() -> Path:
+    """The user's spectui config directory: ``$XDG_CONFIG_HOME/spectui``, else
+    ``~/.config/spectui``."""
+    config_home = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(config_home) / "spectui"
+
+
+def _check_value(where: str, field: str, kind: str, value: Any) -> Any:
+    """Return ``value`` converted to its field's type, or raise one SpecError line."""
+    if kind == "text":
+        if not isinstance(value, str):
+            raise SpecError(f"{where}: field '{field}' must be a string, got {value!r}")
+        return value
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise SpecError(f"{where}: field '{field}' must be true or false, got {value!r}")
+        return value
+    # TOML booleans are Python ints: never accept one as a number.
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise SpecError(f"{where}: field '{field}' must be a number, got {value!r}")
+    if kind == "count":
+        if isinstance(value, float) and not value.is_integer():
+            raise SpecError(f"{where}: field '{field}' must be a whole number >= 1, got {value!r}")
+        if value < 1:
+            raise SpecError(f"{where}: field '{field}' must be a whole number >= 1, got {value!r}")
+        return int(value)
+    if not math.isfinite(value):
+        raise SpecError(f"{where}: field '{field}' must be finite, got {value!r}")
+    if kind == "positive" and value <= 0:
+        raise SpecError(f"{where}: field '{field}' must be > 0, got {value!r}")
+    if kind == "nonnegative" and value < 0:
+        raise SpecError(f"{where}: field '{field}' must be >= 0, got {value!r}")
+    return float(value)
+
+
+def _parse_entries(
+    text: str, origin: str, fields: Mapping[str, tuple[str, bool]], cls: type
+) -> dict[str, Any]:
+    """Parse one TOML file's tables into ``cls`` instances keyed by id."""
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise SpecError(f"{origin}: not valid TOML: {error}") from None
+    entries: dict[str, Any] = {}
+    for spec_id, table in document.items():
+        where = f"{origin}: [{spec_id}]"
+        if not isinstance(table, dict):
+            raise SpecError(
+                f"{where}: expected a table of fields, got {table!r} "
+                '(quote an id that contains a dot: ["my.model"])'
+            )
+        unknown = sorted(set(table) - set(fields))
+        if unknown:
+            if all(isinstance(table[key], dict) for key in unknown):
+                # [llama-3.1-8b] unquoted is read as nested tables llama-3 > 1-8b.
+                raise SpecError(
+                    f"{where}: nested table '{unknown[0]}': quote an id that contains a dot "
+                    f'(["{spec_id}.{unknown[0]}"])'
+                )
+            raise SpecError(f"{where}: unknown field '{unknown[0]}' (known: {', '.join(fields)})")
+        values: dict[str, Any] = {}
+        for field, (kind, required) in fields.items():
+            if field not in table:
+                if required:
+                    raise SpecError(f"{where}: missing field '{field}'")
+                continue
+            values[field] = _check_value(where, field, kind, table[field])
+        entries[spec_id] = cls(id=spec_id, origin=origin, **values)
+    return entries
+
+
+def _load(
+    file_name: str,
+    fields: Mapping[str, tuple[str, bool]],
+    cls: type,
+    config_dir: Path | None,
+) -> dict[str, Any]:
+    shipped = resources.files("engine.cost").joinpath("data", file_name)
+    entries = _parse_entries(
+        shipped.read_text(encoding="utf-8"), f"engine/cost/data/{file_name}", fields, cls
+    )
+    user_file = (config_dir if config_dir is not None else user_config_dir()) / file_name
+    if user_file.is_file():
+        try:
+            text = user_file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise SpecError(f"{user_file}: cannot read: {error}") from None
+        # Same id replaces the shipped entry whole (no field-by-field merge).
+        entries.update(_parse_entries(text, str(user_file), fields, cls))
+    return entries
+
+
+def load_hardware(config_dir: Path | None = None) -> dict[str, HardwareSpec]:
+    """All hardware specs by id: shipped, then the user's ``hardware.toml`` (same id replaces).
+
+    ``config_dir`` defaults to :func:`user_config_dir`. Raises SpecError on a bad entry."""
+    return _load(HARDWARE_FILE, _HARDWARE_FIELDS, HardwareSpec, config_dir)
+
+
+def load_models(config_dir: Path | None = None) -> dict[str, ModelSpec]:
+    """All model specs by id: shipped, then the user's ``models.toml`` (same id replaces).
+
+    ``config_dir`` defaults to :func:`user_config_dir`. Raises SpecError on a bad entry."""
+    return _load(MODELS_FILE, _MODEL_FIELDS, ModelSpec, config_dir)
+
+
+def _get(kind: str, entries: Mapping[str, Any], spec_id: str) -> Any:
+    try:
+        return entries[spec_id]
+    except KeyError:
+        raise SpecError(
+            f"unknown {kind} '{spec_id}' (known: {', '.join(sorted(entries))})"
+        ) from None
+
+
+def get_hardware(spec_id: str, config_dir: Path | None = None) -> HardwareSpec:
+    """The hardware spec ``spec_id`` (``h100``, ...); SpecError lists the known ids."""
+    spec: HardwareSpec = _get("hardware", load_hardware(config_dir), spec_id)
+    return spec
+
+
+def get_model(spec_id: str, config_dir: Path | None = None) -> ModelSpec:
+    """The model spec ``spec_id`` (``llama-3.1-8b``, ...); SpecError lists the known ids."""
+    spec: ModelSpec = _get("model", load_models(config_dir), spec_id)
+    return spec
