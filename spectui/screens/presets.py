@@ -94,14 +94,19 @@ class SavePreset(ModalScreen[tuple[str, str] | None]):
     def _submit(self) -> None:
         name = self.query_one("#save-name", Input).value.strip()
         if not NAME_RE.match(name):
-            self.query_one("#save-error", Static).update(NAME_RULE)
+            self._show_error(NAME_RULE)
             self.query_one("#save-name", Input).focus()
             return
         self.dismiss((name, self.query_one("#save-description", Input).value.strip()))
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id == "save-name" and NAME_RE.match(event.value.strip()):
-            self.query_one("#save-error", Static).update("")
+            self._show_error("")
+
+    def _show_error(self, message: str) -> None:
+        error = self.query_one("#save-error", Static)
+        error.update(message)
+        error.set_class(bool(message), "-shown")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         self._submit()
