@@ -180,6 +180,8 @@ async def test_labels_and_model_names_are_whole_at_80x24():
         assert f" {LABELS['decay_base']} " in text and f" {LABELS['decay_factor']} " in text
         assert LABELS["decay_base"] != LABELS["decay_factor"]
         select.focus()
+        await settle(pilot, app)
+        assert style_of(app, "position_decay").reverse  # focused: shows in 16 colours too
         await pilot.press("enter")  # open the list: every name on one line
         await settle(pilot, app)
         text = screen_text(app)
