@@ -21,7 +21,7 @@ from engine.presets import Preset, PresetError, load_preset
 from spectui.messages import CellChosen, ConfigChanged, ExactReady, SweepFinished, SweepSnapshot
 from spectui.pool import SweepPool, worker_count
 from spectui.widgets.analysis_view import AnalysisView
-from spectui.widgets.common import report_worker_error
+from spectui.widgets.common import failure_reason, report_worker_error
 from spectui.widgets.exact_panel import ExactPanel
 from spectui.widgets.param_form import ParamForm
 from spectui.widgets.run_view import RunView
@@ -180,7 +180,10 @@ class SpectuiApp(App[None]):
             panel.first().show_figures(message.config, message.figures)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        report_worker_error(self, event, event.worker.name or "Worker")
+        # The app's own workers; each view reports its own (common.ReportsWorkerErrors).
+        if report_worker_error(self, event) and event.worker.group == "exact":
+            for panel in self.query(ExactPanel):
+                panel.show_failed(failure_reason(event.worker))
 
     # --- views ---------------------------------------------------------------------------
     def _speedup_view(self) -> SpeedupView | None:

@@ -31,7 +31,7 @@ Exact figures come from a dynamic program; Monte Carlo runs sample every accept 
 | `F5` `ctrl+r` | anywhere | run the Monte Carlo for the form |
 | `F6` | anywhere | start the chosen sweep |
 | `ctrl+o` | anywhere | load a preset (picker) |
-| `ctrl+s` | anywhere | save the form as a preset |
+| `ctrl+s` | anywhere | save the form as a preset (enter saves, escape cancels) |
 | `tab` / `shift+tab` | anywhere | next / previous field or widget |
 | `r` `e` `+` `-` `p` `x` | Run view | run, run to end, faster, slower, pause, export CSV |
 | `c` `f` | Speedup view | cycle comparison overlay, back to the form's curve |
@@ -39,6 +39,10 @@ Exact figures come from a dynamic program; Monte Carlo runs sample every accept 
 | `escape` | while a sweep runs | cancel it: finished cells stay, partial CSV saved |
 | `n` `p` `m` | Plots view | next / previous plot, heatmap model |
 | `ctrl+q` | anywhere | quit |
+
+In the form, `▶` marks the field that has the focus and `✗` a field whose value is not
+allowed (its reason is just below it); a run or a save waits until no field is
+marked `✗`. A failed background task (a run, a curve, a sweep) says why in a notification.
 
 In the heatmap each cell shows K* and its speedup; `≈` marks a tie (the best two K are
 within sampling noise), `✗` a cell where even K* is slower than the baseline, `…` a cell

@@ -14,11 +14,25 @@ from textual.widgets import Button, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from textual.app import App
 
     from engine.config import SpecConfig
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+NAME_RULE = "✗ name: use letters, digits, '-', '_' or '.', starting with a letter or digit"
+
+
+def suggest_name(config: SpecConfig, taken: Callable[[str], bool]) -> str:
+    """A preset name for ``config`` that ``taken`` does not refuse: ``fixed-k5``, then
+    ``fixed-k5-2``, ``fixed-k5-3``..."""
+    base = f"{config.draft_model}-k{config.k}"
+    name, n = base, 1
+    while taken(name):
+        n += 1
+        name = f"{base}-{n}"
+    return name
 
 
 class PresetPicker(ModalScreen[str | None]):
@@ -57,19 +71,21 @@ class PresetPicker(ModalScreen[str | None]):
 
 
 class SavePreset(ModalScreen[tuple[str, str] | None]):
-    """Ask for a name and a description; dismisses with them, or None."""
+    """Ask for a name (prefilled with ``name``) and a description; dismisses with them, or
+    None. Enter in either field saves; the name's error goes as soon as the name is right."""
 
     BINDINGS = [Binding("escape", "close", "Cancel")]
 
-    def __init__(self, directory: str) -> None:
+    def __init__(self, directory: str, name: str = "") -> None:
         super().__init__()
         self.directory = directory
+        self.suggested = name
 
     def compose(self) -> ComposeResult:
         with Vertical(id="save", classes="dialog"):
             yield Label(f"Save the form as a preset in {self.directory}")
-            yield Input(placeholder="name (letters, digits, - _ .)", id="save-name")
-            yield Input(placeholder="one-line description", id="save-description")
+            yield Input(self.suggested, placeholder="name (letters, digits, - _ .)", id="save-name")
+            yield Input(placeholder="one-line description (optional)", id="save-description")
             yield Static("", id="save-error")
             with Horizontal(classes="buttons"):
                 yield Button("Save", id="save-ok", variant="primary")
@@ -78,18 +94,22 @@ class SavePreset(ModalScreen[tuple[str, str] | None]):
     def _submit(self) -> None:
         name = self.query_one("#save-name", Input).value.strip()
         if not NAME_RE.match(name):
-            self.query_one("#save-error", Static).update(
-                "✗ name: use letters, digits, '-', '_' or '.', starting with a letter or digit"
-            )
+            self._show_error(NAME_RULE)
             self.query_one("#save-name", Input).focus()
             return
         self.dismiss((name, self.query_one("#save-description", Input).value.strip()))
 
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "save-name" and NAME_RE.match(event.value.strip()):
+            self._show_error("")
+
+    def _show_error(self, message: str) -> None:
+        error = self.query_one("#save-error", Static)
+        error.update(message)
+        error.set_class(bool(message), "-shown")
+
     def on_input_submitted(self, event: Input.Submitted) -> None:
-        if event.input.id == "save-name":
-            self.query_one("#save-description", Input).focus()
-        else:
-            self._submit()
+        self._submit()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "save-ok":
@@ -167,4 +187,7 @@ def save_form_as_preset(app: App, config: SpecConfig) -> None:
         )
         app.push_screen(Confirm(question), confirmed)
 
-    app.push_screen(SavePreset(str(directory)), named)
+    name = suggest_name(
+        config, lambda n: (directory / f"{n}.toml").exists() or (SHIPPED_DIR / f"{n}.toml").exists()
+    )
+    app.push_screen(SavePreset(str(directory), name), named)

@@ -12,6 +12,8 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from spectui.widgets.common import ReportsWorkerErrors
+
 PARETO_ROWS = 12
 
 
@@ -109,7 +111,7 @@ def render_analysis(frame: Any, partial: bool) -> Group:
     return Group(*parts)
 
 
-class AnalysisView(VerticalScroll):
+class AnalysisView(ReportsWorkerErrors, VerticalScroll):
     """Re-renders when shown after the sweep frame changed."""
 
     can_focus = True

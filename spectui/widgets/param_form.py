@@ -37,12 +37,14 @@ TEXT_FIELDS: tuple[str, ...] = (
     "tokens_per_seq",
     "seed",
 )
+# At most LABEL_CHARS characters each: a label never wraps (a wrapped label shows its first line).
+LABEL_CHARS = 9
 LABELS: dict[str, str] = {
     "draft_model": "model",
     "k": "K",
     "acceptance_rate": "accept",
-    "decay_base": "decay base",
-    "decay_factor": "decay fact",
+    "decay_base": "first p",
+    "decay_factor": "decay ×",
     "entropy_high": "p easy",
     "entropy_low": "p hard",
     "entropy_frac": "hard frac",
@@ -53,6 +55,18 @@ LABELS: dict[str, str] = {
     "seed": "seed",
     "tail": "tail",
 }
+
+
+# The glyph before a label: it carries focus and errors where colours do not (16 colours,
+# NO_COLOR). An error outranks focus; the focused row is also shown in reverse video.
+MARK_INVALID = "✗"
+MARK_FOCUS = "▶"
+
+
+def label_text(name: str, focused: bool, invalid: bool) -> str:
+    """A field's label with its marker glyph (a space when neither focused nor invalid)."""
+    mark = MARK_INVALID if invalid else MARK_FOCUS if focused else " "
+    return mark + LABELS[name]
 
 
 def parse_field(name: str, text: str) -> Any:
@@ -94,7 +108,9 @@ class ParamForm(VerticalScroll, can_focus=False):
 
     Kept light because it is most of the app's start-up: a field's error line is mounted the
     first time the field is wrong, and the border shows focus without a ``:focus-within``
-    rule (that rule re-styles every widget in the form on each focus move).
+    rule (that rule re-styles every widget in the form on each focus move). The focused row
+    and every invalid row carry a class and a marker glyph in their label (see
+    :func:`label_text`), so they show in any terminal, with or without colours.
     """
 
     def __init__(self, config: SpecConfig, **kwargs: Any) -> None:
@@ -104,6 +120,8 @@ class ParamForm(VerticalScroll, can_focus=False):
         self._mounted = False
         self._pending_focus = "draft_model"  # focused on mount, unless focus is elsewhere
         self._focus_within = False
+        self._focused_row: str | None = None  # the field whose row shows the focus marker
+        self.reasons: dict[str, str] = {}  # why each wrong field is wrong, shown or not
         self.errors: dict[str, str] = {}
 
     def compose(self) -> ComposeResult:
@@ -112,7 +130,7 @@ class ParamForm(VerticalScroll, can_focus=False):
         for name in TEXT_FIELDS:
             spec = FIELD_SPECS[name]
             with Horizontal(classes="field", id=f"row-{name}"):
-                yield Label(LABELS[name], classes="field-label")
+                yield Label(label_text(name, False, False), classes="field-label")
                 yield Input(
                     _text(getattr(base, name)),
                     id=name,
@@ -128,7 +146,7 @@ class ParamForm(VerticalScroll, can_focus=False):
     def _choice_row(name: str, value: str) -> ComposeResult:
         """A select among the field's choices (the draft model, the tail rule)."""
         with Horizontal(classes="field", id=f"row-{name}"):
-            yield Label(LABELS[name], classes="field-label")
+            yield Label(label_text(name, False, False), classes="field-label")
             yield Select(
                 [(c, c) for c in FIELD_SPECS[name].choices],
                 value=value,
@@ -163,11 +181,30 @@ class ParamForm(VerticalScroll, can_focus=False):
         self.query_one(f"#{name}").focus()
 
     def _focus_moved(self, focused: Widget | None) -> None:
+        row = None  # the field whose row holds the focus (a select's open list included)
+        for node in focused.ancestors_with_self if focused is not None else ():
+            if node is self:
+                break
+            if node.id and node.id.startswith("row-"):
+                row = node.id[4:]
+        if row != self._focused_row:
+            previous, self._focused_row = self._focused_row, row
+            for name in (previous, row):
+                if name is not None:
+                    self._paint_row(name)
         within = focused is not None and self in focused.ancestors
         if within == self._focus_within:
             return
         self._focus_within = within
         self._paint_border()
+
+    def _paint_row(self, name: str) -> None:
+        """The row's classes and label marker, from its focus and its error."""
+        focused, invalid = name == self._focused_row, name in self.reasons
+        row = self.query_one(f"#row-{name}")
+        row.set_class(focused, "-focused")
+        row.set_class(invalid, "-invalid")
+        row.query_one(".field-label", Label).update(label_text(name, focused, invalid))
 
     def _paint_border(self) -> None:
         if self._focus_within:  # as app.tcss's ParamForm border, at full strength
@@ -186,9 +223,8 @@ class ParamForm(VerticalScroll, can_focus=False):
         reads = set(MODEL_READS[model])
         for name in MODEL_PARAMETERS:
             self.query_one(f"#row-{name}").display = name in reads
-            if name not in reads:
-                for error in self.query(f"#error-{name}"):
-                    error.display = False
+            for error in self.query(f"#error-{name}"):  # back with its row, reason and all
+                error.display = name in reads and name in self.reasons
 
     def visible_fields(self) -> list[str]:
         reads = set(MODEL_READS[self.model])
@@ -223,6 +259,11 @@ class ParamForm(VerticalScroll, can_focus=False):
         self.query_one(f"#{name}", Input).value = text
 
     def _set_error(self, name: str, message: str | None) -> None:
+        if message:
+            self.reasons[name] = message
+        else:
+            self.reasons.pop(name, None)
+        self._paint_row(name)
         found = self.query(f"#error-{name}")
         if not found:
             if not message:
@@ -231,8 +272,8 @@ class ParamForm(VerticalScroll, can_focus=False):
             self.mount(box, after=self.query_one(f"#row-{name}"))
         else:
             box = found.first(Static)
-        box.update(f"✗ {message}" if message else "")
-        box.display = bool(message)
+        box.update(f"{MARK_INVALID} {message}" if message else "")
+        box.display = bool(message) and bool(self.query_one(f"#row-{name}").display)
 
     def current_config(self) -> tuple[SpecConfig | None, dict[str, str]]:
         """The configuration the form holds, or None and the reasons per field."""
@@ -279,7 +320,7 @@ class ParamForm(VerticalScroll, can_focus=False):
         status = self.query_one("#form-status", Static)
         if errors:
             names = ", ".join(LABELS[n] for n in errors)
-            status.update(f"✗ invalid: {names} — fix to run")
+            status.update(f"{MARK_INVALID} invalid: {names} — fix to run")
             status.add_class("-invalid")
         else:
             status.update("")

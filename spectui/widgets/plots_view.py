@@ -14,6 +14,7 @@ from textual_plotext import PlotextPlot
 
 from engine.draft_models import DRAFT_MODELS
 from engine.plot_data import PLOTS, heatmap_model
+from spectui.widgets.common import ReportsWorkerErrors
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -23,7 +24,7 @@ HEATMAP_ID = "06_optimal_k_heatmap"
 REDRAW_INTERVAL_S = 0.25  # at most four redraws a second while a sweep streams rows in
 
 
-class PlotsView(Widget, can_focus=True):
+class PlotsView(ReportsWorkerErrors, Widget, can_focus=True):
     """One plot of :data:`engine.plot_data.PLOTS` at a time; ``n``/``p`` cycle through them.
 
     ``m`` (on the heatmap) shows the next draft model. While hidden behind another tab the view

@@ -13,13 +13,13 @@ from textual.widgets import Static
 
 from engine.config import SpecConfig
 from spectui.messages import RunFinished
-from spectui.widgets.common import results_dir
+from spectui.widgets.common import ReportsWorkerErrors, results_dir
 from spectui.widgets.cycle_table import MAX_ROWS, CycleTable
 from spectui.widgets.position_bar import MAX_POSITIONS, PositionBar
 from spectui.widgets.summary_cards import SummaryCards
 
 
-class RunView(Vertical):
+class RunView(ReportsWorkerErrors, Vertical):
     """Summary cards, the live per-cycle table and the per-position acceptance bar."""
 
     BINDINGS = [

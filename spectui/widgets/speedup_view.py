@@ -14,6 +14,7 @@ from textual_plotext import PlotextPlot
 
 from engine.config import DRAFT_MODEL_NAMES, K_MAX, SpecConfig
 from spectui.messages import CurveReady
+from spectui.widgets.common import ReportsWorkerErrors
 
 OVERLAYS = ("off", "models", "costs")
 MC_BUDGET = 2 * 10**7  # sequences x tokens x K values: above it, skip the Monte Carlo points
@@ -54,7 +55,7 @@ class SpeedupPlot(PlotextPlot):
         self.refresh()
 
 
-class SpeedupView(Vertical, can_focus=True):
+class SpeedupView(ReportsWorkerErrors, Vertical, can_focus=True):
     """Recomputes (in a thread worker) when the form changes or a sweep cell is chosen."""
 
     BINDINGS = [

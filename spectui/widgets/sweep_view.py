@@ -18,14 +18,19 @@ from textual.worker import Worker, get_current_worker
 
 from engine.config import SpecConfig
 from spectui.messages import CellChosen, SweepFinished, SweepProgress, SweepSnapshot
-from spectui.widgets.common import hide_timings, report_worker_error, results_dir
+from spectui.widgets.common import (
+    ReportsWorkerErrors,
+    hide_timings,
+    report_worker_error,
+    results_dir,
+)
 from spectui.widgets.heatmap import LEGEND, Heatmap
 
 SNAPSHOT_EVERY_S = 1.0
 PROGRESS_EVERY_S = 0.25
 
 
-class SweepView(Vertical):
+class SweepView(ReportsWorkerErrors, Vertical):
     """Pick a sweep preset, start it with ``s``, cancel with Escape."""
 
     BINDINGS = [

@@ -10,6 +10,7 @@ from spectui.app import create_app
 from spectui.widgets.exact_panel import ExactPanel
 from spectui.widgets.run_view import RunView
 from tests.app.helpers import notifications, settle, type_into
+from tests.app.screen import row_with, screen_lines, screen_text, style_of
 
 
 async def test_valid_edit_recomputes_exact_figures():
@@ -138,3 +139,85 @@ async def test_preset_loaded_before_the_form_mounts_is_shown():
         await pilot.pause()
         config, errors = form.current_config()
         assert errors == {} and config == second
+
+
+async def test_focused_and_invalid_fields_are_marked_on_screen_without_colour():
+    """Focus and errors show by glyph and text attributes, which survive 16 colours and
+    NO_COLOR (a background 235 against 234 does not)."""
+    app = create_app("tiny")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("f2")  # focus K
+        await settle(pilot, app)
+        assert "▶K " in screen_text(app)
+        assert style_of(app, "▶K").reverse
+        assert " accept " in screen_text(app)  # not focused: no marker, plain
+        assert not style_of(app, "accept").reverse
+        await type_into(pilot, app, "k", "x")
+        await pilot.press("tab")  # on to the acceptance rate: K stays marked invalid
+        await settle(pilot, app)
+        lines = screen_lines(app)
+        k_row = row_with(app, "✗K ")
+        assert style_of(app, "✗K").bold and not style_of(app, "✗K").reverse
+        assert style_of(app, "✗K").bgcolor is not None  # a block, not just a tint
+        assert "▌✗ 'x' is not an" in lines[k_row + 1]  # the reason, behind a bar
+        assert style_of(app, "✗ 'x'").bold
+        assert "▶accept" in screen_text(app) and style_of(app, "▶accept").reverse
+        assert "▌✗ invalid: K" in screen_text(app)
+
+
+async def test_labels_and_model_names_are_whole_at_80x24():
+    from spectui.widgets.param_form import LABELS
+
+    app = create_app("tiny")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        select = app.query_one("#draft_model", Select)
+        select.value = "position_decay"
+        await settle(pilot, app)
+        text = screen_text(app)
+        assert "position_decay" in text  # the chosen model, not "position_d"
+        assert f" {LABELS['decay_base']} " in text and f" {LABELS['decay_factor']} " in text
+        assert LABELS["decay_base"] != LABELS["decay_factor"]
+        select.focus()
+        await settle(pilot, app)
+        assert style_of(app, "position_decay").reverse  # focused: shows in 16 colours too
+        await pilot.press("enter")  # open the list: every name on one line
+        await settle(pilot, app)
+        text = screen_text(app)
+        for name in ("│fixed", "│position_decay", "│entropy_aware"):
+            assert name in text, text
+        await pilot.press("escape")
+        select.value = "entropy_aware"
+        await type_into(pilot, app, "entropy_high", "2")  # errors make the form scroll
+        await type_into(pilot, app, "entropy_low", "2")
+        await settle(pilot, app)
+        assert app.form.max_scroll_y > 0
+        assert "entropy_aware" in screen_text(app)
+        for name in ("entropy_high", "entropy_low", "entropy_frac"):
+            app.form.scroll_to_widget(app.query_one(f"#{name}"), animate=False)
+            await settle(pilot, app)
+            assert LABELS[name] in screen_text(app)
+    from spectui.widgets.param_form import LABEL_CHARS  # a longer label would wrap
+
+    assert all(len(label) <= LABEL_CHARS for label in LABELS.values())
+
+
+async def test_invalid_field_keeps_its_reason_after_a_model_switch():
+    app = create_app("tiny")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        await type_into(pilot, app, "acceptance_rate", "7")
+        await settle(pilot, app)
+        assert "✗ 7" in screen_text(app)
+        select = app.query_one("#draft_model", Select)
+        select.value = "position_decay"
+        await settle(pilot, app)
+        assert "✗ 7" not in screen_text(app) and app.config is not None
+        select.value = "fixed"
+        await settle(pilot, app)
+        error = app.query_one("#error-acceptance_rate", Static)
+        assert error.display and "7" in str(error.content)
+        text = screen_text(app)
+        assert "✗accept" in text and "▌✗ 7" in text
+        assert app.config is None and "invalid: accept" in text

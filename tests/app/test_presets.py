@@ -10,6 +10,7 @@ from spectui.app import create_app
 from spectui.screens.help import HelpScreen
 from spectui.screens.presets import Confirm, PresetPicker, SavePreset
 from tests.app.helpers import notifications, settle, type_into
+from tests.app.screen import row_with, screen_lines, screen_text
 
 
 def test_create_app_rejects_missing_and_malformed_presets(tmp_path):
@@ -70,9 +71,9 @@ async def test_save_preset_asks_before_overwriting(isolated_dirs):
         await pilot.press("ctrl+s")
         await settle(pilot, app)
         assert isinstance(app.screen, SavePreset)
-        for char in "mine":
+        for char in "mine":  # replaces the suggested name, which is selected
             await pilot.press(char)
-        await pilot.press("enter")
+        await pilot.press("tab")
         for char in "my run":
             await pilot.press(char)
         await pilot.press("enter")
@@ -88,7 +89,7 @@ async def test_save_preset_asks_before_overwriting(isolated_dirs):
             await settle(pilot, app)
             for char in "mine":
                 await pilot.press(char)
-            await pilot.press("enter", "enter")
+            await pilot.press("enter")
             await settle(pilot, app)
             assert isinstance(app.screen, Confirm)
             await pilot.press(answer)
@@ -120,3 +121,63 @@ async def test_command_palette_lists_every_action_and_preset():
         for title in ("Help", "Run", "Sweep", "Presets", "Save preset", "Cancel sweep"):
             assert title in titles
         assert "Preset: seed-576" in titles and "View: Sweep" in titles
+
+
+async def test_save_dialog_suggests_a_free_name_and_enter_in_it_saves(isolated_dirs):
+    presets, _ = isolated_dirs
+    app = create_app("tiny")  # fixed, K = 3
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("ctrl+s")
+        await settle(pilot, app)
+        assert isinstance(app.screen, SavePreset)
+        assert app.screen.query_one("#save-name", Input).value == "fixed-k3"
+        await pilot.press("enter")  # in the name field: saves at once
+        await settle(pilot, app)
+        assert not isinstance(app.screen, SavePreset)
+        assert load_preset(str(presets / "fixed-k3.toml")).config == app.config
+        assert "Saved preset" in notifications(app)[-1]
+        # The name is taken now: the next suggestion is free.
+        await pilot.press("ctrl+s")
+        await settle(pilot, app)
+        assert app.screen.query_one("#save-name", Input).value == "fixed-k3-2"
+
+
+async def test_save_dialog_name_error_goes_once_the_name_is_fixed(isolated_dirs):
+    presets, _ = isolated_dirs
+    app = create_app("tiny")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("ctrl+s")
+        await settle(pilot, app)
+        for char in "-bad":
+            await pilot.press(char)
+        await pilot.click("#save-ok")
+        await settle(pilot, app)
+        assert isinstance(app.screen, SavePreset)
+        assert "✗ name: use letters" in screen_text(app)
+        await pilot.press("home", "delete")  # "bad": a valid name
+        await settle(pilot, app)
+        assert app.screen.query_one("#save-name", Input).value == "bad"
+        assert "✗ name" not in screen_text(app)
+        await pilot.press("enter")
+        await settle(pilot, app)
+        assert (presets / "bad.toml").exists()
+
+
+async def test_error_toasts_are_framed_apart():
+    """In 16 colours a toast's background is the screen's black: each needs its own frame,
+    with no gap where the text beneath shows through."""
+    app = create_app("tiny")
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await settle(pilot, app)
+        await type_into(pilot, app, "k", "x")
+        await pilot.press("f5")
+        await pilot.press("ctrl+s")
+        await settle(pilot, app)
+        lines = screen_lines(app)
+        first = row_with(app, "┃ Cannot run: fix k first.")
+        second = row_with(app, "┃ Cannot save: the form has invalid")
+        assert "┏━━" in lines[first - 1] and "┗━━" in lines[first + 1]
+        assert "┏━━" in lines[second - 1]
+        assert second - 2 == first + 1  # frame under frame, no row between

@@ -1,0 +1,82 @@
+"""Numbers in the app: one formatter, width-limited, engineering notation beyond the width."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+from textual.app import App
+from textual.containers import Vertical
+
+import spectui
+from engine.config import SpecConfig
+from spectui.widgets.common import FMT_WIDTH, fmt
+from spectui.widgets.exact_panel import ExactPanel
+from tests.app.screen import screen_lines
+
+
+def test_fixed_point_while_it_fits():
+    assert fmt(2.4237) == "2.424"
+    assert fmt(1025.0) == "1025.000"
+    assert fmt(-3.5, digits=1) == "-3.5"
+    assert fmt(0.0) == "0.000"
+    assert fmt(float("nan")) == "—" and fmt(None) == "—"
+    assert fmt(float("inf")) == "inf"
+
+
+def test_engineering_notation_beyond_the_width_or_below_the_digits():
+    assert fmt(2e301) == "20.0e300"  # cost ratio at verify = 1e-300 us
+    assert fmt(1.999999999e300) == "2.00e300"
+    assert fmt(-123456.0) == "-123e3"
+    assert fmt(999999.9) == "1.00e6"  # rounding carries into the next exponent
+    assert fmt(1e-300) == "1.00e-300"
+    assert fmt(0.0004) == "400e-6"  # not "0.000": a non-zero value never reads as zero
+    assert fmt(5e-324) == "4.94e-324"
+
+
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_every_float_fits_in_ten_characters_and_reads_back_close(value):
+    text = fmt(value)
+    assert len(text) <= max(FMT_WIDTH, 10)
+    if value == 0 or abs(value) > 1e307:  # 1.795e308 is "180e306", which overflows back
+        return
+    assert float(text) != 0
+    if "e" in text:  # three significant digits
+        assert math.isclose(float(text), value, rel_tol=5e-3)
+    else:  # fixed point, three decimals
+        assert abs(float(text) - value) <= 0.0005 + 1e-12 * abs(value)
+
+
+async def test_exact_panel_at_extreme_values_keeps_one_line_per_figure():
+    config = SpecConfig(verify_cost_us=1e-3, draft_cost_us=1e9)
+    figures = {
+        "speedup_exact": 36.4e-300,  # verify = 1e-300 us: the widest a figure gets
+        "speedup_limit": 2.0000000001e-12,
+        "tokens_per_cycle_exact": 1024.9999,
+        "breakeven_cost_ratio": 1.999999999e300,
+    }
+    panel = ExactPanel(id="exact")
+
+    class Host(App[None]):  # the panel in the app's side column, with the app's styles
+        CSS_PATH = str(Path(spectui.__file__).parent / "app.tcss")
+
+        def compose(self):
+            with Vertical(id="side"):
+                yield panel
+
+    async with Host().run_test(size=(40, 12)) as pilot:
+        panel.show_figures(config, figures)
+        await pilot.pause()
+        lines = [line[:26] for line in screen_lines(pilot.app)]
+        assert panel.size.height == 5  # one row per figure: nothing wrapped
+        shown = "\n".join(lines)
+        for label, value in (
+            ("speedup ", "36.4e-300"),
+            ("speedup T→∞", "2.00e-12"),
+            ("tokens/cyc", "1025.000"),
+            ("cost ratio", "1.00e12"),
+            ("breakeven c", "2.00e300"),
+        ):
+            assert any(label in line and value in line for line in lines), shown
