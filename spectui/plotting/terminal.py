@@ -168,8 +168,30 @@ def draw(
         _draw_empty(figure, spec.title)
     else:
         DRAWERS[plot_id](figure, data, style, width)
+    _ticks_in_order(figure)
     plt.main()
     return style.drawing
+
+
+def _ticks_in_order(figure: Any) -> None:
+    """Put every axis's ticks back in order of value.
+
+    plotext drops a tick label that would touch one already written, and writes them in the
+    order of a ``set`` (so, of Python's string hashing): which colliding label survived
+    changed from one run to the next. In order, the leftmost (lowest) one wins, every time.
+    """
+    if figure._no_plots:
+        monitors = [figure.monitor]
+    else:
+        monitors = [figure._get_subplot(r, c).monitor for r in figure._Rows for c in figure._Cols]
+    for monitor in monitors:
+        for ticks, labels in ((monitor.xticks, monitor.xlabels), (monitor.yticks, monitor.ylabels)):
+            for side in range(len(ticks)):
+                if ticks[side] is None or labels[side] is None:
+                    continue
+                pairs = sorted(zip(ticks[side], labels[side], strict=True))
+                ticks[side] = [tick for tick, _ in pairs]
+                labels[side] = [label for _, label in pairs]
 
 
 def legend_lines(drawing: Drawing, width: int, color: bool = False) -> list[str]:
@@ -433,13 +455,18 @@ def _pareto(figure: Any, data: pd.DataFrame, style: _Style, width: int | None) -
     log = bool((data["compute_overhead"] > 0).all())
     if log:
         figure.xscale("log")
-        # Ticks at powers of ten inside the data (plotext's xlim misbehaves on a log axis).
+        # Ticks at 1, 2, 5 times powers of ten inside the data, as many as fit (plotext's xlim
+        # misbehaves on a log axis, so the range stays the data's).
         low_x, high_x = (float(v) for v in data["compute_overhead"].agg(["min", "max"]))
-        first, last = math.ceil(math.log10(low_x)), math.floor(math.log10(high_x))
-        decades = [10.0**e for e in range(first, last + 1)]
-        if len(decades) >= 2:
-            labels = [f"{d:g}" for d in decades]
-            figure.xticks(*spaced_ticks(decades, labels, _plot_columns(style), log=True))
+        exponents = range(math.floor(math.log10(low_x)), math.ceil(math.log10(high_x)) + 1)
+        for mantissas in ((1,), (1, 2, 5)):
+            ticks = [m * 10.0**e for e in exponents for m in mantissas]
+            ticks = [t for t in ticks if low_x <= t <= high_x]
+            if len(ticks) >= 3:
+                break
+        if len(ticks) >= 2:
+            labels = [f"{t:g}" for t in ticks]
+            figure.xticks(*spaced_ticks(ticks, labels, _plot_columns(style), log=True))
     figure.xlabel("compute overhead/token" + (" (log)" if log else ""))
     figure.ylabel("speedup")
     style.note(BREAKEVEN_NOTE)

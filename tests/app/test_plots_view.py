@@ -150,3 +150,30 @@ def test_nice_ticks_fit_the_rows(low, high, rows):
     ticks = nice_ticks(low, high, rows)
     assert 2 <= len(ticks) <= max(2, rows // 2 + 1)
     assert low <= ticks[0] and ticks[-1] <= high
+
+
+def test_tick_labels_that_collide_are_dropped_the_same_way_in_every_run():
+    """plotext writes tick labels in set order (string hashing): which of two colliding
+    labels survived changed with PYTHONHASHSEED, and so did the snapshots."""
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "from pathlib import Path\n"
+        "from engine.analysis import read_sweep_csv\n"
+        "from spectui.plotting.terminal import render_text\n"
+        f"frame = read_sweep_csv(Path({str(SEED_576)!r}))\n"
+        "print(render_text('06_optimal_k_heatmap', frame, width=54, height=18))\n"
+    )
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-c", script],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in (0, 1, 2)
+    }
+    assert len(outputs) == 1
