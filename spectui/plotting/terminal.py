@@ -428,11 +428,19 @@ def _speedup_vs_cost(figure: Any, data: pd.DataFrame, style: _Style, width: int 
 
 
 def _pareto(figure: Any, data: pd.DataFrame, style: _Style, width: int | None) -> None:
+    # A log axis when every overhead is positive, drawn as log10 values on a linear axis:
+    # plotext's own log scale takes the log of its data in place, so the second build of the
+    # same figure (any re-render of the widget) took the log of a log and raised.
+    log = bool((data["compute_overhead"] > 0).all())
+
+    def x_of(values: pd.Series) -> list[float]:
+        return [math.log10(v) for v in values] if log else values.tolist()
+
     for model, points in data.groupby("draft_model", sort=False):
         marker = MODEL_MARKERS.get(str(model), "o") if not style.color else "dot"
         color = MODEL_COLORS.get(str(model))
         figure.scatter(
-            points["compute_overhead"].tolist(),
+            x_of(points["compute_overhead"]),
             points["speedup"].tolist(),
             marker=marker,
             color=style.paint(color),
@@ -441,7 +449,7 @@ def _pareto(figure: Any, data: pd.DataFrame, style: _Style, width: int | None) -
     front = data[data["on_front"]].sort_values("front_order")
     marker = style.marker("F")
     figure.plot(
-        front["compute_overhead"].tolist(),
+        x_of(front["compute_overhead"]),
         front["speedup"].tolist(),
         marker=marker,
         color=style.paint("red"),
@@ -452,24 +460,28 @@ def _pareto(figure: Any, data: pd.DataFrame, style: _Style, width: int | None) -
     high = max(1.0, float(data["speedup"].max()))
     figure.ylim(low, high)
     _yticks(figure, low, high, _plot_rows(style))
-    log = bool((data["compute_overhead"] > 0).all())
     if log:
-        figure.xscale("log")
-        # Ticks at 1, 2, 5 times powers of ten inside the data, as many as fit (plotext's xlim
-        # misbehaves on a log axis, so the range stays the data's).
-        low_x, high_x = (float(v) for v in data["compute_overhead"].agg(["min", "max"]))
-        exponents = range(math.floor(math.log10(low_x)), math.ceil(math.log10(high_x)) + 1)
-        for mantissas in ((1,), (1, 2, 5)):
-            ticks = [m * 10.0**e for e in exponents for m in mantissas]
-            ticks = [t for t in ticks if low_x <= t <= high_x]
-            if len(ticks) >= 3:
-                break
-        if len(ticks) >= 2:
-            labels = [f"{t:g}" for t in ticks]
-            figure.xticks(*spaced_ticks(ticks, labels, _plot_columns(style), log=True))
+        _log_xticks(figure, data["compute_overhead"], _plot_columns(style))
     figure.xlabel("compute overhead/token" + (" (log)" if log else ""))
     figure.ylabel("speedup")
     style.note(BREAKEVEN_NOTE)
+
+
+def _log_xticks(figure: Any, values: pd.Series, columns: int) -> None:
+    """Ticks of a log10 axis: at 1 (or 1, 2, 5) times powers of ten, labelled in the data's
+    units, as many as fit; the ends of the range when none falls inside it."""
+    low, high = float(values.min()), float(values.max())
+    exponents = range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)
+    for mantissas in ((1,), (1, 2, 5)):
+        ticks = [m * 10.0**e for e in exponents for m in mantissas]
+        ticks = [t for t in ticks if low <= t <= high]
+        if len(ticks) >= 3:
+            break
+    if len(ticks) < 2:
+        ticks = sorted({low, high})
+    where = [math.log10(t) for t in ticks]
+    kept, labels = spaced_ticks(where, [f"{t:.3g}" for t in ticks], columns)
+    figure.xticks(kept, labels)
 
 
 def _heatmap(figure: Any, data: pd.DataFrame, style: _Style, width: int | None) -> None:

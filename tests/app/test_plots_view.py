@@ -177,3 +177,20 @@ def test_tick_labels_that_collide_are_dropped_the_same_way_in_every_run():
         for seed in (0, 1, 2)
     }
     assert len(outputs) == 1
+
+
+async def test_the_pareto_plot_survives_being_drawn_again(seed_576_frame):
+    """plotext's log scale took the log of its data in place: the second render of plot 5
+    (a tab switch, a resize) raised 'math domain error' and took the app down."""
+    app = create_app("tiny")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open_plots(pilot, app, seed_576_frame, plot=5)
+        first = _canvas(app)
+        await app.action_show_view("run")
+        await pilot.pause()
+        await app.action_show_view("plots")
+        app.query_one("#plots-canvas").refresh()
+        await pilot.pause(0.3)
+        assert _canvas(app) == first
+        labels = first.splitlines()[-2].split()
+        assert labels == ["0.1", "1", "10"]
