@@ -37,7 +37,7 @@ Exact figures come from a dynamic program; Monte Carlo runs sample every accept 
 | `c` `f` | Speedup view | cycle comparison overlay, back to the form's curve |
 | `s` `m` `enter` | Sweep view | start, next model's heatmap, the cell's curve |
 | `escape` | while a sweep runs | cancel it: finished cells stay, partial CSV saved |
-| `n` `p` `m` | Plots view | next / previous plot, heatmap model |
+| `n` `p` `m` `d` | Plots view | next / previous plot, heatmap model, plot 1: more panels |
 | `ctrl+q` | anywhere | quit |
 
 In the form, `▶` marks the field that has the focus and `✗` a field whose value is not

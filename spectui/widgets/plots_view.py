@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.reactive import reactive
@@ -21,14 +22,26 @@ if TYPE_CHECKING:
 
 EMPTY_TEXT = "Run a sweep to see plots"
 HEATMAP_ID = "06_optimal_k_heatmap"
+PANELS_ID = "01_speedup_vs_k_fixed"
 REDRAW_INTERVAL_S = 0.25  # at most four redraws a second while a sweep streams rows in
+
+
+class PlotCanvas(PlotextPlot):
+    """The plot; tells its view when its size changes (ticks are spaced for the size)."""
+
+    def on_resize(self) -> None:
+        view = self.parent
+        if isinstance(view, PlotsView) and view.drawn_size not in (None, self.size):
+            view.call_after_refresh(view.redraw)
 
 
 class PlotsView(ReportsWorkerErrors, Widget, can_focus=True):
     """One plot of :data:`engine.plot_data.PLOTS` at a time; ``n``/``p`` cycle through them.
 
-    ``m`` (on the heatmap) shows the next draft model. While hidden behind another tab the view
-    only remembers the newest frame, and draws it when shown.
+    ``m`` (on the heatmap) shows the next draft model; ``d`` (on plot 1, when its panels do not
+    all fit) the next draft costs. The legend and notes are under the plot, not over the
+    curves. While hidden behind another tab the view only remembers the newest frame, and
+    draws it when shown.
     """
 
     DEFAULT_CSS = """
@@ -37,12 +50,21 @@ class PlotsView(ReportsWorkerErrors, Widget, can_focus=True):
         width: 1fr;
     }
     PlotsView #plots-title {
-        height: auto;
+        height: 1;
         padding: 0 1;
         text-style: bold;
+        text-wrap: nowrap;
+        text-overflow: ellipsis;
     }
     PlotsView #plots-canvas {
         height: 1fr;
+    }
+    PlotsView #plots-legend {
+        height: auto;
+        padding: 0 1;
+    }
+    PlotsView.-empty #plots-legend {
+        display: none;
     }
     PlotsView.-empty #plots-canvas {
         display: none;
@@ -73,6 +95,12 @@ class PlotsView(ReportsWorkerErrors, Widget, can_focus=True):
             tooltip="Show the previous of the six plots",
         ),
         Binding(
+            "d",
+            "next_panels",
+            "More panels",
+            tooltip="Plot 1: show the next draft costs' panels (when they do not all fit)",
+        ),
+        Binding(
             "m",
             "next_model",
             "Heatmap model",
@@ -90,6 +118,9 @@ class PlotsView(ReportsWorkerErrors, Widget, can_focus=True):
         self._last_draw = 0.0
         self._timer: Any = None
         self._stale = False
+        self.page = 0  # plot 1: which page of draft-cost panels
+        self.pages = 1
+        self.drawn_size: Any = None  # the canvas size the current drawing was spaced for
 
     def compose(self) -> ComposeResult:
         yield Static(EMPTY_TEXT, id="plots-title")
@@ -98,7 +129,8 @@ class PlotsView(ReportsWorkerErrors, Widget, can_focus=True):
             "results, and follow it while it runs.",
             id="plots-empty",
         )
-        yield PlotextPlot(id="plots-canvas")
+        yield PlotCanvas(id="plots-canvas")
+        yield Static("", id="plots-legend")
 
     def on_mount(self) -> None:
         self.set_class(True, "-empty")
@@ -113,7 +145,7 @@ class PlotsView(ReportsWorkerErrors, Widget, can_focus=True):
         title = spec.title
         if spec.plot_id == HEATMAP_ID:
             title += f", {self._model_shown()} model (m: next model)"
-        return f"Plot {self.index + 1}/{len(PLOTS)}: {title}  ({rows} sweep rows; n/p: change)"
+        return f"Plot {self.index + 1}/{len(PLOTS)}: {title}  ({rows} sweep rows)"
 
     def _models(self) -> list[str]:
         if self.frame is None or self.frame.empty:
@@ -152,28 +184,44 @@ class PlotsView(ReportsWorkerErrors, Widget, can_focus=True):
 
     def redraw(self) -> None:
         """Draw the current plot of the current frame now."""
-        from spectui.plotting.terminal import draw
+        from spectui.plotting.terminal import draw, legend_lines
 
         self._last_draw = time.monotonic()
         self._stale = False
         title = self.query_one("#plots-title", Static)
         title.update(self.title_text)
+        legend = self.query_one("#plots-legend", Static)
         if self.frame is None or self.frame.empty:
+            legend.update("")
             return
-        canvas = self.query_one("#plots-canvas", PlotextPlot)
+        canvas = self.query_one("#plots-canvas", PlotCanvas)
         size = canvas.size
+        self.drawn_size = size
+        color = not self.app.no_color  # without colours, lines differ by marker character
         try:
-            draw(
+            drawing = draw(
                 canvas.plt,
                 PLOTS[self.index].plot_id,
                 self.frame,
                 width=size.width or None,
                 height=size.height or None,
+                color=color,
                 heatmap_model=self._model_shown(),
+                page=self.page,
             )
         except Exception as err:  # a plotting bug must not take the app down mid-sweep
             self.log.error(f"plot {PLOTS[self.index].plot_id} failed: {err!r}")
             title.update(f"{self.title_text}\nCould not draw this plot: {err}")
+            legend.update("")
+        else:
+            if (self.page, self.pages) != (drawing.page, drawing.pages):
+                self.page, self.pages = drawing.page, drawing.pages
+                self.refresh_bindings()
+            width = max(10, self.size.width - 2)
+            if drawing.pages > 1:  # the first note says which panels are shown
+                drawing.notes[0] += " (d: next)"
+            lines = legend_lines(drawing, width, color)
+            legend.update(Text.from_ansi("\n".join(lines)))
         canvas.refresh()
 
     def watch_index(self) -> None:
@@ -181,6 +229,8 @@ class PlotsView(ReportsWorkerErrors, Widget, can_focus=True):
         self.redraw()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "next_panels":
+            return PLOTS[self.index].plot_id == PANELS_ID and self.pages > 1
         if action == "next_model":
             # Only on the heatmap, and only when the sweep has another model to show.
             return PLOTS[self.index].plot_id == HEATMAP_ID and len(self._models()) > 1
@@ -195,8 +245,12 @@ class PlotsView(ReportsWorkerErrors, Widget, can_focus=True):
         self.heatmap_model = models[(position + 1) % len(models)]
         self.redraw()
 
+    def action_next_panels(self) -> None:
+        self.page += 1
+        self.redraw()
+
     def on_resize(self) -> None:
-        # Cell text of the heatmap depends on the width; the rest plotext rescales itself.
+        # Tick spacing, plot 1's panels and the heatmap's cell text depend on the size.
         if self.frame is not None and not self.frame.empty:
             self.call_after_refresh(self.redraw)
 

@@ -1,24 +1,43 @@
-"""Speedup vs K: the exact curve, Monte Carlo points with intervals, break-even and K*."""
+"""Speedup vs K: the exact curve, Monte Carlo points with intervals, break-even and K*.
+
+The title (which configuration: for a sweep cell, its row values too) and the legend are
+lines of text above and under the chart, not drawn over the curves.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Static
-from textual.worker import get_current_worker
+from textual.worker import Worker, get_current_worker
 from textual_plotext import PlotextPlot
 
 from engine.config import DRAFT_MODEL_NAMES, K_MAX, SpecConfig
 from spectui.messages import CurveReady
+from spectui.plotting.terminal import (
+    GLYPHS,
+    Drawing,
+    LegendEntry,
+    legend_lines,
+    nice_ticks,
+    spaced_ticks,
+)
 from spectui.widgets.common import ReportsWorkerErrors
 
 OVERLAYS = ("off", "models", "costs")
 MC_BUDGET = 2 * 10**7  # sequences x tokens x K values: above it, skip the Monte Carlo points
 MARKERS = ("hd", "dot", "x", "+", "sd")
+CURVE_COLORS = ("blue+", "green+", "cyan+", "magenta+", "yellow")
+MC_COLOR = "red+"
+MC_GLYPH = "┼"  # how plotext draws a point with its error bar
+BREAKEVEN_COLOR = "gray"
+K_STAR_COLOR = "orange"
+BUSY_TEXT = "computing…"
 
 
 # Dynamic-program steps allowed for finding K* over every K up to tokens_per_seq.
@@ -29,34 +48,89 @@ def curve_ks(config: SpecConfig) -> list[int]:
     return list(range(1, min(max(15, config.k + 5), 64) + 1))
 
 
-class SpeedupPlot(PlotextPlot):
-    """The chart itself; ``draw`` replaces everything plotted."""
+def config_label(config: SpecConfig) -> str:
+    """Which configuration a curve is: model and its parameters (a sweep cell's row), draft
+    cost and cost ratio, e.g. 'position_decay (base=0.9, factor=0.6), draft 20 us, c=0.1'."""
+    from engine.draft_models import DRAFT_MODELS
+    from engine.plot_data import _line_label
 
-    def draw(self, data: CurveReady) -> None:
+    reads = DRAFT_MODELS[config.draft_model].reads
+    model = _line_label(config.draft_model, {p: getattr(config, p) for p in reads}, ())
+    return f"{model}, draft {config.draft_cost_us:g} us, c={config.cost_ratio:.3g}"
+
+
+class SpeedupPlot(PlotextPlot):
+    """The chart itself; ``draw`` replaces everything plotted and returns the legend."""
+
+    data: CurveReady | None = None
+
+    def draw(self, data: CurveReady) -> Drawing:
+        self.data = data
+        color = not self.app.no_color
+        drawing = Drawing()
         plt = self.plt
         plt.clear_data()
         plt.clear_figure()
-        plt.title(data.title)
         plt.xlabel("K (draft tokens per cycle)")
         plt.ylabel("speedup")
         all_ks: list[int] = []
+        all_ys: list[float] = [1.0]
         for i, (label, ks, ys) in enumerate(data.curves):
-            plt.plot(ks, ys, label=label, marker=MARKERS[i % len(MARKERS)])
+            marker = MARKERS[i % len(MARKERS)]
+            curve_color = CURVE_COLORS[i % len(CURVE_COLORS)]
+            plt.plot(ks, ys, marker=marker, color=curve_color)
+            drawing.legend.append(LegendEntry(label, GLYPHS.get(marker, marker), curve_color))
             all_ks += ks
+            all_ys += ys
         if data.points:
             ks = [p[0] for p in data.points]
             ys = [p[1] for p in data.points]
             errs = [p[2] if p[2] == p[2] else 0.0 for p in data.points]
-            plt.error(ks, ys, yerr=errs, label="Monte Carlo ±95%")
+            plt.error(ks, ys, yerr=errs, color=MC_COLOR)
+            drawing.legend.append(LegendEntry("Monte Carlo ±95%", MC_GLYPH, MC_COLOR))
+            all_ys += [y + e for y, e in zip(ys, errs, strict=True)]
+            all_ys += [y - e for y, e in zip(ys, errs, strict=True)]
         if all_ks:
-            plt.plot([min(all_ks), max(all_ks)], [1.0, 1.0], label="break-even 1.0", marker="-")
+            plt.hline(1.0, color=BREAKEVEN_COLOR)
+            drawing.notes.append("line at 1: break-even")
+            ks_shown = sorted(set(all_ks))
+            columns = max(10, self.size.width - 8)
+            star = {data.k_star: f"{data.k_star}*"}
+            labels = [star.get(k, str(k)) for k in ks_shown]
+            plt.xticks(*spaced_ticks(ks_shown, labels, columns))
+            low, high = min(all_ys), max(all_ys)
+            ticks = nice_ticks(low, high, max(2, self.size.height - 4))
+            plt.yticks(ticks, [f"{t:g}" for t in ticks])
         if data.k_star is not None:
-            plt.vline(data.k_star)
+            plt.vline(data.k_star, color=K_STAR_COLOR)
+            drawing.notes.append(f"{data.k_star}*: K* (vertical line)")
+        if not color:
+            for index, entry in enumerate(drawing.legend):
+                drawing.legend[index] = LegendEntry(entry.label, entry.glyph)
         self.refresh()
+        return drawing
+
+    def on_resize(self) -> None:
+        # Tick spacing depends on the size: draw again for the new one.
+        view = self.parent
+        if self.data is not None and isinstance(view, SpeedupView):
+            view.show_curve(self.data)
 
 
 class SpeedupView(ReportsWorkerErrors, Vertical, can_focus=True):
     """Recomputes (in a thread worker) when the form changes or a sweep cell is chosen."""
+
+    DEFAULT_CSS = """
+    SpeedupView #speedup-title {
+        height: auto;
+        padding: 0 1;
+        text-style: bold;
+    }
+    SpeedupView #speedup-legend {
+        height: auto;
+        padding: 0 1;
+    }
+    """
 
     BINDINGS = [
         Binding("c", "cycle_overlay", "Compare", tooltip="Overlay: other models, other costs"),
@@ -72,7 +146,9 @@ class SpeedupView(ReportsWorkerErrors, Vertical, can_focus=True):
         self.last: CurveReady | None = None
 
     def compose(self) -> ComposeResult:
+        yield Static("", id="speedup-title")
         yield SpeedupPlot(id="speedup-plot")
+        yield Static("", id="speedup-legend")
         yield Static("", id="speedup-status")
 
     def set_config(self, config: SpecConfig | None, sweep_rows: Any = None) -> None:
@@ -96,7 +172,7 @@ class SpeedupView(ReportsWorkerErrors, Vertical, can_focus=True):
             self.query_one("#speedup-status", Static).update("form invalid: nothing to plot")
             return
         self.dirty = False
-        self.query_one("#speedup-status", Static).update("computing…")
+        self.query_one("#speedup-status", Static).update(BUSY_TEXT)
         self._compute(self.config, self.overlay, self.sweep_rows)
 
     @work(thread=True, exclusive=True, group="curve", exit_on_error=False)
@@ -158,17 +234,35 @@ class SpeedupView(ReportsWorkerErrors, Vertical, can_focus=True):
         else:
             source = "form (Monte Carlo skipped: run too large)"
         k_star = ks[max(range(len(ks)), key=lambda i: exact[i])]
-        title = f"{source}: {config.draft_model}, c={config.cost_ratio:.3g}, K*={k_star} (exact)"
+        title = f"{source}: {config_label(config)}"
         self.post_message(CurveReady(title, curves, points, k_star))
 
     def on_curve_ready(self, message: CurveReady) -> None:
         message.stop()
         self.last = message
-        self.query_one(SpeedupPlot).draw(message)
+        self.show_curve(message)
         best = max(zip(message.curves[0][2], message.curves[0][1], strict=True))
         self.query_one("#speedup-status", Static).update(
-            f"K* = {message.k_star} (exact speedup {best[0]:.3f}) · overlay: {self.overlay} "
-            "· c compare, f form"
+            f"K*={message.k_star} (exact {best[0]:.3f}x) · {self._hints()}"
+        )
+
+    def show_curve(self, data: CurveReady) -> None:
+        """Draw ``data``: its title above the chart, its legend under it."""
+        self.query_one("#speedup-title", Static).update(data.title)
+        drawing = self.query_one(SpeedupPlot).draw(data)
+        width = max(10, self.size.width - 2)
+        lines = legend_lines(drawing, width, color=not self.app.no_color)
+        self.query_one("#speedup-legend", Static).update(Text.from_ansi("\n".join(lines)))
+
+    def _hints(self) -> str:
+        return f"overlay {self.overlay} (c) · f: form"
+
+    def worker_failed(self, worker: Worker[Any]) -> None:
+        """A curve computation raised: leave the busy state (the app notifies the reason)."""
+        if worker.group != "curve":
+            return
+        self.query_one("#speedup-status", Static).update(
+            f"could not compute this curve (see the notification) · {self._hints()}"
         )
 
     def action_cycle_overlay(self) -> None:

@@ -36,3 +36,10 @@ def style_of(app, needle: str) -> Style:
             return segment.style or Style.null()
         offset += len(segment.text)
     raise AssertionError(needle)  # pragma: no cover - row_with found it
+
+
+def region_text(app, widget) -> str:
+    """The rows and columns of the screen that ``widget`` covers."""
+    region = widget.region
+    rows = screen_lines(app)[region.y : region.y + region.height]
+    return "\n".join(row[region.x : region.x + region.width] for row in rows)

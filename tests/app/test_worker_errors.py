@@ -33,7 +33,6 @@ async def test_speedup_curve_failure_is_notified_with_its_reason(monkeypatch):
         assert "Speedup curve failed: ValueError" in screen_text(app)  # the toast is shown
 
 
-@pytest.mark.xfail(strict=True, reason="SpeedupView.worker_failed is helper PLOTS' part")
 async def test_speedup_view_leaves_computing_when_its_worker_fails(monkeypatch):
     monkeypatch.setattr(engine.exact, "speedup_curve", _boom)
     app = create_app("tiny")

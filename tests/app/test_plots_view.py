@@ -1,0 +1,196 @@
+"""The Plots view at 80x24 with the form shown: every plot readable (issue 9, item 12)."""
+
+from __future__ import annotations
+
+import re
+from itertools import pairwise
+from pathlib import Path
+
+import pytest
+
+from engine.analysis import read_sweep_csv
+from spectui.app import create_app
+from tests.app.helpers import settle
+from tests.app.screen import region_text, screen_text
+
+SEED_576 = Path(__file__).parents[2] / "results" / "sweep_summary.csv"
+
+
+@pytest.fixture(scope="module")
+def seed_576_frame():
+    return read_sweep_csv(SEED_576)
+
+
+async def _open_plots(pilot, app, frame, plot: int = 1) -> None:
+    """The Plots view on ``frame`` (as after a sweep), showing plot number ``plot``."""
+    await settle(pilot, app)
+    app.sweep_frame = frame
+    await app.action_show_view("plots")
+    await settle(pilot, app)
+    for _ in range(plot - 1):
+        await pilot.press("n")
+    await pilot.pause(0.3)  # a redraw waits for the widget's final size
+    await pilot.pause()
+
+
+def _canvas(app) -> str:
+    return region_text(app, app.query_one("#plots-canvas"))
+
+
+def _legend(app) -> str:
+    return region_text(app, app.query_one("#plots-legend"))
+
+
+def _y_ticks(canvas: str) -> list[list[float]]:
+    """The y tick labels of each panel, top to bottom (a number just left of ┤ or ├)."""
+    panels: dict[int, list[float]] = {}
+    for line in canvas.splitlines():
+        for match in re.finditer(r"([0-9.]+)[┤├]", line):
+            panels.setdefault(match.start(), []).append(float(match.group(1)))
+    return list(panels.values())
+
+
+async def test_plot_2_legend_is_under_the_plot_not_over_the_curves(seed_576_frame):
+    app = create_app("tiny")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open_plots(pilot, app, seed_576_frame, plot=2)
+        assert "Plot 2/6: Observed acceptance vs K" in screen_text(app)
+        legend = _legend(app)
+        for label in ("a=0.5", "a=0.95", "position_decay", "entropy_aware"):
+            assert label in legend
+        assert "a=0.5" not in _canvas(app) and "position_decay" not in _canvas(app)
+
+
+async def test_y_ticks_are_evenly_spaced_round_values(seed_576_frame):
+    app = create_app("tiny")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open_plots(pilot, app, seed_576_frame, plot=1)
+        for plot in range(1, 6):
+            panels = _y_ticks(_canvas(app))
+            assert panels, f"plot {plot}"
+            for ticks in panels:
+                assert len(ticks) >= 2
+                steps = {round(a - b, 6) for a, b in pairwise(ticks)}
+                assert len(steps) == 1, f"plot {plot}: uneven y ticks {ticks}"
+            await pilot.press("n")
+            await pilot.pause(0.3)
+
+
+async def test_plot_4_x_labels_do_not_run_together(seed_576_frame):
+    app = create_app("tiny")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open_plots(pilot, app, seed_576_frame, plot=4)
+        canvas = _canvas(app)
+        labels = canvas.splitlines()[-2].split()
+        assert "0.05" in labels and "0.5" in labels
+        assert all(re.fullmatch(r"[0-9]+(\.[0-9]+)?", label) for label in labels), labels
+
+
+async def test_plot_1_pages_through_the_draft_cost_panels(seed_576_frame):
+    app = create_app("tiny")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open_plots(pilot, app, seed_576_frame, plot=1)
+        view = app.query_one("#plots-view")
+        view.focus()
+        await pilot.pause()
+        first = _canvas(app)
+        assert "draft 10 us" in first and "draft 20 us" in first
+        assert "draft 50 us" not in first
+        assert "draft costs 1-2 of 4 (d: next)" in _legend(app)
+        await pilot.press("d")
+        await pilot.pause(0.3)
+        second = _canvas(app)
+        assert "draft 50 us" in second and "draft 100 us" in second
+        assert "draft 10 us" not in second
+        await pilot.press("d")  # wraps around
+        await pilot.pause(0.3)
+        assert "draft 10 us" in _canvas(app)
+
+
+async def test_plot_1_shows_every_panel_when_they_fit(seed_576_frame):
+    app = create_app("tiny")
+    async with app.run_test(size=(200, 50)) as pilot:
+        await _open_plots(pilot, app, seed_576_frame, plot=1)
+        canvas = _canvas(app)
+        for cost in (10, 20, 50, 100):
+            assert f"draft {cost} us" in canvas
+        assert "of 4" not in _legend(app)
+        assert not app.query_one("#plots-view").check_action("next_panels", ())
+
+
+async def test_without_colour_lines_differ_by_marker(seed_576_frame, monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = create_app("tiny")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open_plots(pilot, app, seed_576_frame, plot=2)
+        legend = _legend(app)
+        markers = re.findall(r"(\S) (?:a=[0-9.]+|position_decay|entropy_aware)", legend)
+        assert len(markers) == 8 and len(set(markers)) == 8  # six acceptances, two models
+        canvas = _canvas(app)
+        assert all(marker in canvas for marker in markers)
+
+
+def test_spaced_ticks_keep_labels_apart_and_the_last_one():
+    from spectui.plotting.terminal import spaced_ticks
+
+    ratios = [0.025, 0.05, 0.1, 0.25, 0.5]
+    labels = [f"{r:g}" for r in ratios]
+    kept, kept_labels = spaced_ticks(ratios, labels, columns=48)
+    assert kept[-1] == 0.5 and kept[0] == 0.025
+    where = [(r - 0.025) / (0.5 - 0.025) * 47 for r in kept]
+    for (a, left), (b, right) in pairwise(zip(where, kept_labels, strict=True)):
+        assert b - a >= (len(left) + len(right)) / 2 + 1
+    assert spaced_ticks(ratios, labels, columns=400) == (ratios, labels)
+
+
+@pytest.mark.parametrize(("low", "high", "rows"), [(0, 1, 9), (0.8, 6.3, 8), (0.5, 2.4, 3)])
+def test_nice_ticks_fit_the_rows(low, high, rows):
+    from spectui.plotting.terminal import nice_ticks
+
+    ticks = nice_ticks(low, high, rows)
+    assert 2 <= len(ticks) <= max(2, rows // 2 + 1)
+    assert low <= ticks[0] and ticks[-1] <= high
+
+
+def test_tick_labels_that_collide_are_dropped_the_same_way_in_every_run():
+    """plotext writes tick labels in set order (string hashing): which of two colliding
+    labels survived changed with PYTHONHASHSEED, and so did the snapshots."""
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "from pathlib import Path\n"
+        "from engine.analysis import read_sweep_csv\n"
+        "from spectui.plotting.terminal import render_text\n"
+        f"frame = read_sweep_csv(Path({str(SEED_576)!r}))\n"
+        "print(render_text('06_optimal_k_heatmap', frame, width=54, height=18))\n"
+    )
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-c", script],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in (0, 1, 2)
+    }
+    assert len(outputs) == 1
+
+
+async def test_the_pareto_plot_survives_being_drawn_again(seed_576_frame):
+    """plotext's log scale took the log of its data in place: the second render of plot 5
+    (a tab switch, a resize) raised 'math domain error' and took the app down."""
+    app = create_app("tiny")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open_plots(pilot, app, seed_576_frame, plot=5)
+        first = _canvas(app)
+        await app.action_show_view("run")
+        await pilot.pause()
+        await app.action_show_view("plots")
+        app.query_one("#plots-canvas").refresh()
+        await pilot.pause(0.3)
+        assert _canvas(app) == first
+        labels = first.splitlines()[-2].split()
+        assert labels == ["0.1", "1", "10"]

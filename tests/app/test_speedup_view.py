@@ -1,0 +1,106 @@
+"""The Speedup vs K view at 80x24: legend beside, not over, the curves; a sweep cell's title
+names its row; a failed computation leaves the busy state (issue 9, items 6 and 12)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.worker import WorkerState
+
+from engine.analysis import read_sweep_csv
+from engine.config import CONFIG_FIELDS, SpecConfig
+from spectui.app import create_app
+from spectui.messages import CellChosen
+from tests.app.helpers import settle
+from tests.app.screen import region_text, screen_text
+
+SEED_576 = Path(__file__).parents[2] / "results" / "sweep_summary.csv"
+
+
+async def _open_speedup(pilot, app) -> None:
+    await settle(pilot, app)
+    await app.action_show_view("speedup")
+    await settle(pilot, app)
+    await pilot.pause()
+
+
+async def test_legend_is_under_the_chart_and_names_the_monte_carlo_points():
+    app = create_app("tiny")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open_speedup(pilot, app)
+        chart = region_text(app, app.query_one("#speedup-plot"))
+        assert "exact" not in chart and "break-even" not in chart
+        legend = region_text(app, app.query_one("#speedup-legend"))
+        assert "exact fixed" in legend and "Monte Carlo ±95%" in legend
+        await pilot.press("c")  # overlay the other models: three curves, still beside
+        await settle(pilot, app)
+        await pilot.pause()
+        chart = region_text(app, app.query_one("#speedup-plot"))
+        assert "position_decay" not in chart and "entropy_aware" not in chart
+        legend = region_text(app, app.query_one("#speedup-legend"))
+        assert "position_decay" in legend and "entropy_aware" in legend
+
+
+async def test_the_k_star_tick_is_marked_and_ticks_are_whole_k():
+    app = create_app("tiny")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open_speedup(pilot, app)
+        view = app.query_one("#speedup-view")
+        chart = region_text(app, app.query_one("#speedup-plot")).splitlines()
+        labels = chart[-2].split()
+        assert f"{view.last.k_star}*" in labels
+        assert all(label.rstrip("*").isdigit() for label in labels), labels
+
+
+def _cell(frame, **where):
+    rows = frame
+    for column, value in where.items():
+        rows = rows[rows[column] == value]
+    best = rows.loc[rows["speedup"].idxmax()]
+    config = SpecConfig.from_dict(
+        {f: best[f].item() if hasattr(best[f], "item") else best[f] for f in CONFIG_FIELDS}
+    )
+    return config, rows.drop_duplicates(subset=["k"]).sort_values("k")
+
+
+async def test_a_sweep_cells_title_names_its_row_value():
+    frame = read_sweep_csv(SEED_576)
+    app = create_app("tiny")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        config, rows = _cell(frame, draft_model="position_decay", draft_cost_us=20.0)
+        app.post_message(CellChosen(config, rows))
+        await settle(pilot, app)
+        await pilot.pause()
+        view = app.query_one("#speedup-view")
+        expected = "sweep cell: position_decay (base=0.9, factor=0.95), draft 20 us"
+        assert view.last.title.startswith(expected)
+        title = region_text(app, app.query_one("#speedup-title"))
+        assert expected in " ".join(line.strip() for line in title.splitlines())
+        config, rows = _cell(frame, draft_model="fixed", acceptance_rate=0.7, draft_cost_us=50.0)
+        app.post_message(CellChosen(config, rows))
+        await settle(pilot, app)
+        await pilot.pause()
+        assert view.last.title.startswith("sweep cell: fixed (a=0.7), draft 50 us")
+        assert "sweep cell: fixed (a=0.7), draft 50 us" in screen_text(app)
+
+
+async def test_a_failed_curve_leaves_the_busy_state():
+    """Draft cost 6e8, then `c` twice: doubling it to 1.2e9 raises in the worker."""
+    app = create_app("tiny")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open_speedup(pilot, app)
+        view = app.query_one("#speedup-view")
+        started = []
+        compute = view._compute
+        view._compute = lambda *args: started.append(compute(*args)) or started[-1]
+        view.set_config(app.config.replace(draft_cost_us=6e8))
+        await settle(pilot, app)
+        await pilot.press("c", "c")
+        await settle(pilot, app)
+        failed = [w for w in started if w.state == WorkerState.ERROR]
+        assert failed  # the 1.2e9 draft cost raised in the worker
+        await pilot.pause()
+        shown = screen_text(app)
+        assert "computing" not in shown
+        assert "could not compute this curve" in shown
