@@ -119,11 +119,14 @@ class RunView(Vertical):
             return False
         if self.sim_worker is not None:
             self.sim_worker.cancel()
-        done = self._progress_text() if self.progress is not None else ""
+        done = ""
+        if self.progress is not None and self.running is not None:
+            done = f"{compact_count(self.progress.sequences)}/"
+            done += f"{compact_count(self.running.n_sequences)} seq"
         self.active_run, self.running, self.sim_worker = 0, None, None
         if note is not None:
             self.query_one(SummaryCards).clear("—")
-            text = f"run {note}" + (f" at {done}" if done else "") + " · r / F5: run again"
+            text = f"run {note}" + (f" at {done}" if done else "") + " · F5: run again"
             self.query_one("#run-status", Static).update(text)
         return True
 
