@@ -170,3 +170,50 @@ def test_progress_text_names_sequences_rate_and_eta(monkeypatch):
     config = SpecConfig(n_sequences=10_000_000, tokens_per_seq=100)
     text = progress_text(config, 2_500_000, 250_000_000, 10.0)
     assert text == "25% · 2.50M/10.00M seq · 250.0k seq/s · ETA 30s"
+
+
+async def test_a_failed_run_leaves_its_busy_state(monkeypatch):
+    def broken(*args, **kwargs):
+        raise ValueError("no")
+
+    monkeypatch.setattr(simulator, "simulate", broken)
+    app = create_app("tiny", replay_autoplay=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("f5")
+        view = app.query_one(RunView)
+        worker = view.sim_worker
+        await settle(pilot, app)
+        assert worker is not None and worker.error is not None
+        view.worker_failed(worker)  # what the app's worker-error handler calls
+        await pilot.pause()
+        assert not view.busy
+        assert _status(app) == "run failed · r / F5: run again"
+        assert _card(app) == "—"
+
+
+async def test_export_writes_every_cycle_when_only_the_first_are_kept(isolated_dirs, monkeypatch):
+    import pandas as pd
+
+    import spectui.widgets.run_view as run_view
+    from engine.presets import load_preset
+
+    monkeypatch.setattr(run_view, "RECORDS_KEPT", 100)
+    _, results = isolated_dirs
+    app = create_app("tiny", replay_autoplay=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("f5")
+        await settle(pilot, app)
+        view = app.query_one(RunView)
+        assert view.result is not None and len(view.result.cycles) == 100
+        total = int(view.result.metrics["cycles"])
+        assert total > 100
+        assert _status(app).endswith(f"first of {total}")
+        await pilot.press("x")
+        await settle(pilot, app)
+    (path,) = results.glob("run-*.csv")
+    written = pd.read_csv(path)
+    expected = simulator.simulate(load_preset("tiny").config, records=True).cycles
+    assert len(written) == total
+    pd.testing.assert_frame_equal(written, expected, check_dtype=False)
