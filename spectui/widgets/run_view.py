@@ -136,6 +136,7 @@ class RunView(Vertical):
             self.active_run, self.running, self.sim_worker = 0, None, None
             self.query_one(SummaryCards).clear("—")
             self.query_one("#run-status", Static).update("run failed · r / F5: run again")
+            self.app.refresh_bindings()
 
     def config_changed(self, config: SpecConfig | None) -> None:
         """The form now holds ``config`` (None: invalid): say whether the run shown is of it."""
