@@ -48,7 +48,7 @@ def simulate_reference(config: SpecConfig, *, records: bool = False) -> RunResul
                 rows.append((seq, cycle, k, accepted, kept, cycle_time, tokens, elapsed))
             cycle += 1
         seq_times[seq] = elapsed
-    totals.sequence_time_us.append(seq_times)
+    totals.add_sequences(seq_times)
     cycles = None
     if records:
         cycles = pd.DataFrame(rows, columns=list(RECORD_DTYPES)).astype(RECORD_DTYPES)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +30,9 @@ CHUNK_SEQUENCES = 4096
 BLOCK_ELEMENTS = 1 << 22
 
 Z95 = 1.959963984540054
+
+# How often a run asks ``should_stop`` and reports progress (seconds of simulation work).
+CHECK_EVERY_S = 0.05
 
 RECORD_DTYPES: dict[str, str] = {
     "sequence": "int32",
@@ -82,11 +86,19 @@ def config_rng(config: SpecConfig) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence(config.seed, spawn_key=seed_key(config)))
 
 
+class RunStopped(Exception):
+    """A run's ``should_stop`` turned true: the run was abandoned, no result."""
+
+
 @dataclass
 class Totals:
-    """What a run adds up, from which every Monte Carlo metric follows."""
+    """What a run adds up, from which every Monte Carlo metric follows.
 
-    sequence_time_us: list[np.ndarray] = field(default_factory=list)
+    Sequence times stream: each chunk of sequences leaves its count, sum and sum of squared
+    deviations, so memory does not grow with the number of sequences.
+    """
+
+    sequence_time_parts: list[tuple[int, float, float]] = field(default_factory=list)
     cycles: int = 0
     drafted: int = 0
     accepted: int = 0
@@ -94,6 +106,38 @@ class Totals:
     emitted: int = 0
     target_positions: int = 0
     draft_time_us: float = 0.0
+    # Per-position counts, when asked for: cycles by accepted drafts n, and the same for
+    # cycles that ended on a rejection (n < k). See :func:`acceptance_by_position`.
+    accepted_counts: np.ndarray | None = None
+    rejected_counts: np.ndarray | None = None
+
+    def add_sequences(self, seq_time: np.ndarray) -> None:
+        """Add the speculative times of a group of finished sequences."""
+        if seq_time.size:
+            total = float(seq_time.sum())
+            deviations = seq_time - seq_time.mean()
+            self.sequence_time_parts.append(
+                (seq_time.size, total, float((deviations * deviations).sum()))
+            )
+
+    def count_positions(self, accepted: np.ndarray, rejected: np.ndarray) -> None:
+        """Count cycles by accepted drafts; ``rejected`` marks the cycles with a rejection."""
+        if self.accepted_counts is None or self.rejected_counts is None:
+            return
+        size = self.accepted_counts.size
+        self.accepted_counts += np.bincount(accepted, minlength=size)[:size]
+        self.rejected_counts += np.bincount(accepted[rejected], minlength=size)[:size]
+
+    def sequence_time_stats(self) -> tuple[int, float, float]:
+        """Number of sequences, total speculative time, and the per-sequence sample std."""
+        n = sum(p[0] for p in self.sequence_time_parts)
+        total = sum(p[1] for p in self.sequence_time_parts)
+        if n < 2:
+            return n, total, math.nan
+        mean = total / n
+        # Chan et al.: the squared deviations of the parts, plus those of their means.
+        m2 = sum(p[2] + p[0] * (p[1] / p[0] - mean) ** 2 for p in self.sequence_time_parts)
+        return n, total, math.sqrt(m2 / (n - 1))
 
 
 @dataclass
@@ -103,6 +147,19 @@ class RunResult:
     config: SpecConfig
     metrics: dict[str, float]
     cycles: pd.DataFrame | None = None
+    totals: Totals | None = None
+
+    def position_acceptance(self, positions: int) -> np.ndarray:
+        """Observed P(accept) at positions 1..``positions`` over every cycle of the run
+        (needs ``position_counts=True``, or else every record)."""
+        if self.totals is not None and self.totals.accepted_counts is not None:
+            assert self.totals.rejected_counts is not None
+            return acceptance_by_position(
+                self.totals.accepted_counts, self.totals.rejected_counts, positions
+            )
+        if self.cycles is None or len(self.cycles) != self.metrics["cycles"]:
+            raise ValueError("position acceptance needs position_counts=True or every record")
+        return position_acceptance(self.cycles, positions)
 
     def to_dict(self) -> dict[str, Any]:
         """Configuration and metrics in one flat mapping (NaN kept as float NaN)."""
@@ -115,15 +172,13 @@ def _ratio(num: float, den: float) -> float:
 
 def metrics_from_totals(config: SpecConfig, totals: Totals) -> dict[str, float]:
     """Monte Carlo metrics of SEMANTICS.md from a run's totals, plus the exact figures."""
-    seq_time = np.concatenate(totals.sequence_time_us)
-    n_seq = seq_time.size
-    spec_time = float(seq_time.sum())
+    n_seq, spec_time, seq_std = totals.sequence_time_stats()
     baseline_seq = config.tokens_per_seq * config.verify_cost_us
     baseline_time = baseline_seq * n_seq
     speedup = baseline_time / spec_time
     # Delta method for the ratio of totals; sequences are the independent units.
     if n_seq > 1:
-        rel_se = float(seq_time.std(ddof=1)) / math.sqrt(n_seq) / float(seq_time.mean())
+        rel_se = seq_std / math.sqrt(n_seq) / (spec_time / n_seq)
         ci95 = Z95 * speedup * rel_se
     else:
         ci95 = math.nan
@@ -149,6 +204,40 @@ def metrics_from_totals(config: SpecConfig, totals: Totals) -> dict[str, float]:
 
 
 CycleSink = Callable[[pd.DataFrame], None]
+ProgressSink = Callable[[int, int], None]
+
+
+class _Checkpoint:
+    """Where a run may stop, and reports progress: called often, acts every CHECK_EVERY_S."""
+
+    def __init__(
+        self, should_stop: Callable[[], bool] | None, on_progress: ProgressSink | None
+    ) -> None:
+        self.should_stop = should_stop
+        self.on_progress = on_progress
+        self.sequences = 0  # finished before the current chunk
+        self.tokens = 0
+        self._last = time.monotonic()
+
+    @property
+    def active(self) -> bool:
+        return self.should_stop is not None or self.on_progress is not None
+
+    def due(self) -> bool:
+        now = time.monotonic()
+        if now - self._last < CHECK_EVERY_S:
+            return False
+        self._last = now
+        return True
+
+    def __call__(self, sequences: int, tokens: int, force: bool = False) -> None:
+        """``sequences`` finished and ``tokens`` kept so far in the current chunk."""
+        if not force and not self.due():
+            return
+        if self.should_stop is not None and self.should_stop():
+            raise RunStopped
+        if self.on_progress is not None:
+            self.on_progress(self.sequences + sequences, self.tokens + tokens)
 
 
 def _leading_accepts(accepts: np.ndarray) -> np.ndarray:
@@ -159,13 +248,24 @@ def _leading_accepts(accepts: np.ndarray) -> np.ndarray:
     return n
 
 
+@dataclass
+class _Recording:
+    """Which cycles of a chunk to record: sequences below ``sequences`` (chunk-local index),
+    cycles below ``cycles`` (no record past a sequence's ``cycles``-th cycle can be among
+    the first ``cycles`` records of the run)."""
+
+    sequences: int
+    cycles: int
+
+
 def _simulate_chunk_stepwise(
     config: SpecConfig,
     rng: np.random.Generator,
     first_sequence: int,
     n_seq: int,
     totals: Totals,
-    want_records: bool,
+    record: _Recording | None,
+    check: _Checkpoint,
 ) -> pd.DataFrame | None:
     model = get_model(config.draft_model)
     big_k, target = config.k, config.tokens_per_seq
@@ -206,28 +306,36 @@ def _simulate_chunk_stepwise(
         totals.emitted += int(emitted.sum())
         totals.target_positions += drafted + active.size
         totals.draft_time_us += drafted * draft_us
-        if want_records:
-            parts.append(
-                (
-                    active + first_sequence,
-                    np.full(active.size, cycle_index),
-                    k,
-                    n,
-                    kept,
-                    cycle_time,
-                    tokens[active],
-                    seq_time[active],
-                )
+        totals.count_positions(n, n < k)
+        if record is not None and cycle_index < record.cycles:
+            columns: tuple[np.ndarray, ...] = (
+                active + first_sequence,
+                np.full(active.size, cycle_index),
+                k,
+                n,
+                kept,
+                cycle_time,
+                tokens[active],
+                seq_time[active],
             )
+            if record.sequences < n_seq:
+                keep = active < record.sequences
+                columns = tuple(c[keep] for c in columns)
+            if columns[0].size:
+                parts.append(columns)
         active = active[tokens[active] < target]
         cycle_index += 1
-    totals.sequence_time_us.append(seq_time)
-    return _sorted_frame(parts) if want_records else None
+        if check.active and check.due():
+            check(n_seq - active.size, int(tokens.sum()), force=True)
+    totals.add_sequences(seq_time)
+    return _sorted_frame(parts) if record is not None else None
 
 
 def _sorted_frame(parts: list[tuple[np.ndarray, ...]]) -> pd.DataFrame:
     columns = {
-        name: np.concatenate([p[i] for p in parts]).astype(dtype, copy=False)
+        name: (np.concatenate([p[i] for p in parts]) if parts else np.zeros(0)).astype(
+            dtype, copy=False
+        )
         for i, (name, dtype) in enumerate(RECORD_DTYPES.items())
     }
     order = np.lexsort((columns["cycle"], columns["sequence"]))
@@ -240,7 +348,8 @@ def _simulate_chunk_blocks(
     first_sequence: int,
     n_seq: int,
     totals: Totals,
-    want_records: bool,
+    record: _Recording | None,
+    check: _Checkpoint,
 ) -> pd.DataFrame | None:
     """Full tail: every cycle drafts K, so a sequence's cycles are i.i.d. Draw a block of
     cycles per sequence at once (enough to finish most sequences), keep the cycles each
@@ -282,28 +391,36 @@ def _simulate_chunk_blocks(
         totals.emitted += accepted + n_cycles
         totals.target_positions += n_cycles * (big_k + 1)
         totals.draft_time_us += n_cycles * big_k * config.draft_cost_us
-        if want_records:
+        if totals.accepted_counts is not None:
+            used_n = n[np.arange(width) < used[:, None]]
+            totals.count_positions(used_n, used_n < big_k)
+        if record is not None:
             valid = np.arange(width) < used[:, None]
+            valid &= (active < record.sequences)[:, None]
+            valid &= cycles_done[active][:, None] + np.arange(width) < record.cycles
             kept = np.where(valid, np.minimum(n + 1, remaining[:, None] - (cum - n - 1)), 0)
             row, col = np.nonzero(valid)
-            parts.append(
-                (
-                    active[row] + first_sequence,
-                    cycles_done[active][row] + col,
-                    np.full(row.size, big_k),
-                    n[valid],
-                    kept[valid],
-                    np.full(row.size, cycle_time),
-                    tokens[active][row] + np.cumsum(kept, axis=1)[valid],
-                    seq_time[active][row] + (col + 1) * cycle_time,
+            if row.size:
+                parts.append(
+                    (
+                        active[row] + first_sequence,
+                        cycles_done[active][row] + col,
+                        np.full(row.size, big_k),
+                        n[valid],
+                        kept[valid],
+                        np.full(row.size, cycle_time),
+                        tokens[active][row] + np.cumsum(kept, axis=1)[valid],
+                        seq_time[active][row] + (col + 1) * cycle_time,
+                    )
                 )
-            )
         tokens[active] += added
         seq_time[active] += used * cycle_time
         cycles_done[active] += used
         active = active[~finished]
-    totals.sequence_time_us.append(seq_time)
-    return _sorted_frame(parts) if want_records else None
+        if check.active:
+            check(n_seq - active.size, int(tokens.sum()))
+    totals.add_sequences(seq_time)
+    return _sorted_frame(parts) if record is not None else None
 
 
 def simulate(
@@ -311,48 +428,103 @@ def simulate(
     *,
     records: bool = False,
     on_cycles: CycleSink | None = None,
+    max_records: int | None = None,
+    position_counts: bool = False,
+    should_stop: Callable[[], bool] | None = None,
+    on_progress: ProgressSink | None = None,
 ) -> RunResult:
     """Monte Carlo run of ``config``.
 
     ``records=True`` keeps the per-cycle records (columns :data:`RECORD_DTYPES`, one row per
-    cycle, ordered by sequence then cycle) in :attr:`RunResult.cycles`. ``on_cycles`` receives
-    them chunk by chunk instead (or as well), so a caller can stream them to a file in
-    bounded memory.
+    cycle, ordered by sequence then cycle) in :attr:`RunResult.cycles`; ``max_records`` keeps
+    only the first that many, in memory bounded by them (the metrics still cover every
+    cycle). ``on_cycles`` receives every record chunk by chunk instead (or as well), so a
+    caller can stream them to a file in bounded memory.
+
+    ``position_counts=True`` counts cycles by accepted drafts as the run goes, for
+    :meth:`RunResult.position_acceptance` (bounded memory, every cycle counted).
+
+    ``should_stop()`` is asked about every :data:`CHECK_EVERY_S` of work, also within a
+    chunk; when it turns true the run raises :class:`RunStopped`. ``on_progress(sequences,
+    tokens)`` is told as often the sequences finished and tokens kept so far. Neither
+    changes the random draws: a run that is not stopped gives the same result without them.
     """
     rng = config_rng(config)
     totals = Totals()
+    if position_counts:
+        totals.accepted_counts = np.zeros(config.k + 1, dtype=np.int64)
+        totals.rejected_counts = np.zeros(config.k + 1, dtype=np.int64)
+    check = _Checkpoint(should_stop, on_progress)
     frames: list[pd.DataFrame] = []
-    want = records or on_cycles is not None
+    kept_rows = 0
+    record_cycles = config.tokens_per_seq if max_records is None else max_records
+    record_sequences = config.n_sequences
+    if max_records is not None:
+        # Enough sequences for about max_records cycles, at the expected cycles per sequence.
+        per_sequence = max(1.0, config.tokens_per_seq / tokens_per_cycle(config))
+        record_sequences = min(record_sequences, math.ceil(max_records / per_sequence) + 1)
+    simulate_chunk = _simulate_chunk_stepwise if config.tail == "clamp" else _simulate_chunk_blocks
     for first in range(0, config.n_sequences, CHUNK_SEQUENCES):
         n_seq = min(CHUNK_SEQUENCES, config.n_sequences - first)
-        simulate_chunk = (
-            _simulate_chunk_stepwise if config.tail == "clamp" else _simulate_chunk_blocks
-        )
-        chunk = simulate_chunk(config, rng, first, n_seq, totals, want)
+        record = None
+        if on_cycles is not None:
+            record = _Recording(n_seq, config.tokens_per_seq)
+        elif records and first < record_sequences:
+            record = _Recording(min(n_seq, record_sequences - first), record_cycles)
+        chunk = simulate_chunk(config, rng, first, n_seq, totals, record, check)
+        check.sequences += n_seq
+        check.tokens += n_seq * config.tokens_per_seq
+        if check.active:
+            check(0, 0, force=True)
         if chunk is not None:
             if on_cycles is not None:
                 on_cycles(chunk)
-            if records:
+            if records and (max_records is None or kept_rows < max_records):
+                if max_records is not None:
+                    chunk = chunk.iloc[: max_records - kept_rows]
                 frames.append(chunk)
-    cycles = pd.concat(frames, ignore_index=True) if records else None
-    return RunResult(config, metrics_from_totals(config, totals), cycles)
+                kept_rows += len(chunk)
+    cycles = None
+    if records:
+        cycles = pd.concat(frames, ignore_index=True) if frames else _sorted_frame([])
+    return RunResult(config, metrics_from_totals(config, totals), cycles, totals)
+
+
+def acceptance_by_position(
+    accepted_counts: np.ndarray, rejected_counts: np.ndarray, positions: int
+) -> np.ndarray:
+    """Observed P(accept) at draft positions 1..``positions`` from per-cycle counts.
+
+    ``accepted_counts[j]``: cycles that accepted j drafts; ``rejected_counts[j]``: those of
+    them that then rejected draft j + 1 (j < k). Position i is tested in a cycle when k >= i
+    and positions 1..i-1 were accepted, that is when j >= i, or j = i - 1 with a rejection;
+    it is accepted when j >= i. NaN where a position was never tested.
+    """
+    out = np.full(positions, np.nan)
+    # at_least[i] = cycles with j >= i
+    at_least = np.concatenate([np.cumsum(accepted_counts[::-1])[::-1], [0]])
+    for i in range(1, positions + 1):
+        accepted = int(at_least[i]) if i < at_least.size else 0
+        rejected = int(rejected_counts[i - 1]) if i - 1 < rejected_counts.size else 0
+        if accepted + rejected:
+            out[i - 1] = accepted / (accepted + rejected)
+    return out
 
 
 def position_acceptance(cycles: pd.DataFrame, positions: int) -> np.ndarray:
     """Observed P(accept) at draft positions 1..``positions``, from per-cycle records.
 
-    Position i is tested in a cycle when k >= i and positions 1..i-1 were accepted; it is
-    accepted when ``accepted >= i``. NaN where a position was never tested. Compare with
-    the model's p_i (``DraftModel.position_probs``).
+    Compare with the model's p_i (``DraftModel.position_probs``); see
+    :func:`acceptance_by_position`.
     """
     k = cycles["k"].to_numpy()
     accepted = cycles["accepted"].to_numpy()
-    out = np.full(positions, np.nan)
-    for i in range(1, positions + 1):
-        tested = int(((k >= i) & (accepted >= i - 1)).sum())
-        if tested:
-            out[i - 1] = int((accepted >= i).sum()) / tested
-    return out
+    size = int(k.max()) + 1 if k.size else 1
+    return acceptance_by_position(
+        np.bincount(accepted, minlength=size),
+        np.bincount(accepted[accepted < k], minlength=size),
+        positions,
+    )
 
 
 def accept_pattern(k: int, accepted: int, glyphs: str = "✓✗·") -> str:

@@ -44,7 +44,13 @@ ACTIONS: tuple[tuple[str, str, str, str, bool], ...] = (
     ("f1,question_mark", "help", "Help", "The model in a few sentences, and every key", True),
     ("f5,ctrl+r", "run", "Run", "Monte Carlo run of the form's configuration", True),
     ("f6", "start_sweep", "Sweep", "Start the chosen sweep preset", True),
-    ("escape", "cancel_sweep", "Cancel sweep", "Stop the sweep; finished cells are kept", True),
+    (
+        "escape",
+        "cancel",
+        "Cancel",
+        "Stop the Monte Carlo run, else the sweep (its finished cells are kept)",
+        True,
+    ),
     ("ctrl+o", "load_preset", "Presets", "Load a shipped or user preset", True),
     (
         "ctrl+s",
@@ -79,9 +85,10 @@ class SpectuiApp(App[None]):
         ),
     ]
 
-    def __init__(self, preset: Preset) -> None:
+    def __init__(self, preset: Preset, *, replay_autoplay: bool = True) -> None:
         super().__init__()
         self.preset = preset
+        self.replay_autoplay = replay_autoplay  # False: tests drive the Run view's replay
         self.config: SpecConfig | None = preset.config
         self.sweep_frame: Any = None
         self.sweep_partial = False
@@ -107,7 +114,7 @@ class SpectuiApp(App[None]):
                 yield ExactPanel("computing…", id="exact")
             with TabbedContent(id="views", initial="run"):
                 with TabPane("1 Run", id="run"):
-                    yield RunView(id="run-view")
+                    yield RunView(id="run-view", autoplay=self.replay_autoplay)
                 # The other views mount after the first screen: see _mount_lazy.
                 with TabPane("2 Speedup", id="speedup"):
                     yield Static("loading…", classes="lazy")
@@ -160,6 +167,7 @@ class SpectuiApp(App[None]):
             self._up = True
             self._started()
         self.config = message.config
+        self.query_one(RunView).config_changed(message.config)
         if message.config is None:
             self.query_one(ExactPanel).show_invalid()
         else:
@@ -288,6 +296,7 @@ class SpectuiApp(App[None]):
         view = self.query_one(RunView)
         view.start_run(self.config)
         view.table.focus()
+        self.refresh_bindings()
 
     async def action_start_sweep(self) -> None:
         self.query_one(TabbedContent).active = "sweep"
@@ -296,14 +305,29 @@ class SpectuiApp(App[None]):
         view.action_start()
         self.call_after_refresh(self.action_focus_view)
 
+    def action_cancel(self) -> None:
+        """Escape: stop the run if one is simulated, else the sweep."""
+        if not self.action_cancel_run():
+            self.action_cancel_sweep()
+
+    def action_cancel_run(self) -> bool:
+        stopped = self.query_one(RunView).cancel_run()
+        self.refresh_bindings()
+        return stopped
+
     def action_cancel_sweep(self) -> None:
         for view in self.query(SweepView):
             view.action_cancel()
 
+    def _sweep_running(self) -> bool:
+        found = self.query(SweepView)
+        return bool(found) and found.first().running
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "cancel":
+            return self.query_one(RunView).busy or self._sweep_running()
         if action == "cancel_sweep":
-            found = self.query(SweepView)
-            return bool(found) and found.first().running
+            return self._sweep_running()
         return True
 
     def on_sweep_snapshot(self, message: SweepSnapshot) -> None:
@@ -377,6 +401,10 @@ class SpectuiApp(App[None]):
         yield from super().get_system_commands(screen)
         for _keys, action, title, help_text, _show in ACTIONS:
             yield SystemCommand(title, help_text, getattr(self, f"action_{action}"))
+        yield SystemCommand("Cancel run", "Stop the Monte Carlo run", self.action_cancel_run)
+        yield SystemCommand(
+            "Cancel sweep", "Stop the sweep; finished cells are kept", self.action_cancel_sweep
+        )
         for view, title in VIEWS:
             yield SystemCommand(f"View: {title}", f"Show the {title} view", self._show(view))
         from engine.presets import preset_paths
@@ -394,10 +422,13 @@ class SpectuiApp(App[None]):
         return lambda: self.apply_preset(name)
 
 
-def create_app(preset: str | None = None) -> SpectuiApp:
+def create_app(preset: str | None = None, *, replay_autoplay: bool = True) -> SpectuiApp:
     """The app opened on ``preset`` (a name or a path; None means "default").
+
+    ``replay_autoplay=False``: the Run view's replay moves only when a test drives it
+    (``CycleTable.advance``, ``advance_to``, ``run_to_end``).
 
     Raises :class:`engine.presets.PresetError` when the preset is missing or malformed, and
     :class:`spectui.errors.UsageError` when $SPECTUI_SWEEP_WORKERS is not a valid count.
     """
-    return SpectuiApp(load_preset(preset or "default"))
+    return SpectuiApp(load_preset(preset or "default"), replay_autoplay=replay_autoplay)

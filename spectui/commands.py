@@ -31,29 +31,59 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
+RUN_PROGRESS_AFTER_S = 1.0  # a run shorter than this shows no progress bar
+
+
+def _run_progress(config: SpecConfig) -> tuple[Any, Any]:
+    """For a fast-engine run: an ``on_progress`` that shows a bar on a terminal once the run
+    has taken :data:`RUN_PROGRESS_AFTER_S`, and a function that closes it."""
+    started = time.perf_counter()
+    bar: list[Any] = []
+
+    def on_progress(sequences: int, tokens: int) -> None:
+        if not bar:
+            if not sys.stderr.isatty() or time.perf_counter() - started < RUN_PROGRESS_AFTER_S:
+                return
+            from spectui.render import SweepProgressBar
+
+            bar.append(SweepProgressBar(config.n_sequences, "run: sequences"))
+            bar[0].__enter__()  # (a bar left open would swallow the "interrupted" line)
+        bar[0].advance(tokens // config.tokens_per_seq)  # whole sequences' worth of tokens
+
+    def close() -> None:
+        if bar:
+            bar[0].__exit__(None, None, None)
+
+    return on_progress, close
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from engine.files import append_csv_row, atomic_open
     from engine.reference import simulate_reference
     from engine.simulator import simulate
 
     config = _config_from_args(args)
-    if args.engine == "reference":
-        result = simulate_reference(config, records=args.cycles_out is not None)
-        if args.cycles_out is not None:
-            assert result.cycles is not None
+    progress, close_progress = _run_progress(config)
+    try:
+        if args.engine == "reference":
+            result = simulate_reference(config, records=args.cycles_out is not None)
+            if args.cycles_out is not None:
+                assert result.cycles is not None
+                with atomic_open(args.cycles_out) as handle:
+                    _cycles_csv(result.cycles, config, handle, header=True)
+        elif args.cycles_out is not None:
             with atomic_open(args.cycles_out) as handle:
-                _cycles_csv(result.cycles, config, handle, header=True)
-    elif args.cycles_out is not None:
-        with atomic_open(args.cycles_out) as handle:
-            first = [True]
+                first = [True]
 
-            def sink(chunk: Any) -> None:
-                _cycles_csv(chunk, config, handle, header=first[0])
-                first[0] = False
+                def sink(chunk: Any) -> None:
+                    _cycles_csv(chunk, config, handle, header=first[0])
+                    first[0] = False
 
-            result = simulate(config, on_cycles=sink)
-    else:
-        result = simulate(config)
+                result = simulate(config, on_cycles=sink, on_progress=progress)
+        else:
+            result = simulate(config, on_progress=progress)
+    finally:
+        close_progress()  # also on Ctrl-C: main() then prints one line, exits with 130
 
     if args.summary_out is not None:
         append_csv_row(args.summary_out, result.to_dict())

@@ -36,13 +36,31 @@ class ExactReady(Message):
 
 @dataclass
 class RunFinished(Message):
-    """A Monte Carlo run finished: metrics, the per-cycle records, per-position acceptance."""
+    """A Monte Carlo run finished: metrics, the per-cycle records, per-position acceptance.
+
+    ``cycles`` holds the run's first records only (at most the Run view's cap); the
+    metrics and ``observed`` cover every cycle. ``run`` numbers the runs a view started.
+    """
 
     config: SpecConfig
     metrics: dict[str, float]
     cycles: pd.DataFrame
     observed: list[float]
     model_probs: list[float]
+    run: int = 0
+
+
+@dataclass
+class RunProgress(Message):
+    """Run number ``run`` has finished ``sequences`` and kept ``tokens`` in ``elapsed`` s."""
+
+    run: int
+    sequences: int
+    tokens: int
+    elapsed: float
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, RunProgress)
 
 
 @dataclass

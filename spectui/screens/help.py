@@ -36,7 +36,7 @@ Exact figures come from a dynamic program; Monte Carlo runs sample every accept 
 | `r` `e` `+` `-` `p` `x` | Run view | run, run to end, faster, slower, pause, export CSV |
 | `c` `f` | Speedup view | cycle comparison overlay, back to the form's curve |
 | `s` `m` `enter` | Sweep view | start, next model's heatmap, the cell's curve |
-| `escape` | while a sweep runs | cancel it: finished cells stay, partial CSV saved |
+| `escape` | while a run or a sweep runs | cancel it (a run first); a sweep keeps its cells |
 | `n` `p` `m` `d` | Plots view | next / previous plot, heatmap model, plot 1: more panels |
 | `ctrl+q` | anywhere | quit |
 

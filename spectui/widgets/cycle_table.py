@@ -1,52 +1,202 @@
-"""The live per-cycle table: replays a run's records at an adjustable pace."""
+"""The live per-cycle table: replays a run's records at an adjustable pace.
+
+The replay advances in ticks of :data:`TICK_S` (at most five table updates a second, each
+appending every row due since the last). A test (or ``autoplay=False``) drives it with
+:meth:`CycleTable.advance` instead of the timer.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections import deque
+from typing import TYPE_CHECKING, ClassVar
 
-from rich.text import Text
-from textual.widgets import DataTable
+from rich.segment import Segment
+from textual.binding import Binding, BindingType
+from textual.geometry import Region, Size
+from textual.reactive import Reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
 
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
 MAX_ROWS = 2000
-SLACK_ROWS = 500  # rows beyond MAX_ROWS before the table is trimmed
 PACES: tuple[int, ...] = (5, 20, 100, 250, 500)  # rows per second: readable, then skimmable
 TICK_S = 0.2
 MAX_GLYPHS = 6
+PATTERN = "✓✗·"
+# (label, record column): the columns' widths follow the widest value of each run.
 COLUMNS = (
-    ("seq", 4),
-    ("cyc", 4),
-    ("K", 3),
-    ("acc", 4),
-    ("kept", 5),
-    ("✓✗·", 7),
-    ("us", 5),
-    ("speedup", 8),
+    ("seq", "sequence"),
+    ("cyc", "cycle"),
+    ("K", "k"),
+    ("acc", "accepted"),
+    ("kept", "kept"),
+    (PATTERN, None),
+    ("us", "cycle_time_us"),
+    ("speedup", None),
 )
+US_DIGITS = 7  # cycle times up to 9,999,999 us in full; longer ones as 1.23e+12
 
 
-class CycleTable(DataTable):
-    """Rows appear at ``pace`` rows per second; at most :data:`MAX_ROWS` are kept."""
+def cycle_us(value: float) -> str:
+    """A cycle time for the table: whole microseconds, or 3 significant digits if huge."""
+    text = f"{value:.0f}"
+    return text if len(text) <= US_DIGITS else f"{value:.2e}"
 
-    def __init__(self, **kwargs) -> None:
-        super().__init__(cursor_type="row", zebra_stripes=True, cell_padding=0, **kwargs)
+
+class CycleTable(ScrollView, can_focus=True):
+    """Rows appear at ``pace`` rows per second; at most :data:`MAX_ROWS` are kept.
+
+    Not a DataTable: a DataTable re-renders every visible cell through Rich after each
+    added row, which made a key wait up to a second behind the replay. Here a row is one
+    preformatted line, drawn as a single segment; the header stays on the first line.
+    """
+
+    DEFAULT_CSS = """
+    CycleTable {
+        background: $surface;
+        color: $foreground;
+        & > .cycle-table--header { text-style: bold; background: $panel; color: $foreground; }
+        &:ansi > .cycle-table--header { background: ansi_bright_blue; color: ansi_default; }
+        & > .cycle-table--even-row { background: $surface-lighten-1 50%; }
+        &:dark > .cycle-table--even-row { background: $surface-darken-1 40%; }
+        & > .cycle-table--cursor {
+            background: $block-cursor-blurred-background;
+            color: $block-cursor-blurred-foreground;
+            text-style: $block-cursor-blurred-text-style;
+        }
+        &:focus > .cycle-table--cursor {
+            background: $block-cursor-background;
+            color: $block-cursor-foreground;
+            text-style: $block-cursor-text-style;
+        }
+    }
+    """
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "cycle-table--header",
+        "cycle-table--even-row",
+        "cycle-table--cursor",
+    }
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up", "cursor(-1)", "Up", show=False),
+        Binding("down", "cursor(1)", "Down", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
+        Binding("home", "cursor_to(0)", "First", show=False),
+        Binding("end", "cursor_to(-1)", "Last", show=False),
+    ]
+
+    # The table grows on every tick: a change of its scrollable size must not re-lay out
+    # the whole screen (that made every key wait behind a full redraw). The scrollbars are
+    # updated in watch_virtual_size; a layout follows only when one appears or goes.
+    virtual_size: Reactive[Size] = Reactive(Size(0, 0), layout=False)
+
+    def __init__(self, *, autoplay: bool = True, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.autoplay = autoplay
         self.pace_index = 2
         self.paused = False
         self._records: pd.DataFrame | None = None
         self._speedup_so_far: np.ndarray | None = None
+        self._widths: dict[str, int] = {}
+        self._header = ""
+        self._lines: deque[str] = deque(maxlen=MAX_ROWS)
+        self.cursor_row = 0
         self._next = 0
         self._credit = 0.0
         self._timer = None
 
+    def watch_virtual_size(self, size: Size) -> None:
+        if self.is_mounted:
+            self._scroll_update(size)
+
     def on_mount(self) -> None:
-        # No cell padding: every column is one wider than its text and right-aligned.
-        for label, width in COLUMNS:
-            justify = "left" if label == "✓✗·" else "right"
-            text = Text(label if justify == "right" else " " + label, justify=justify)
-            self.add_column(text, width=width, key=label)
+        self._set_columns({label: len(label) + 1 for label, _ in COLUMNS})
+
+    # --- the rows ----------------------------------------------------------------------
+    @property
+    def row_count(self) -> int:
+        return len(self._lines)
+
+    def get_row_at(self, index: int) -> list[str]:
+        """The cells of a kept row, as shown (padded to their columns' widths)."""
+        line, cells, at = self._lines[index], [], 0
+        for label, _ in COLUMNS:
+            cells.append(line[at : at + self._widths[label]])
+            at += self._widths[label]
+        return cells
+
+    def _set_columns(self, widths: dict[str, int]) -> None:
+        """Set each column one wider than its widest text; empty the table."""
+        self._widths = widths
+        self._header = "".join(
+            " " + label.ljust(widths[label] - 1) if label == PATTERN else label.rjust(widths[label])
+            for label, _ in COLUMNS
+        )
+        self.clear()
+
+    def clear(self) -> None:
+        self._lines.clear()
+        self.cursor_row = 0
+        self._resize()
+        self.scroll_to(0, 0, animate=False, immediate=True)
+        self.refresh()
+
+    def _resize(self) -> None:
+        self.virtual_size = Size(len(self._header), len(self._lines) + 1)
+
+    def add_rows(self, rows: list[tuple[str, ...]]) -> None:
+        self._lines.extend("".join(row) for row in rows)
+        self._resize()
+        self.refresh()
+
+    def move_cursor(self, row: int) -> None:
+        """Put the cursor on kept row ``row`` (negative: from the end) and scroll to it."""
+        if not self._lines:
+            return
+        if row < 0:
+            row += len(self._lines)
+        self.cursor_row = max(0, min(row, len(self._lines) - 1))
+        # Line 0 of the view is the header: row r must be in virtual lines y + 1 ... so that
+        # r >= scroll_y and r + 1 < scroll_y + height.
+        self.scroll_to_region(
+            Region(0, self.cursor_row, 1, 2),
+            spacing=None,
+            animate=False,
+            immediate=True,
+            top=False,
+        )
+        self.refresh()
+
+    def action_cursor(self, step: int) -> None:
+        self.move_cursor(self.cursor_row + step)
+
+    def action_page(self, direction: int) -> None:
+        self.move_cursor(self.cursor_row + direction * max(1, self.size.height - 2))
+
+    def action_cursor_to(self, row: int) -> None:
+        self.move_cursor(row)
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        scroll_x, scroll_y = self.scroll_offset
+        if y == 0:
+            text, style = self._header, self.get_component_rich_style("cycle-table--header")
+        else:
+            index = scroll_y + y - 1
+            if index >= len(self._lines):
+                return Strip.blank(width, self.rich_style)
+            text = self._lines[index]
+            if index == self.cursor_row:
+                style = self.get_component_rich_style("cycle-table--cursor")
+            elif index % 2:
+                style = self.get_component_rich_style("cycle-table--even-row")
+            else:
+                style = self.rich_style
+        text = text[scroll_x : scroll_x + width].ljust(width)
+        return Strip([Segment(text, style)], width)
 
     @property
     def pace(self) -> int:
@@ -64,38 +214,62 @@ class CycleTable(DataTable):
         """Replay ``records`` (the engine's per-cycle frame) from the first row."""
         import numpy as np  # here, not at import: numpy is not needed for the first screen
 
-        self.clear()
         self._records = records
         kept = records["kept"].to_numpy(dtype=float)
         time_us = records["cycle_time_us"].to_numpy(dtype=float)
-        self._speedup_so_far = verify_cost_us * np.cumsum(kept) / np.cumsum(time_us)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            self._speedup_so_far = verify_cost_us * np.cumsum(kept) / np.cumsum(time_us)
+        self._set_columns(self._column_widths(records))
         self._next = 0
         self._credit = 0.0
         self.paused = False
-        if self._timer is None:
-            self._timer = self.set_interval(TICK_S, self._tick)
+        if self._timer is None and self.autoplay:
+            self._timer = self.set_interval(TICK_S, self.advance)
+
+    def stop(self) -> None:
+        """Forget the replayed run: an empty table (its columns stay)."""
+        self._records = None
+        self._speedup_so_far = None
+        self._next = 0
+        self._credit = 0.0
+        self.clear()
+
+    def _column_widths(self, records: pd.DataFrame) -> dict[str, int]:
+        widths = {}
+        for label, column in COLUMNS:
+            widest = len(label)
+            if column is not None and len(records):
+                top = records[column].max()
+                widest = max(widest, len(cycle_us(top) if column == "cycle_time_us" else str(top)))
+            widths[label] = widest + 1
+        widths[PATTERN] = MAX_GLYPHS + 1
+        if self._speedup_so_far is not None and len(self._speedup_so_far):
+            top = float(max(self._speedup_so_far.max(), 0.0))
+            widths["speedup"] = max(widths["speedup"], len(f"{top:.3f}") + 1)
+        return widths
 
     def _rows(self, start: int, stop: int) -> list[tuple]:
         from engine.simulator import accept_pattern
 
         assert self._records is not None and self._speedup_so_far is not None
         part = self._records.iloc[start:stop]
+        w = self._widths
         out = []
         for i, row in enumerate(part.itertuples(index=False), start=start):
             pattern = accept_pattern(int(row.k), int(row.accepted))
             if len(pattern) > MAX_GLYPHS:
                 pattern = pattern[: MAX_GLYPHS - 1] + "…"
-            # Plain strings, right-aligned by hand: much cheaper to measure than Text.
+            # Every cell exactly its column's width: the row is drawn as one line.
             out.append(
                 (
-                    f"{row.sequence:>3}",
-                    f"{row.cycle:>3}",
-                    f"{row.k:>2}",
-                    f"{row.accepted:>3}",
-                    f"{row.kept:>4}",
-                    f" {pattern}",
-                    f"{row.cycle_time_us:>4.0f}",
-                    f"{self._speedup_so_far[i]:>6.3f}",
+                    f"{row.sequence:>{w['seq']}}",
+                    f"{row.cycle:>{w['cyc']}}",
+                    f"{row.k:>{w['K']}}",
+                    f"{row.accepted:>{w['acc']}}",
+                    f"{row.kept:>{w['kept']}}",
+                    f" {pattern}".ljust(w[PATTERN]),
+                    f"{cycle_us(row.cycle_time_us):>{w['us']}}",
+                    f"{self._speedup_so_far[i]:>{w['speedup']}.3f}",
                 )
             )
         return out
@@ -105,23 +279,25 @@ class CycleTable(DataTable):
         if stop <= self._next:
             return
         start = self._next
-        if self.row_count + stop - start > MAX_ROWS + SLACK_ROWS:
-            # Rebuild with the newest MAX_ROWS rows: DataTable.remove_row is O(rows) per call,
-            # while adding 2,000 rows takes tens of milliseconds.
-            self.clear()
-            start = max(0, stop - MAX_ROWS)
+        start = max(start, stop - MAX_ROWS)  # older rows would fall out of the table at once
         self.add_rows(self._rows(start, stop))
         self._next = stop
-        self.move_cursor(row=self.row_count - 1, animate=False)
+        self.move_cursor(row=-1)
 
-    def _tick(self) -> None:
+    def advance(self, ticks: int = 1) -> None:
+        """Advance the replay by ``ticks`` ticks at the current pace (the timer does one per
+        :data:`TICK_S`); a paused or finished replay does not move."""
         if self.paused or self._records is None or self._next >= self.total:
             return
-        self._credit += self.pace * TICK_S
+        self._credit += self.pace * TICK_S * ticks
         step = int(self._credit)
         if step:
             self._credit -= step
             self._append(self._next + step)
+
+    def advance_to(self, row: int) -> None:
+        """Show the rows up to ``row`` (at most the run's), at once."""
+        self._append(row)
 
     def run_to_end(self) -> None:
         """Show the last rows at once (the table keeps at most MAX_ROWS)."""

@@ -28,6 +28,10 @@ class PositionBar(Static):
 
     def on_mount(self) -> None:
         self.border_title = "acc@i"
+        self.reset()
+
+    def reset(self) -> None:
+        """No run shown: say what the bar will show."""
         self.update("observed\nvs p_i")
 
     def show(self, observed: list[float], model_probs: list[float]) -> None:

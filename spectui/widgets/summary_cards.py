@@ -19,7 +19,15 @@ CARDS: tuple[tuple[str, str], ...] = (
 
 
 class SummaryCards(Grid):
-    """Six small cards; empty until a run finishes."""
+    """Six small cards; empty until a run finishes. Class ``-stale``: the run shown is not
+    of the form's configuration (struck through, which survives 16 colours and NO_COLOR)."""
+
+    DEFAULT_CSS = """
+    SummaryCards.-stale .card {
+        color: $text-muted;
+        text-style: strike;
+    }
+    """
 
     def compose(self) -> ComposeResult:
         for key, title in CARDS:

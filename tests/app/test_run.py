@@ -8,13 +8,13 @@ from textual.widgets import Static, TabbedContent
 from engine.presets import load_preset
 from engine.simulator import simulate
 from spectui.app import create_app
-from spectui.widgets.cycle_table import MAX_ROWS, CycleTable
+from spectui.widgets.cycle_table import MAX_ROWS, TICK_S, CycleTable
 from spectui.widgets.run_view import RunView
 from tests.app.helpers import settle, type_into
 
 
 async def test_run_streams_rows_and_matches_engine():
-    app = create_app("tiny")
+    app = create_app("tiny", replay_autoplay=False)  # the test moves the replay
     config = load_preset("tiny").config
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot, app)
@@ -26,11 +26,19 @@ async def test_run_streams_rows_and_matches_engine():
         expected = simulate(config, records=True)
         assert view.result.metrics == expected.metrics  # same seed: identical numbers
         pd.testing.assert_frame_equal(view.result.cycles, expected.cycles)
-        await pilot.pause(0.5)
-        first = table.row_count
-        assert 0 < first < table.total  # streaming at a visible pace, not all at once
-        await pilot.pause(0.4)
-        assert table.row_count > first
+        assert table.row_count == 0  # nothing shown until the replay moves
+        per_tick = int(table.pace * TICK_S)
+        table.advance()  # what the timer does every TICK_S
+        assert table.row_count == per_tick  # streaming at a visible pace, not all at once
+        table.advance(3)
+        assert table.row_count == 4 * per_tick < table.total
+        await pilot.pause()
+        newest = expected.cycles.iloc[table.row_count - 1]
+        # The newest row as drawn: the cursor follows it (line 0 is the header).
+        line = table.render_line(table.cursor_row - table.scroll_offset.y + 1).text
+        assert line.split()[:5] == [
+            str(int(newest[c])) for c in ("sequence", "cycle", "k", "accepted", "kept")
+        ]
         await pilot.press("e")  # run to end
         await pilot.pause()
         assert table.shown == table.total == len(expected.cycles)
@@ -44,9 +52,23 @@ async def test_run_streams_rows_and_matches_engine():
         assert "✓" in row[5] or "✗" in row[5]
 
 
+async def test_the_replay_timer_moves_the_table_by_itself():
+    app = create_app("tiny")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("f5")
+        await settle(pilot, app)
+        table = app.query_one(CycleTable)
+        for _ in range(200):  # a condition to wait for, not a time to assert
+            if table.row_count:
+                break
+            await pilot.pause(0.05)
+        assert 0 < table.row_count < table.total
+
+
 async def test_table_keeps_a_bounded_number_of_rows_and_exports_all(isolated_dirs):
     _, results = isolated_dirs
-    app = create_app("default")  # 500 x 128 tokens: ~17,000 cycles
+    app = create_app("default", replay_autoplay=False)  # 500 x 128 tokens: ~17,000 cycles
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot, app)
         await pilot.press("f5")
@@ -70,7 +92,7 @@ async def test_table_keeps_a_bounded_number_of_rows_and_exports_all(isolated_dir
 
 
 async def test_number_keys_switch_views():
-    app = create_app("tiny")
+    app = create_app("tiny", replay_autoplay=False)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot, app)
         app.query_one(CycleTable).focus()  # outside a text field, digits switch views
@@ -86,7 +108,7 @@ async def test_number_keys_switch_views():
 
 
 async def test_speedup_view_keys_overlay_comparison():
-    app = create_app("tiny")
+    app = create_app("tiny", replay_autoplay=False)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot, app)
         app.query_one(CycleTable).focus()
@@ -105,7 +127,7 @@ async def test_speedup_view_keys_overlay_comparison():
 
 
 async def test_an_older_run_finishing_late_never_replaces_a_newer_one():
-    app = create_app("tiny")
+    app = create_app("tiny", replay_autoplay=False)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot, app)
         await pilot.press("f5")
@@ -125,7 +147,7 @@ async def test_an_older_run_finishing_late_never_replaces_a_newer_one():
 async def test_speedup_view_finds_a_peak_beyond_the_default_range():
     from engine.exact import speedup_curve
 
-    app = create_app("tiny")
+    app = create_app("tiny", replay_autoplay=False)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot, app)
         await type_into(pilot, app, "acceptance_rate", "0.98")

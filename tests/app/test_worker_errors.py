@@ -6,8 +6,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 import engine.exact
 import engine.simulator
 import engine.sweep
@@ -54,7 +52,6 @@ async def test_run_failure_is_notified_with_its_reason(monkeypatch):
         assert failures == ["Monte Carlo run failed: ValueError: boom: the engine refused"]
 
 
-@pytest.mark.xfail(strict=True, reason="RunView.worker_failed is helper RUN's part")
 async def test_run_view_leaves_running_when_its_worker_fails(monkeypatch):
     monkeypatch.setattr(engine.simulator, "simulate", _boom)
     app = create_app("tiny")

@@ -1,0 +1,52 @@
+"""`spectui run` on a terminal: a long run shows its progress, and Ctrl-C ends it cleanly."""
+
+from __future__ import annotations
+
+import os
+import pty
+import re
+import signal
+import subprocess
+import sys
+import threading
+
+
+def test_long_run_shows_progress_and_ctrl_c_exits_with_130():
+    main, child = pty.openpty()  # stderr on a terminal, as a person runs it
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "spectui", "run", "--n-sequences", "10000000"],
+        stdout=subprocess.DEVNULL,
+        stderr=child,
+        env={**os.environ, "COLUMNS": "100", "TERM": "xterm"},
+    )
+    os.close(child)
+    out = bytearray()
+    counting = threading.Event()
+
+    def read() -> None:  # everything the terminal receives, until the child closes it
+        while True:
+            try:
+                chunk = os.read(main, 4096)
+            except OSError:
+                return
+            if not chunk:
+                return
+            out.extend(chunk)
+            if re.search(rb"run: sequences.* [1-9][0-9]*/10000000", out):
+                counting.set()  # the bar counts: it is past its first frame
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        # Wait for the bar to count sequences (a condition, never a duration).
+        assert counting.wait(60), bytes(out[-300:])
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 130
+        reader.join(10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(main)
+    text = out.decode(errors="replace")
+    assert "Traceback" not in text
+    assert text.rstrip().endswith("interrupted")
