@@ -189,6 +189,11 @@ def _fail(command: str | None, message: str) -> int:
 
 
 def _open_app(preset: str | None) -> int:
+    # Served in a browser (textual-serve sets Textual's web driver): use ours, which ends
+    # the process whenever the connection ends (see spectui.served). Textual reads this
+    # variable when it is first imported, just below.
+    if os.environ.get("TEXTUAL_DRIVER") == "textual.drivers.web_driver:WebDriver":
+        os.environ["TEXTUAL_DRIVER"] = "spectui.served:ServedDriver"
     from spectui.app import create_app
 
     create_app(preset).run()
