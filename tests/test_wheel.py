@@ -11,6 +11,7 @@ Marked ``wheel`` (about 10 s); it runs in ``make test`` and in CI. Deselect with
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -36,6 +37,13 @@ def _run(*args: str | Path, cwd: Path, env: dict[str, str] | None = None):
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh venv with the wheel installed; returns its bin directory."""
     tmp = tmp_path_factory.mktemp("wheel")
+    # Built from a copy: setuptools writes build/ beside the sources and reuses what it finds.
+    source = tmp / "source"
+    skip = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for name in ("engine", "spectui"):
+        shutil.copytree(REPO / name, source / name, ignore=skip)
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, source / name)
     dist = tmp / "dist"
     _run(
         sys.executable,
@@ -46,7 +54,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "--quiet",
         "--wheel-dir",
         dist,
-        REPO,
+        source,
         cwd=tmp,
     )
     (wheel,) = dist.glob("spectui-*.whl")
