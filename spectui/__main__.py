@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from engine.config import FIELD_SPECS, TAIL_RULES, ConfigError, check_value
+from engine.config import FIELD_SPECS, TAIL_RULES, ConfigError, parse_value
 from spectui.errors import UsageError
 
 DEFAULT_SWEEP_OUT = Path("results/sweep_summary.csv")
@@ -31,18 +31,10 @@ def _flag(field: str) -> str:
 
 def _typed_arg(field: str):
     """An argparse type that parses and range-checks one configuration field."""
-    kind = FIELD_SPECS[field].kind
 
     def parse(text: str) -> object:
         try:
-            value: object = int(text) if kind in ("int", "seed") else float(text)
-        except ValueError:
-            noun = "an integer" if kind in ("int", "seed") else "a number"
-            raise argparse.ArgumentTypeError(
-                f"{text!r} is not {noun}; expected {FIELD_SPECS[field].allowed()}"
-            ) from None
-        try:
-            return check_value(field, value)
+            return parse_value(field, text)
         except ConfigError as err:
             raise argparse.ArgumentTypeError(str(err).split(": ", 1)[1]) from None
 

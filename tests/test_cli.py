@@ -111,6 +111,15 @@ def test_summary_out_appends_and_cycles_out_streams(tmp_path):
         (["sweep", "--out", ""], "--out: an empty path is not a file name"),
         (["serve", "--port", "99999"], "expected an integer in [1, 65535]"),
         (["run", "--tokens-per-seq", "2000000"], "expected an integer in [1, 1000000]"),
+        (
+            ["run", "--draft-cost-us", "1e12"],
+            "1000000000000.0 is not allowed; expected a number in [0, 1e9]",
+        ),
+        (["run", "--verify-cost-us", "5e-324"], "expected a number in [0.001, 1e9]"),
+        (
+            ["run", "--k", "٣"],
+            "--k: '٣' is not an integer (ASCII digits only); expected an integer in [1, 1024]",
+        ),
         (["analyze", "/nonexistent.csv"], "no such file"),
         (["plot"], "give --out DIR"),
     ],
