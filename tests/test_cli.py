@@ -12,6 +12,7 @@ import pytest
 
 from engine.config import SpecConfig
 from engine.simulator import simulate
+from spectui.commands import CYCLES_NO_DRAFTS
 
 ORIGINAL_EXAMPLE = [
     "--draft-model",
@@ -275,3 +276,26 @@ def test_plot_writes_the_six_pngs_and_draws_in_the_terminal(tmp_path):
     shown = spectui("plot", str(csv), "--terminal").stdout
     for number in range(1, 7):
         assert f"Plot {number}/6" in shown
+
+
+@pytest.mark.parametrize("engine", ["fast", "reference"])
+def test_cycles_out_writes_a_visible_pattern_for_cycles_without_drafts(tmp_path, engine):
+    # With --tail clamp the last cycle of a sequence may draft nothing (k = 0); its empty
+    # pattern was read back by pandas as NaN.
+    cycles = tmp_path / "c.csv"
+    spectui(
+        "run", "--tail", "clamp", "--n-sequences", "20", "--engine", engine,
+        "--cycles-out", str(cycles),
+    )  # fmt: skip
+    records = pd.read_csv(cycles)
+    no_drafts = records[records["k"] == 0]
+    assert len(no_drafts) > 0
+    assert records["pattern"].notna().all()
+    assert set(no_drafts["pattern"]) == {CYCLES_NO_DRAFTS}
+
+
+@pytest.mark.parametrize("command", ["run", "sweep"])
+def test_engine_help_says_the_engines_differ_per_seed(command):
+    text = " ".join(spectui(command, "--help").stdout.split())
+    assert "for the same seed they give different Monte Carlo numbers" in text
+    assert "equal in distribution" in text
