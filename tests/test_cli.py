@@ -299,3 +299,13 @@ def test_engine_help_says_the_engines_differ_per_seed(command):
     text = " ".join(spectui(command, "--help").stdout.split())
     assert "for the same seed they give different Monte Carlo numbers" in text
     assert "equal in distribution" in text
+
+
+def test_run_shows_the_exact_tokens_per_cycle_of_its_own_tail_rule():
+    from engine.exact import tokens_per_cycle, tokens_per_cycle_at_length
+
+    out = spectui("run", "--tail", "clamp", "--tokens-per-seq", "8", "--n-sequences", "50")
+    config = SpecConfig(tail="clamp", tokens_per_seq=8, n_sequences=50)
+    (line,) = [row for row in out.stdout.splitlines() if "tokens per cycle" in row]
+    assert f"exact {tokens_per_cycle_at_length(config):.3f} at this length" in line
+    assert f"{tokens_per_cycle(config):.3f}" not in line
