@@ -144,6 +144,9 @@ def _file_path(text: str) -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from spectui import ascii
+
+    ascii.install()  # an ASCII-only stdout gets "+-" for "±", never a UnicodeEncodeError
     args = build_parser().parse_args(argv)
     try:
         if args.command is None:
@@ -191,6 +194,11 @@ def _open_app(preset: str | None) -> int:
     # variable when it is first imported, just below.
     if os.environ.get("TEXTUAL_DRIVER") == "textual.drivers.web_driver:WebDriver":
         os.environ["TEXTUAL_DRIVER"] = "spectui.served:ServedDriver"
+    else:
+        from spectui import ascii
+
+        # Textual draws on stderr: one ASCII character per cell keeps its layout.
+        ascii.install(sys.__stderr__, cells=True)
     from spectui.app import create_app
 
     create_app(preset).run()
