@@ -1,6 +1,6 @@
 """Exact expectations, no sampling: closed forms and the finite-length dynamic program.
 
-See SEMANTICS.md, "Exact expectations". Times are in microseconds, lengths in tokens.
+See docs/model.md, "Exact values". Times are in microseconds, lengths in tokens.
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def speedup_exact(config: SpecConfig) -> float:
 
 
 def exact_metrics(config: SpecConfig) -> dict[str, float]:
-    """Every exact figure of one configuration, under the names SEMANTICS.md uses."""
+    """Every exact figure of one configuration, under the names docs/model.md uses."""
     return {
         "speedup_exact": speedup_exact(config),
         "speedup_limit": speedup_limit(config),

@@ -98,7 +98,7 @@ class Totals:
 
 @dataclass
 class RunResult:
-    """The metrics of one run (names as in SEMANTICS.md) and, if asked for, its cycles."""
+    """The metrics of one run (names as in docs/model.md) and, if asked for, its cycles."""
 
     config: SpecConfig
     metrics: dict[str, float]
@@ -114,7 +114,7 @@ def _ratio(num: float, den: float) -> float:
 
 
 def metrics_from_totals(config: SpecConfig, totals: Totals) -> dict[str, float]:
-    """Monte Carlo metrics of SEMANTICS.md from a run's totals, plus the exact figures."""
+    """Monte Carlo metrics of docs/model.md from a run's totals, plus the exact figures."""
     seq_time = np.concatenate(totals.sequence_time_us)
     n_seq = seq_time.size
     spec_time = float(seq_time.sum())
