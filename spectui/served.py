@@ -21,6 +21,7 @@ place of the WebDriver whenever textual-serve starts the app.
 from __future__ import annotations
 
 import contextlib
+import multiprocessing
 import os
 import signal
 import threading
@@ -30,6 +31,15 @@ from textual import messages
 from textual.drivers.web_driver import WebDriver
 
 EXIT_GRACE_S = 5.0
+
+
+def end_process(status: int) -> None:
+    """End this process now, and the worker processes it started (the sweep pool's): they
+    would outlive an os._exit, holding the server's pipes open."""
+    for child in multiprocessing.active_children():
+        with contextlib.suppress(Exception):
+            child.kill()
+    os._exit(status)
 
 
 class ServedDriver(WebDriver):
@@ -48,7 +58,7 @@ class ServedDriver(WebDriver):
             if self._left:
                 return
             self._left = True
-        watchdog = threading.Timer(EXIT_GRACE_S, os._exit, (status,))
+        watchdog = threading.Timer(EXIT_GRACE_S, end_process, (status,))
         watchdog.daemon = True  # a prompt, clean exit is not held up by it
         watchdog.start()
         with contextlib.suppress(RuntimeError):  # no event loop any more: already ending

@@ -196,3 +196,28 @@ def test_stopping_the_server_leaves_no_child():
             if _alive(pid):
                 os.kill(pid, signal.SIGKILL)
         server.wait()
+
+
+def test_ending_a_stuck_app_also_ends_its_worker_processes(tmp_path):
+    # The watchdog's os._exit would leave the sweep pool's processes running, reparented.
+    script = tmp_path / "pool_then_end.py"
+    script.write_text(
+        "import multiprocessing, sys, time\n"
+        "from spectui.served import end_process\n"
+        "if __name__ == '__main__':\n"
+        "    ctx = multiprocessing.get_context('spawn')\n"
+        "    worker = ctx.Process(target=time.sleep, args=(600,))\n"
+        "    worker.start()\n"
+        "    print(worker.pid, flush=True)\n"
+        "    end_process(0)\n"
+    )
+    process = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    worker = int(process.stdout.readline())
+    try:
+        assert process.wait(60) == 0
+        assert _poll(lambda: not _alive(worker), 10), "the worker outlived its app"
+    finally:
+        if _alive(worker):
+            os.kill(worker, signal.SIGKILL)
+        process.stdout.close()
