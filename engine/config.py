@@ -17,6 +17,9 @@ K_MAX = 1024
 TOKENS_MAX = 10**6
 SEQUENCES_MAX = 10**7
 COST_MAX_US = 1e9  # a thousand seconds per forward pass; beyond that totals overflow
+# One nanosecond. With COST_MAX_US it bounds draft/verify by 1e12, so that every accepted
+# configuration has finite metrics (cost_ratio, compute_overhead) and a speedup > 0.
+VERIFY_MIN_US = 1e-3
 SEED_MAX = 2**63 - 1
 TAIL_RULES = ("full", "clamp")
 DRAFT_MODEL_NAMES = ("fixed", "position_decay", "entropy_aware")
@@ -43,7 +46,7 @@ class ConfigError(ValueError):
 class FieldSpec:
     """How one field of :class:`SpecConfig` is checked, and how it is described to a user."""
 
-    kind: str  # "int", "prob", "cost", "positive_cost", "choice", "seed"
+    kind: str  # "int", "prob", "cost", "choice", "seed"
     low: float | None = None
     high: float | None = None
     choices: tuple[str, ...] = ()
@@ -56,19 +59,24 @@ class FieldSpec:
         if self.kind == "prob":
             return "a number in [0, 1]"
         if self.kind == "cost":
-            return "a finite number >= 0"
-        if self.kind == "positive_cost":
-            return "a finite number > 0"
+            return f"a number in [{_short(self.low)}, {_short(self.high)}]"
         return f"an integer in [{int(self.low or 0)}, {int(self.high or 0)}]"
+
+
+def _short(bound: float | None) -> str:
+    """A bound as a person types it: 0, 0.001, 1e9."""
+    return f"{bound or 0:g}".replace("e+0", "e").replace("e+", "e")
 
 
 FIELD_SPECS: dict[str, FieldSpec] = {
     "draft_model": FieldSpec("choice", choices=DRAFT_MODEL_NAMES, help="draft model"),
     "k": FieldSpec("int", 1, K_MAX, help="speculation length K (draft tokens per cycle)"),
     "acceptance_rate": FieldSpec("prob", help="fixed model: P(accept) of every draft token"),
-    "draft_cost_us": FieldSpec("cost", unit="us", help="cost of one draft forward pass"),
+    "draft_cost_us": FieldSpec(
+        "cost", 0.0, COST_MAX_US, unit="us", help="cost of one draft forward pass"
+    ),
     "verify_cost_us": FieldSpec(
-        "positive_cost", unit="us", help="cost of one target (verify) forward pass"
+        "cost", VERIFY_MIN_US, COST_MAX_US, unit="us", help="cost of one target (verify) pass"
     ),
     "decay_base": FieldSpec("prob", help="position_decay: P(accept) at position 1"),
     "decay_factor": FieldSpec("prob", help="position_decay: factor per further position"),
@@ -111,11 +119,36 @@ def check_value(field: str, value: Any) -> Any:
         raise ConfigError(field, bad)
     if spec.kind == "prob" and not 0.0 <= value <= 1.0:
         raise ConfigError(field, bad)
-    if spec.kind == "cost" and not 0.0 <= value <= COST_MAX_US:
-        raise ConfigError(field, bad)
-    if spec.kind == "positive_cost" and not 0.0 < value <= COST_MAX_US:
-        raise ConfigError(field, bad)
+    if spec.kind == "cost":
+        assert spec.low is not None and spec.high is not None
+        if not spec.low <= value <= spec.high:
+            raise ConfigError(field, bad)
     return value
+
+
+def parse_value(field: str, text: str) -> Any:
+    """One field's value from what a person typed (CLI flag, form field), checked.
+
+    Numbers are ASCII only: Python's int() and float() also read other scripts' digits
+    ("٣" is 3), which nobody means in a configuration. Raises :class:`ConfigError`.
+    """
+    if field not in FIELD_SPECS:
+        return check_value(field, text)  # the unknown-parameter error
+    spec = FIELD_SPECS[field]
+    text = text.strip()
+    if spec.kind == "choice":
+        return check_value(field, text)
+    integer = spec.kind in ("int", "seed")
+    noun = "an integer" if integer else "a number"
+    try:
+        if not text.isascii():
+            noun += " (ASCII digits only)"
+            raise ValueError(text)
+        value: Any = int(text) if integer else float(text)
+    except ValueError:
+        shown = repr(text) if text else "empty"
+        raise ConfigError(field, f"{shown} is not {noun}; expected {spec.allowed()}") from None
+    return check_value(field, value)
 
 
 @dataclass(frozen=True)

@@ -103,7 +103,7 @@ class EntropyAware(DraftModel):
     def sample_accepts(
         self, config: SpecConfig, rng: np.random.Generator, rows: int, k: int
     ) -> np.ndarray:
-        # The token's class is drawn first, then its accept test, as SEMANTICS.md specifies.
+        # The token's class is drawn first, then its accept test, as docs/model.md specifies.
         hard = bernoulli(rng, (rows, k), config.entropy_frac)
         low, never_low = _threshold(config.entropy_low)
         high, never_high = _threshold(config.entropy_high)

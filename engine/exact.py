@@ -1,11 +1,11 @@
 """Exact expectations, no sampling: closed forms and the finite-length dynamic program.
 
-See SEMANTICS.md, "Exact expectations". Times are in microseconds, lengths in tokens.
+See docs/model.md, "Exact values". Times are in microseconds, lengths in tokens.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
@@ -49,31 +49,50 @@ def compute_overhead_limit(config: SpecConfig) -> float:
     return (k + 1 + config.cost_ratio * k) / tokens_per_cycle(config) - 1.0
 
 
-def expected_sequence_time_us(config: SpecConfig) -> float:
-    """Expected speculative time of one sequence of tokens_per_seq tokens, in microseconds.
+def _expected_over_sequence(config: SpecConfig, per_cycle: Callable[[int, np.ndarray], float]):
+    """E[sum over the cycles of one sequence of per_cycle(k, P(n = .))], for every length.
 
     Dynamic program over r, the tokens still needed: f(0) = 0,
-    f(r) = cost(k_r) + sum_j P_r(n = j) f(max(r - j - 1, 0)). O(T * K).
+    f(r) = per_cycle(k_r, P_r) + sum_j P_r(n = j) f(max(r - j - 1, 0)), where k_r is the
+    tail rule's draft count with r tokens to go and P_r the distribution of accepted drafts
+    among them. Returns f(0..tokens_per_seq). O(T * K).
     """
     big_k, total = config.k, config.tokens_per_seq
     # Distributions for every k the tail rule can use (0..K), from one survival vector.
     surv = np.concatenate(([1.0], survival(config, big_k)))
     full_dist = accepted_distribution(config, big_k)
-    full_cost = big_k * config.draft_cost_us + config.verify_cost_us
+    full_step = per_cycle(big_k, full_dist)
     reversed_dist = full_dist[::-1].copy()  # aligned with f[r - 1 - K], ..., f[r - 1]
     f = np.zeros(total + 1)  # f(r) for r <= 0 is f(0) = 0
     for r in range(1, total + 1):
         if r > big_k + 1:
             # Both rules draft K here, and every outcome leaves r - j - 1 >= 0 tokens.
-            f[r] = full_cost + reversed_dist @ f[r - 1 - big_k : r]
+            f[r] = full_step + reversed_dist @ f[r - 1 - big_k : r]
             continue
         k = big_k if config.tail == "full" else min(big_k, r - 1)
         dist = surv[: k + 1].copy()
         dist[:-1] -= surv[1 : k + 1]
         # n = j leaves max(r - j - 1, 0) tokens to produce.
         remaining = np.maximum(r - 1 - np.arange(k + 1), 0)
-        f[r] = k * config.draft_cost_us + config.verify_cost_us + dist @ f[remaining]
-    return float(f[total])
+        f[r] = per_cycle(k, dist) + dist @ f[remaining]
+    return f
+
+
+def expected_sequence_time_us(config: SpecConfig) -> float:
+    """Expected speculative time of one sequence of tokens_per_seq tokens, in microseconds."""
+    draft, verify = config.draft_cost_us, config.verify_cost_us
+    return float(_expected_over_sequence(config, lambda k, _: k * draft + verify)[-1])
+
+
+def tokens_per_cycle_at_length(config: SpecConfig) -> float:
+    """E[tokens emitted] / E[cycles] of one sequence of tokens_per_seq tokens, under the
+    config's tail rule: the value the Monte Carlo tokens_per_cycle (emitted / cycles)
+    estimates. Equals :func:`tokens_per_cycle` under "full", where every cycle drafts K;
+    under "clamp" the short last cycles lower it.
+    """
+    cycles = _expected_over_sequence(config, lambda k, dist: 1.0)[-1]
+    emitted = _expected_over_sequence(config, lambda k, dist: float(np.arange(1, k + 2) @ dist))
+    return float(emitted[-1] / cycles)
 
 
 def speedup_exact(config: SpecConfig) -> float:
@@ -83,7 +102,7 @@ def speedup_exact(config: SpecConfig) -> float:
 
 
 def exact_metrics(config: SpecConfig) -> dict[str, float]:
-    """Every exact figure of one configuration, under the names SEMANTICS.md uses."""
+    """Every exact figure of one configuration, under the names docs/model.md uses."""
     return {
         "speedup_exact": speedup_exact(config),
         "speedup_limit": speedup_limit(config),

@@ -25,7 +25,8 @@ from .config import CONFIG_FIELDS, FIELD_SPECS, ConfigError, SpecConfig, check_v
 from .files import atomic_write_text
 from .grid import SweepSpec
 
-SHIPPED_DIR = Path(__file__).resolve().parent.parent / "presets"
+# Package data (pyproject.toml), so that an installed wheel finds them too.
+SHIPPED_DIR = Path(__file__).resolve().parent / "shipped_presets"
 TOP_LEVEL_KEYS = ("description", "config", "grid")
 
 

@@ -1,7 +1,7 @@
 """The literal per-token loop: slow and obviously right. The oracle for the fast simulator.
 
 One sequence at a time, one cycle at a time, one accept test per drafted position in
-order, stopping at the first rejection, exactly as SEMANTICS.md describes a cycle.
+order, stopping at the first rejection, exactly as docs/model.md describes a cycle.
 """
 
 from __future__ import annotations

@@ -142,7 +142,7 @@ class Totals:
 
 @dataclass
 class RunResult:
-    """The metrics of one run (names as in SEMANTICS.md) and, if asked for, its cycles."""
+    """The metrics of one run (names as in docs/model.md) and, if asked for, its cycles."""
 
     config: SpecConfig
     metrics: dict[str, float]
@@ -171,7 +171,7 @@ def _ratio(num: float, den: float) -> float:
 
 
 def metrics_from_totals(config: SpecConfig, totals: Totals) -> dict[str, float]:
-    """Monte Carlo metrics of SEMANTICS.md from a run's totals, plus the exact figures."""
+    """Monte Carlo metrics of docs/model.md from a run's totals, plus the exact figures."""
     n_seq, spec_time, seq_std = totals.sequence_time_stats()
     baseline_seq = config.tokens_per_seq * config.verify_cost_us
     baseline_time = baseline_seq * n_seq

@@ -12,11 +12,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from engine.config import FIELD_SPECS, TAIL_RULES, ConfigError, check_value
+from engine.config import FIELD_SPECS, TAIL_RULES, ConfigError, parse_value
 from spectui.errors import UsageError
 
 DEFAULT_SWEEP_OUT = Path("results/sweep_summary.csv")
 ENGINES = ("fast", "reference")
+ENGINE_HELP = (
+    "simulator: fast (vectorised, default) or reference (one draft at a time, slow). "
+    "They use the seed's random stream differently, so for the same seed they give "
+    "different Monte Carlo numbers, equal in distribution; exact values are the same"
+)
 MAX_WORKERS = 64
 
 
@@ -31,18 +36,10 @@ def _flag(field: str) -> str:
 
 def _typed_arg(field: str):
     """An argparse type that parses and range-checks one configuration field."""
-    kind = FIELD_SPECS[field].kind
 
     def parse(text: str) -> object:
         try:
-            value: object = int(text) if kind in ("int", "seed") else float(text)
-        except ValueError:
-            noun = "an integer" if kind in ("int", "seed") else "a number"
-            raise argparse.ArgumentTypeError(
-                f"{text!r} is not {noun}; expected {FIELD_SPECS[field].allowed()}"
-            ) from None
-        try:
-            return check_value(field, value)
+            return parse_value(field, text)
         except ConfigError as err:
             raise argparse.ArgumentTypeError(str(err).split(": ", 1)[1]) from None
 
@@ -91,7 +88,7 @@ def build_parser() -> Parser:
         "--cycles-out", metavar="FILE", type=_file_path, help="write per-cycle records (CSV)"
     )
     run.add_argument("--json", action="store_true", help="print one JSON object, nothing else")
-    run.add_argument("--engine", choices=ENGINES, default="fast", help="simulator (default: fast)")
+    run.add_argument("--engine", choices=ENGINES, default="fast", help=ENGINE_HELP)
 
     sweep = sub.add_parser("sweep", help="run a preset's grid of configurations to a CSV")
     sweep.add_argument("--preset", metavar="NAME|PATH", default="seed-576")
@@ -99,7 +96,7 @@ def build_parser() -> Parser:
     sweep.add_argument(
         "--workers", metavar="N", type=_bounded_int("--workers", MAX_WORKERS), default=1
     )
-    sweep.add_argument("--engine", choices=ENGINES, default="fast")
+    sweep.add_argument("--engine", choices=ENGINES, default="fast", help=ENGINE_HELP)
     sweep.add_argument("--exact-only", action="store_true", help="exact values only, no sampling")
 
     analyze = sub.add_parser("analyze", help="optimal K, break-even, losers, Pareto front")
@@ -147,6 +144,9 @@ def _file_path(text: str) -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from spectui import ascii
+
+    ascii.install()  # an ASCII-only stdout gets "+-" for "±", never a UnicodeEncodeError
     args = build_parser().parse_args(argv)
     try:
         if args.command is None:
@@ -189,6 +189,16 @@ def _fail(command: str | None, message: str) -> int:
 
 
 def _open_app(preset: str | None) -> int:
+    # Served in a browser (textual-serve sets Textual's web driver): use ours, which ends
+    # the process whenever the connection ends (see spectui.served). Textual reads this
+    # variable when it is first imported, just below.
+    if os.environ.get("TEXTUAL_DRIVER") == "textual.drivers.web_driver:WebDriver":
+        os.environ["TEXTUAL_DRIVER"] = "spectui.served:ServedDriver"
+    else:
+        from spectui import ascii
+
+        # Textual draws on stderr: one ASCII character per cell keeps its layout.
+        ascii.install(sys.__stderr__, cells=True)
     from spectui.app import create_app
 
     create_app(preset).run()

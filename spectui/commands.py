@@ -101,13 +101,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+# The pattern of a cycle that drafts nothing (k = 0, the clamp rule's last cycle): an
+# empty field would read back as NaN.
+CYCLES_NO_DRAFTS = "-"
+
+
 def _cycles_csv(chunk: Any, config: SpecConfig, handle: Any, header: bool) -> None:
-    """Per-cycle records as CSV, with the accept pattern spelled out (A accepted, R rejected)."""
+    """Per-cycle records as CSV, with the accept pattern spelled out (A accepted, R rejected,
+    . not verified; - no drafts)."""
     from engine.simulator import accept_pattern
 
     out = chunk.copy()
     out["pattern"] = [
-        accept_pattern(k, n, glyphs="AR.") for k, n in zip(out["k"], out["accepted"], strict=True)
+        accept_pattern(k, n, glyphs="AR.") or CYCLES_NO_DRAFTS
+        for k, n in zip(out["k"], out["accepted"], strict=True)
     ]
     out["running_speedup"] = out["cum_tokens"] * config.verify_cost_us / out["cum_time_us"]
     out.to_csv(handle, index=False, header=header)

@@ -39,6 +39,8 @@ def _num(value: float, digits: int = 3) -> str:
 
 def run_summary(result: RunResult) -> Panel:
     """One run: its configuration and every metric, Monte Carlo beside exact."""
+    from engine.exact import tokens_per_cycle_at_length
+
     c, m = result.config, result.metrics
     table = Table(show_header=True, box=None, pad_edge=False)
     table.add_column("metric")
@@ -51,7 +53,9 @@ def run_summary(result: RunResult) -> Panel:
         (
             "tokens per cycle",
             _num(m["tokens_per_cycle"]),
-            f"exact {_num(m['tokens_per_cycle_exact'])}",
+            # The exact value of this run's own tail rule and length (the long-run, full-K
+            # tokens_per_cycle_exact differs under "clamp").
+            f"exact {_num(tokens_per_cycle_at_length(c))} at this length",
         ),
         ("acceptance observed", _num(m["acceptance_observed"]), "accepted / drafted"),
         ("waste", _num(m["waste"]), "drafts not kept / drafted"),

@@ -12,6 +12,7 @@ import pytest
 
 from engine.config import SpecConfig
 from engine.simulator import simulate
+from spectui.commands import CYCLES_NO_DRAFTS
 
 ORIGINAL_EXAMPLE = [
     "--draft-model",
@@ -111,6 +112,15 @@ def test_summary_out_appends_and_cycles_out_streams(tmp_path):
         (["sweep", "--out", ""], "--out: an empty path is not a file name"),
         (["serve", "--port", "99999"], "expected an integer in [1, 65535]"),
         (["run", "--tokens-per-seq", "2000000"], "expected an integer in [1, 1000000]"),
+        (
+            ["run", "--draft-cost-us", "1e12"],
+            "1000000000000.0 is not allowed; expected a number in [0, 1e9]",
+        ),
+        (["run", "--verify-cost-us", "5e-324"], "expected a number in [0.001, 1e9]"),
+        (
+            ["run", "--k", "٣"],
+            "--k: '٣' is not an integer (ASCII digits only); expected an integer in [1, 1024]",
+        ),
         (["analyze", "/nonexistent.csv"], "no such file"),
         (["plot"], "give --out DIR"),
     ],
@@ -266,3 +276,36 @@ def test_plot_writes_the_six_pngs_and_draws_in_the_terminal(tmp_path):
     shown = spectui("plot", str(csv), "--terminal").stdout
     for number in range(1, 7):
         assert f"Plot {number}/6" in shown
+
+
+@pytest.mark.parametrize("engine", ["fast", "reference"])
+def test_cycles_out_writes_a_visible_pattern_for_cycles_without_drafts(tmp_path, engine):
+    # With --tail clamp the last cycle of a sequence may draft nothing (k = 0); its empty
+    # pattern was read back by pandas as NaN.
+    cycles = tmp_path / "c.csv"
+    spectui(
+        "run", "--tail", "clamp", "--n-sequences", "20", "--engine", engine,
+        "--cycles-out", str(cycles),
+    )  # fmt: skip
+    records = pd.read_csv(cycles)
+    no_drafts = records[records["k"] == 0]
+    assert len(no_drafts) > 0
+    assert records["pattern"].notna().all()
+    assert set(no_drafts["pattern"]) == {CYCLES_NO_DRAFTS}
+
+
+@pytest.mark.parametrize("command", ["run", "sweep"])
+def test_engine_help_says_the_engines_differ_per_seed(command):
+    text = " ".join(spectui(command, "--help").stdout.split())
+    assert "for the same seed they give different Monte Carlo numbers" in text
+    assert "equal in distribution" in text
+
+
+def test_run_shows_the_exact_tokens_per_cycle_of_its_own_tail_rule():
+    from engine.exact import tokens_per_cycle, tokens_per_cycle_at_length
+
+    out = spectui("run", "--tail", "clamp", "--tokens-per-seq", "8", "--n-sequences", "50")
+    config = SpecConfig(tail="clamp", tokens_per_seq=8, n_sequences=50)
+    (line,) = [row for row in out.stdout.splitlines() if "tokens per cycle" in row]
+    assert f"exact {tokens_per_cycle_at_length(config):.3f} at this length" in line
+    assert f"{tokens_per_cycle(config):.3f}" not in line

@@ -18,7 +18,7 @@ from engine.config import (
     MODEL_READS,
     ConfigError,
     SpecConfig,
-    check_value,
+    parse_value,
 )
 from spectui.messages import ConfigChanged
 
@@ -71,15 +71,7 @@ def label_text(name: str, focused: bool, invalid: bool) -> str:
 
 def parse_field(name: str, text: str) -> Any:
     """The value of one field from its text; ConfigError (naming the field) if wrong."""
-    spec = FIELD_SPECS[name]
-    text = text.strip()
-    try:
-        value: Any = int(text) if spec.kind in ("int", "seed") else float(text)
-    except ValueError:
-        noun = "an integer" if spec.kind in ("int", "seed") else "a number"
-        shown = repr(text) if text else "empty"
-        raise ConfigError(name, f"{shown} is not {noun}; expected {spec.allowed()}") from None
-    return check_value(name, value)
+    return parse_value(name, text)
 
 
 class FieldValidator(Validator):

@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from engine.config import FIELD_SPECS, ConfigError, SpecConfig
+from engine.config import FIELD_SPECS, ConfigError, SpecConfig, parse_value
 
 
 def test_defaults_are_the_original_cli_defaults():
@@ -86,3 +86,61 @@ def test_numpy_numbers_are_accepted():
     assert c.acceptance_rate == 0.5
     with pytest.raises(ConfigError, match="^k: "):
         SpecConfig(k=np.bool_(True))
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "allowed"),
+    [
+        ("draft_cost_us", 1e12, "expected a number in [0, 1e9]"),
+        ("verify_cost_us", 1e12, "expected a number in [0.001, 1e9]"),
+        ("verify_cost_us", 5e-324, "expected a number in [0.001, 1e9]"),
+    ],
+)
+def test_costs_name_their_real_bounds(field, value, allowed):
+    with pytest.raises(ConfigError) as info:
+        SpecConfig(**{field: value})
+    assert str(info.value).endswith(allowed)
+
+
+@pytest.mark.parametrize("k", [1, 1024])
+@pytest.mark.parametrize(
+    ("draft", "verify"),
+    [
+        (FIELD_SPECS["draft_cost_us"].high, FIELD_SPECS["verify_cost_us"].low),
+        (FIELD_SPECS["draft_cost_us"].low, FIELD_SPECS["verify_cost_us"].high),
+        (FIELD_SPECS["draft_cost_us"].high, FIELD_SPECS["verify_cost_us"].high),
+        (FIELD_SPECS["draft_cost_us"].low, FIELD_SPECS["verify_cost_us"].low),
+    ],
+)
+def test_every_accepted_cost_gives_finite_metrics(k, draft, verify):
+    # verify 5e-324 with draft 1e9 used to be accepted: cost_ratio and compute_overhead
+    # were inf and the speedup exactly 0.
+    from engine.simulator import simulate
+
+    config = SpecConfig(
+        k=k, draft_cost_us=draft, verify_cost_us=verify, n_sequences=3, tokens_per_seq=50
+    )
+    metrics = simulate(config).metrics
+    assert math.isfinite(config.cost_ratio)
+    for name, value in metrics.items():
+        assert math.isfinite(value), name
+    assert metrics["speedup"] > 0 and metrics["speedup_exact"] > 0
+
+
+@pytest.mark.parametrize(
+    ("field", "text"),
+    [("k", "٣"), ("n_sequences", "１０"), ("draft_cost_us", "٢٠"), ("seed", "4٢")],
+)
+def test_only_ascii_digits_are_numbers(field, text):
+    with pytest.raises(ConfigError) as info:
+        parse_value(field, text)
+    assert str(info.value).startswith(f"{field}: {text!r} is not ")
+    assert "expected" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("field", "text", "value"),
+    [("k", " 3 ", 3), ("draft_cost_us", "1e3", 1000.0), ("tail", "clamp", "clamp")],
+)
+def test_parse_value_reads_ascii_text(field, text, value):
+    assert parse_value(field, text) == value

@@ -13,6 +13,7 @@ from engine.exact import (
     speedup_exact,
     speedup_limit,
     tokens_per_cycle,
+    tokens_per_cycle_at_length,
 )
 
 probs = st.floats(0.0, 1.0)
@@ -114,3 +115,32 @@ def test_speedup_curve_matches_pointwise():
     assert list(curve["k"]) == [1, 2, 3, 4, 5]
     assert curve["speedup_exact"][4] == pytest.approx(speedup_exact(c.replace(k=5)))
     assert not math.isnan(curve["speedup_limit"][0])
+
+
+@pytest.mark.parametrize("model", ["fixed", "position_decay", "entropy_aware"])
+@pytest.mark.parametrize("length", [1, 7, 300])
+def test_tokens_per_cycle_at_length_is_the_long_run_value_under_full(model, length):
+    # Every cycle drafts K under "full": E[emitted] = E[cycles] E[n + 1] (Wald).
+    c = SpecConfig(draft_model=model, k=6, tokens_per_seq=length)
+    assert tokens_per_cycle_at_length(c) == pytest.approx(tokens_per_cycle(c), rel=1e-12)
+
+
+@pytest.mark.parametrize(("k", "length"), [(5, 8), (3, 2), (10, 40)])
+def test_tokens_per_cycle_at_length_is_what_clamp_runs_estimate(k, length):
+    from engine.simulator import simulate
+
+    c = SpecConfig(k=k, tail="clamp", tokens_per_seq=length, n_sequences=20_000, seed=7)
+    run = simulate(c, records=True)
+    assert run.cycles is not None
+    # The Monte Carlo value is a ratio of sums over sequences: its standard error by the
+    # delta method, from the per-sequence totals.
+    per_seq = run.cycles.groupby("sequence").agg(acc=("accepted", "sum"), n=("k", "size"))
+    emitted, cycles = per_seq["acc"] + per_seq["n"], per_seq["n"]
+    ratio = emitted.sum() / cycles.sum()
+    assert run.metrics["tokens_per_cycle"] == pytest.approx(ratio)
+    residual = emitted - ratio * cycles
+    se = math.sqrt((residual**2).sum() / (len(per_seq) - 1) / len(per_seq)) / cycles.mean()
+    exact = tokens_per_cycle_at_length(c)
+    assert abs(ratio - exact) < 4 * se
+    # ... and the long-run, full-K value is not (what the CLI used to call "exact").
+    assert abs(ratio - tokens_per_cycle(c)) > 10 * se

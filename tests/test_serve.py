@@ -1,0 +1,223 @@
+"""`spectui serve` never leaves a process behind (spectui.served).
+
+The first tests drive a served child directly, over stdin, with the packets textual-serve
+sends; the last starts the real server on a free loopback port and connects a websocket.
+Every wait polls with a deadline; no test sleeps for a fixed time to pass.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from spectui.served import EXIT_GRACE_S
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+
+# Start-up of the app under a busy test run takes a few seconds; leaving must be prompt.
+DEADLINE_S = 30 + EXIT_GRACE_S
+
+
+def _packet(kind: bytes, meta: dict[str, object]) -> bytes:
+    data = json.dumps(meta).encode()
+    return kind + len(data).to_bytes(4, "big") + data
+
+
+def _served_child() -> subprocess.Popen[bytes]:
+    """`python -m spectui` as textual-serve starts it (same driver environment)."""
+    env = {
+        **os.environ,
+        "TEXTUAL_DRIVER": "textual.drivers.web_driver:WebDriver",
+        "TEXTUAL_FPS": "60",
+        "TEXTUAL_COLOR_SYSTEM": "truecolor",
+        "COLUMNS": "80",
+        "ROWS": "24",
+    }
+    return subprocess.Popen(
+        [sys.executable, "-m", "spectui"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+
+
+def _wait_started(child: subprocess.Popen[bytes]) -> None:
+    """Until the child has said it is a Textual app (textual-serve waits for this too)."""
+    assert child.stdout is not None
+    for _ in range(10):
+        if child.stdout.readline() == b"__GANGLION__\n":
+            return
+    raise AssertionError("the served app did not start")
+
+
+def _ends(child: subprocess.Popen[bytes]) -> bool:
+    try:
+        child.wait(DEADLINE_S)
+        return True
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait()
+        return False
+
+
+def test_a_browser_that_leaves_during_start_up_ends_its_app():
+    # What headless Chromium with --screenshot does: a resize, then gone at once. The
+    # server then sends quit. Textual's WebDriver spun at ~80 % CPU here, forever.
+    child = _served_child()
+    assert child.stdin is not None
+    child.stdin.write(_packet(b"M", {"type": "resize", "width": 88, "height": 28}))
+    child.stdin.write(_packet(b"M", {"type": "quit"}))
+    child.stdin.flush()
+    assert _ends(child), "the app of a disconnected browser is still running"
+
+
+def test_a_stuck_app_still_ends_on_sigterm():
+    child = _served_child()
+    assert child.stdin is not None
+    child.stdin.write(_packet(b"M", {"type": "resize", "width": 88, "height": 28}))
+    child.stdin.flush()
+    _wait_started(child)
+    child.send_signal(signal.SIGTERM)
+    assert _ends(child)
+
+
+def test_the_app_ends_when_the_server_is_gone():
+    # The server died without a word: the child's stdin ends.
+    child = _served_child()
+    assert child.stdin is not None
+    _wait_started(child)
+    child.stdin.close()
+    assert _ends(child), "the app outlived its server"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every live process below ``pid`` (read from /proc)."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            fields = stat.rsplit(")", 1)[1].split()
+            if fields[0] != "Z":
+                parents[int(entry)] = int(fields[1])
+    found: set[int] = set()
+    frontier = {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier}
+        found |= frontier
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _is_python(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().startswith("python")
+    except OSError:
+        return True  # already gone: it was seen as a child before
+
+
+def _poll(condition, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return condition()
+
+
+def test_stopping_the_server_leaves_no_child():
+    aiohttp = pytest.importorskip("aiohttp")
+    pytest.importorskip("textual_serve")
+    port = _free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "spectui", "serve", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    children: set[int] = set()
+    try:
+
+        async def browse() -> None:
+            async with aiohttp.ClientSession() as session:
+                for _ in range(300):
+                    try:
+                        async with session.get(f"http://127.0.0.1:{port}/") as response:
+                            await response.read()
+                        break
+                    except aiohttp.ClientError:
+                        await asyncio.sleep(0.1)
+                # One browser that leaves during start-up, one that stays.
+                for stays in (False, True):
+                    ws = await session.ws_connect(f"http://127.0.0.1:{port}/ws")
+                    await ws.send_json(["resize", {"width": 88, "height": 28}])
+                    if stays:
+                        break
+                    await ws.close()
+
+                def both_apps_seen() -> bool:
+                    children.update(_descendants(server.pid))
+                    return sum(_is_python(pid) for pid in children) >= 2
+
+                assert _poll(both_apps_seen, 60)
+                server.send_signal(signal.SIGINT)
+                await asyncio.to_thread(server.wait, DEADLINE_S)
+
+        asyncio.run(browse())
+        assert _poll(lambda: not any(_alive(pid) for pid in children), DEADLINE_S), [
+            Path(f"/proc/{pid}/cmdline").read_bytes() for pid in children if _alive(pid)
+        ]
+    finally:
+        for pid in (server.pid, *children):
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        server.wait()
+
+
+def test_ending_a_stuck_app_also_ends_its_worker_processes(tmp_path):
+    # The watchdog's os._exit would leave the sweep pool's processes running, reparented.
+    script = tmp_path / "pool_then_end.py"
+    script.write_text(
+        "import multiprocessing, sys, time\n"
+        "from spectui.served import end_process\n"
+        "if __name__ == '__main__':\n"
+        "    ctx = multiprocessing.get_context('spawn')\n"
+        "    worker = ctx.Process(target=time.sleep, args=(600,))\n"
+        "    worker.start()\n"
+        "    print(worker.pid, flush=True)\n"
+        "    end_process(0)\n"
+    )
+    process = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    worker = int(process.stdout.readline())
+    try:
+        assert process.wait(60) == 0
+        assert _poll(lambda: not _alive(worker), 10), "the worker outlived its app"
+    finally:
+        if _alive(worker):
+            os.kill(worker, signal.SIGKILL)
+        process.stdout.close()
