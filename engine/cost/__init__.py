@@ -1,4 +1,4 @@
-"""Cost models: how long drafting and verifying take (SEMANTICS.md, "Cost models").
+"""Cost models: how long drafting and verifying take (docs/model.md, "Cost models").
 
 Leaf modules, pure (numpy and the standard library only):
 

@@ -13,7 +13,7 @@ Times = float | npt.NDArray[np.float64]
 
 
 class CostModel(Protocol):
-    """The time of one cycle's parts, in microseconds (SEMANTICS.md, "Cost models").
+    """The time of one cycle's parts, in microseconds (docs/model.md, "Cost models").
 
     ``k`` drafted tokens per sequence, ``w = k + 1`` tokens per sequence in the verify pass,
     ``B`` sequences in the batch, ``L`` tokens of context at the start of the cycle. Every

@@ -1,4 +1,4 @@
-"""Roofline pass times from hardware and model specs (SEMANTICS.md, "Cost models").
+"""Roofline pass times from hardware and model specs (docs/model.md, "Cost models").
 
 One pass of a model over ``N = B * w`` tokens (``B`` sequences, ``w`` tokens each) at
 context length ``L`` (tokens already in each sequence's KV cache) reads the weights
@@ -182,7 +182,7 @@ class _RooflineParts:
 
 @dataclass(frozen=True)
 class RooflineCost(_RooflineParts):
-    """The ``roofline`` cost model: additive form, efficiencies as measured (SEMANTICS.md)."""
+    """The ``roofline`` cost model: additive form, efficiencies as measured (docs/model.md)."""
 
     hardware: HardwareSpec
     target: ModelSpec

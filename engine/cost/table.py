@@ -1,4 +1,4 @@
-"""The ``table`` cost model: measured latencies, interpolated (SEMANTICS.md, "Cost models").
+"""The ``table`` cost model: measured latencies, interpolated (docs/model.md, "Cost models").
 
 A table gives ``verify_us`` (and optionally ``draft_us``) at grid points
 ``(batch_size, tokens)``, ``tokens`` being the tokens per sequence in the verify pass

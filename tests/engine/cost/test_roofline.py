@@ -14,9 +14,9 @@ from engine.cost.roofline import (
 )
 from engine.cost.specs import get_hardware, get_model
 
-# Hand constants, written out from SEMANTICS.md and the model's config.json, not read from
+# Hand constants, written out from docs/model.md and the model's config.json, not read from
 # the code under test: Llama-3.1-8B on H100 SXM, bf16 weights and KV cache.
-P = 8.03e9  # parameters, SEMANTICS.md's rounded figure
+P = 8.03e9  # parameters, the design brief's rounded figure
 P_EXACT = 8_030_261_248  # the data file's count, from config.json's shapes
 LAYERS, D_MODEL = 32, 4096
 KV_BYTES = 2 * 32 * 8 * 128 * 2  # 131,072 bytes per context token
