@@ -49,6 +49,16 @@ def compute_overhead_limit(config: SpecConfig) -> float:
     return (k + 1 + config.cost_ratio * k) / tokens_per_cycle(config) - 1.0
 
 
+def _expectation(probabilities: np.ndarray, values: np.ndarray) -> float:
+    """sum_j probabilities[j] * values[j], added in the order j = 0, 1, ...
+
+    Not a dot product: a BLAS dot rounds differently on different CPUs (an AVX-512 kernel
+    and an AVX2 one disagree in the last bit), and exact values must be the same bits on
+    every machine so that committed results reproduce.
+    """
+    return float(np.cumsum(probabilities * values)[-1])
+
+
 def _expected_over_sequence(config: SpecConfig, per_cycle: Callable[[int, np.ndarray], float]):
     """E[sum over the cycles of one sequence of per_cycle(k, P(n = .))], for every length.
 
@@ -62,19 +72,18 @@ def _expected_over_sequence(config: SpecConfig, per_cycle: Callable[[int, np.nda
     surv = np.concatenate(([1.0], survival(config, big_k)))
     full_dist = accepted_distribution(config, big_k)
     full_step = per_cycle(big_k, full_dist)
-    reversed_dist = full_dist[::-1].copy()  # aligned with f[r - 1 - K], ..., f[r - 1]
     f = np.zeros(total + 1)  # f(r) for r <= 0 is f(0) = 0
     for r in range(1, total + 1):
         if r > big_k + 1:
             # Both rules draft K here, and every outcome leaves r - j - 1 >= 0 tokens.
-            f[r] = full_step + reversed_dist @ f[r - 1 - big_k : r]
+            f[r] = full_step + _expectation(full_dist, f[r - 1 : r - 2 - big_k : -1])
             continue
         k = big_k if config.tail == "full" else min(big_k, r - 1)
         dist = surv[: k + 1].copy()
         dist[:-1] -= surv[1 : k + 1]
         # n = j leaves max(r - j - 1, 0) tokens to produce.
         remaining = np.maximum(r - 1 - np.arange(k + 1), 0)
-        f[r] = per_cycle(k, dist) + dist @ f[remaining]
+        f[r] = per_cycle(k, dist) + _expectation(dist, f[remaining])
     return f
 
 
@@ -91,7 +100,7 @@ def tokens_per_cycle_at_length(config: SpecConfig) -> float:
     under "clamp" the short last cycles lower it.
     """
     cycles = _expected_over_sequence(config, lambda k, dist: 1.0)[-1]
-    emitted = _expected_over_sequence(config, lambda k, dist: float(np.arange(1, k + 2) @ dist))
+    emitted = _expected_over_sequence(config, lambda k, dist: _expectation(dist, np.arange(1, k + 2)))
     return float(emitted[-1] / cycles)
 
 

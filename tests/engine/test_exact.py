@@ -9,6 +9,7 @@ from engine.config import SpecConfig
 from engine.exact import (
     accepted_distribution,
     breakeven_cost_ratio,
+    expected_sequence_time_us,
     speedup_curve,
     speedup_exact,
     speedup_limit,
@@ -144,3 +145,38 @@ def test_tokens_per_cycle_at_length_is_what_clamp_runs_estimate(k, length):
     assert abs(ratio - exact) < 4 * se
     # ... and the long-run, full-K value is not (what the CLI used to call "exact").
     assert abs(ratio - tokens_per_cycle(c)) > 10 * se
+
+
+def _python_sequence_time(config) -> float:
+    """The finite-length DP in plain Python floats, each expectation added j = 0, 1, ...:
+    what IEEE arithmetic gives on every machine."""
+    from engine.draft_models import get_model
+
+    probs = [float(p) for p in get_model(config.draft_model).position_probs(config, config.k)]
+    surv = [1.0]
+    for p in probs:
+        surv.append(surv[-1] * p)
+    f = [0.0] * (config.tokens_per_seq + 1)
+    for r in range(1, config.tokens_per_seq + 1):
+        k = config.k if config.tail == "full" else min(config.k, r - 1)
+        total = 0.0
+        for j in range(k + 1):
+            p_j = surv[j] - surv[j + 1] if j < k else surv[k]
+            total += p_j * f[max(r - 1 - j, 0)]
+        f[r] = k * config.draft_cost_us + config.verify_cost_us + total
+    return f[-1]
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"k": 1, "acceptance_rate": 0.6, "draft_cost_us": 20.0},  # differed on AVX-512 BLAS
+        {"k": 7, "draft_model": "position_decay", "tokens_per_seq": 300},
+        {"k": 15, "draft_model": "entropy_aware", "tail": "clamp"},
+    ],
+)
+def test_exact_values_are_the_same_bits_on_every_machine(changes):
+    """No BLAS dot product in the DP: its rounding depends on the CPU's kernel, and the
+    committed results must reproduce bit for bit anywhere."""
+    config = SpecConfig(**changes)
+    assert expected_sequence_time_us(config) == _python_sequence_time(config)
