@@ -1,4 +1,4 @@
-"""Fixtures of the app tests: presets and results in temporary directories, timings hidden.
+"""Fixtures of the app tests: timings hidden (user directories: see tests/conftest.py).
 
 The tests are ``async def`` (Textual's ``run_test`` is async); without an async pytest
 plugin in the dependencies, the hook below runs each one in a fresh event loop.
@@ -22,11 +22,6 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
 
 
 @pytest.fixture(autouse=True)
-def isolated_dirs(tmp_path, monkeypatch):
-    """Never touch ~/.config or ~/.local: user presets and results go to tmp dirs."""
-    presets = tmp_path / "presets"
-    results = tmp_path / "results"
-    monkeypatch.setenv("SPECTUI_PRESET_DIR", str(presets))
-    monkeypatch.setenv("SPECTUI_RESULTS_DIR", str(results))
+def _hidden_timings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rates, ETAs and durations vary from run to run: snapshots and asserts do without."""
     monkeypatch.setenv("SPECTUI_HIDE_TIMINGS", "1")
-    return presets, results
