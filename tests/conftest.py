@@ -20,7 +20,8 @@ def isolated_dirs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, _user_cache: Path
 ) -> tuple[Path, Path]:
     """User presets and results (the app's and the CLI's, in this process and in the
-    subprocesses a test starts) go to this test's tmp_path; returns (presets, results)."""
+    subprocesses a test starts) go to this test's tmp_path, which is also the working
+    directory; returns (presets, results)."""
     presets = tmp_path / "presets"
     results = tmp_path / "results"
     monkeypatch.setenv("SPECTUI_PRESET_DIR", str(presets))
@@ -31,6 +32,9 @@ def isolated_dirs(
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(_user_cache))
     monkeypatch.delenv("MPLCONFIGDIR", raising=False)
+    # A relative path (the CLI's default results/sweep_summary.csv) lands here too, not in
+    # the repository, and not in a file another test process writes at the same time.
+    monkeypatch.chdir(tmp_path)
     return presets, results
 
 

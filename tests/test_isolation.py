@@ -32,3 +32,7 @@ def test_a_subprocess_sees_the_same_directories(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     for line in out.stdout.splitlines():
         assert _inside(line, tmp_path), line
+
+
+def test_the_working_directory_is_the_tests_own(tmp_path):
+    assert os.path.realpath(os.getcwd()) == os.path.realpath(tmp_path)
