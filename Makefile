@@ -26,8 +26,12 @@ lint: $(VENV)/.test-deps
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
+# Tests run in parallel (pytest-xdist): one process per core, idle ones take tests queued
+# for busy ones. PYTEST_WORKERS=0 runs them in one process, in file order.
+PYTEST_WORKERS ?= auto
+
 test: lint
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist worksteal
 
 # Regenerate the committed results from the original's sweep.
 results: $(VENV)/.run-deps

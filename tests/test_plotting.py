@@ -132,7 +132,12 @@ def test_plot_command_on_a_bad_file_raises_sweep_data_error(tmp_path):
 # --- the Plots view ----------------------------------------------------------------------------
 
 
-def test_plots_view_empty_state_then_cycles_through_the_plots(tiny_frame):
+def test_plots_view_empty_state_then_cycles_through_the_plots(tiny_frame, monkeypatch):
+    from spectui.widgets import plots_view
+
+    # Redraw on every update rather than at most every REDRAW_INTERVAL_S: each step below
+    # is on screen after one pause, with no timer to wait for.
+    monkeypatch.setattr(plots_view, "REDRAW_INTERVAL_S", 0.0)
     asyncio.run(_drive_plots_view(tiny_frame))
 
 
@@ -176,7 +181,7 @@ async def _drive_plots_view(tiny_frame):
         # a growing frame while a sweep runs: redraws keep the current plot
         for rows in (3, 10, len(tiny_frame)):
             view.update_results(tiny_frame.iloc[:rows])
-            await pilot.pause(0.3)
+            await pilot.pause()
             assert title(app).startswith("Plot 1/6: ")
             assert f"({rows} sweep rows" in title(app)
 
@@ -184,17 +189,17 @@ async def _drive_plots_view(tiny_frame):
         mixed = pd.concat([tiny_frame, tiny_frame.assign(draft_model="entropy_aware")])
         view.update_results(mixed)
         await pilot.press("p")
-        await pilot.pause(0.3)
+        await pilot.pause()
         assert "fixed model" in title(app)
         await pilot.press("m")
-        await pilot.pause(0.3)
+        await pilot.pause()
         assert "entropy_aware model" in title(app)
         await pilot.press("m")
-        await pilot.pause(0.3)
+        await pilot.pause()
         assert "fixed model" in title(app)
 
         view.update_results(tiny_frame.iloc[:0])
-        await pilot.pause(0.3)
+        await pilot.pause()
         assert title(app) == EMPTY_TEXT
 
 

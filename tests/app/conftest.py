@@ -1,4 +1,4 @@
-"""Fixtures of the app tests: presets and results in temporary directories, timings hidden.
+"""Fixtures of the app tests: timings hidden (user directories: see tests/conftest.py).
 
 The tests are ``async def`` (Textual's ``run_test`` is async); without an async pytest
 plugin in the dependencies, the hook below runs each one in a fresh event loop.
@@ -22,11 +22,25 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
 
 
 @pytest.fixture(autouse=True)
-def isolated_dirs(tmp_path, monkeypatch):
-    """Never touch ~/.config or ~/.local: user presets and results go to tmp dirs."""
-    presets = tmp_path / "presets"
-    results = tmp_path / "results"
-    monkeypatch.setenv("SPECTUI_PRESET_DIR", str(presets))
-    monkeypatch.setenv("SPECTUI_RESULTS_DIR", str(results))
+def _app_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rates, ETAs and durations vary from run to run: snapshots and asserts do without.
+    One sweep process per app (as on a 2-core machine): with pytest-xdist on N cores, N
+    apps at once would otherwise start N - 1 processes each."""
     monkeypatch.setenv("SPECTUI_HIDE_TIMINGS", "1")
-    return presets, results
+    monkeypatch.setenv("SPECTUI_SWEEP_WORKERS", "1")
+
+
+@pytest.fixture(autouse=True)
+def _notification_log(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every notification an app shows is also kept in ``app.notified`` (read it with
+    ``helpers.notifications``). A toast leaves ``app._notifications`` once its timeout has
+    passed in wall-clock time, which a loaded machine can exceed before a test looks."""
+    from textual.app import App
+
+    show = App._on_notify
+
+    def show_and_keep(self: App, event) -> None:  # type: ignore[no-untyped-def]
+        self.__dict__.setdefault("notified", []).append(event.notification)
+        show(self, event)
+
+    monkeypatch.setattr(App, "_on_notify", show_and_keep)

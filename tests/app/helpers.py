@@ -26,4 +26,6 @@ async def type_into(pilot, app, field: str, text: str) -> Input:
 
 
 def notifications(app) -> list[str]:
-    return [n.message for n in app._notifications]
+    """Every notification the app has shown, oldest first, expired or not (the toasts on
+    screen now: ``app._notifications``)."""
+    return [n.message for n in app.__dict__.get("notified", [])]

@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from concurrent.futures.process import BrokenProcessPool
+from multiprocessing.connection import wait
 
 import pandas as pd
 import pytest
@@ -18,6 +20,17 @@ from spectui.errors import UsageError
 from spectui.pool import SweepPool, worker_count
 from spectui.widgets.sweep_view import SweepView
 from tests.app.helpers import notifications, settle
+
+
+def _exits(process, timeout: float = 10.0) -> bool:
+    """Whether ``process`` exits within ``timeout`` seconds.
+
+    Not ``join()`` then ``is_alive()``: the executor's own thread reaps its workers too.
+    When it wins that race, waitpid() fails here and ``is_alive()`` calls a dead process
+    alive until that thread has stored the exit code (the flaky test of issue 9). The
+    sentinel becomes readable when the process ends, whoever reaps it.
+    """
+    return bool(wait([process.sentinel], timeout))
 
 
 def test_worker_count_default_leaves_a_core_to_the_ui(monkeypatch):
@@ -118,8 +131,7 @@ async def test_a_broken_pool_is_replaced_for_the_next_sweep(monkeypatch):
         assert any("a worker died" in m for m in notifications(app))
         assert app.pool._executor is not first  # discarded (a warm-up may start another)
         for process in first_processes:  # stopped, not left running
-            process.join(timeout=10)
-            assert not process.is_alive()
+            assert _exits(process)
         monkeypatch.setattr(engine.sweep, "run_sweep", working)
         view = await _tiny_sweep(app, pilot)
         assert view.finished is not None and view.finished.done == 24
@@ -139,23 +151,25 @@ def test_batches_hold_about_the_same_work_and_keep_progress_gradual():
 
 
 def test_shutdown_stops_a_batch_in_progress():
-    import time
-
     pool = SweepPool(1)
     executor = pool.executor()
     assert executor is not None, pool.problem
     processes = list(executor._processes.values())
-    executor.submit(time.sleep, 30)
+    batch = executor.submit(time.sleep, 30)
+    # Handed to the worker (running), so a shutdown cannot just cancel it: only stopping
+    # the process ends it before 30 s.
+    deadline = time.monotonic() + 10
+    while not batch.running():
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
     pool.shutdown()
     for process in processes:
-        process.join(timeout=10)
-        assert not process.is_alive()
+        assert _exits(process)
 
 
 def test_a_pool_discarded_while_starting_is_not_a_reason_to_give_up(monkeypatch):
     """A warm-up waiting for its processes when a cancel discards them takes a new pool."""
     import threading
-    import time
     from concurrent.futures import Future
 
     made: list = []
