@@ -100,7 +100,9 @@ def tokens_per_cycle_at_length(config: SpecConfig) -> float:
     under "clamp" the short last cycles lower it.
     """
     cycles = _expected_over_sequence(config, lambda k, dist: 1.0)[-1]
-    emitted = _expected_over_sequence(config, lambda k, dist: _expectation(dist, np.arange(1, k + 2)))
+    emitted = _expected_over_sequence(
+        config, lambda k, dist: _expectation(dist, np.arange(1, k + 2))
+    )
     return float(emitted[-1] / cycles)
 
 
