@@ -114,14 +114,30 @@ def _noise(ci_a: float, ci_b: float) -> float:
     return math.hypot(ci_a, ci_b)
 
 
+def _tied(best: pd.Series, other: pd.Series, col: str, ci_best: float) -> bool:
+    """Whether ``other`` is within sampling noise of the best K (engine.formatting.TIE_RULE).
+
+    Where both exact speedups exist, their gap is compared with the Monte Carlo noise of a
+    difference (95 % half-width); otherwise the Monte Carlo 95 % intervals must overlap. In an
+    exact-only sweep (no noise) only an equal speedup ties.
+    """
+    ci_other = float(other["speedup_ci95"]) if col == "speedup" else math.nan
+    exact_best, exact_other = float(best["speedup_exact"]), float(other["speedup_exact"])
+    if not (math.isnan(exact_best) or math.isnan(exact_other)):
+        return abs(exact_best - exact_other) <= _noise(ci_best, ci_other)
+    reach = (0.0 if math.isnan(ci_best) else ci_best) + (0.0 if math.isnan(ci_other) else ci_other)
+    return float(best[col]) - float(other[col]) <= reach
+
+
 def optimal_k(frame: pd.DataFrame) -> pd.DataFrame:
     """K* for every (model, its quality parameters, costs, length) cell.
 
     Columns: the cell's keys, ``k_opt`` and ``speedup_opt`` (with ``speedup_ci95``), the
-    runner-up ``k_second``/``speedup_second``, ``tie`` (the best two are within sampling
-    noise: their difference is inside the 95 % interval of a difference), ``tied_ks`` (every
-    K within noise of the best), ``k_opt_exact``/``speedup_exact_opt`` from the exact values,
-    ``loses`` (even K* is slower than the baseline) and ``n_k``.
+    runner-up ``k_second``/``speedup_second``, ``tie`` (another K is within sampling noise of
+    the best, by :func:`_tied`: the exact gap within the Monte Carlo noise, or without exact
+    values overlapping Monte Carlo intervals), ``tied_ks`` (every K within noise of the best),
+    ``k_opt_exact``/``speedup_exact_opt`` from the exact values, ``loses`` (even K* is
+    slower than the baseline) and ``n_k``.
     """
     col = speedup_column(frame)
     rows: list[dict[str, Any]] = []
@@ -133,12 +149,7 @@ def optimal_k(frame: pd.DataFrame) -> pd.DataFrame:
             best = ranked.iloc[0]
             ci_best = float(best["speedup_ci95"]) if col == "speedup" else math.nan
             second = ranked.iloc[1] if len(ranked) > 1 else None
-            tied = [
-                int(r["k"])
-                for _, r in ranked.iterrows()
-                if best[col] - r[col]
-                <= _noise(ci_best, float(r["speedup_ci95"]) if col == "speedup" else math.nan)
-            ]
+            tied = [int(r["k"]) for _, r in ranked.iterrows() if _tied(best, r, col, ci_best)]
             exact_best = cell.loc[cell["speedup_exact"].idxmax()]
             row = dict(zip(keys, cell_key, strict=True))
             row.update(
