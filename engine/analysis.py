@@ -150,7 +150,8 @@ def optimal_k(frame: pd.DataFrame) -> pd.DataFrame:
             ci_best = float(best["speedup_ci95"]) if col == "speedup" else math.nan
             second = ranked.iloc[1] if len(ranked) > 1 else None
             tied = [int(r["k"]) for _, r in ranked.iterrows() if _tied(best, r, col, ci_best)]
-            exact_best = cell.loc[cell["speedup_exact"].idxmax()]
+            has_exact = cell["speedup_exact"].notna().any()
+            exact_best = cell.loc[cell["speedup_exact"].idxmax()] if has_exact else best
             row = dict(zip(keys, cell_key, strict=True))
             row.update(
                 draft_model=model_name,
@@ -251,7 +252,8 @@ def losing_configurations(frame: pd.DataFrame) -> dict[str, Any]:
     ``count``/``total`` count rows as the sweep has them (the original's way);
     ``distinct``/``distinct_total`` count after merging rows that differ only in inert
     parameters. ``min_cost_ratio`` is the cheapest draft among losers; ``max_quality`` the
-    best quality parameter among each model's losers; ``by_model`` counts per model.
+    best quality parameter among each model's losers (only for a model whose quality
+    parameter varies in the sweep: a constant says nothing); ``by_model`` counts per model.
     """
     col = speedup_column(frame)
     losers = frame[frame[col] < 1.0]
@@ -262,8 +264,10 @@ def losing_configurations(frame: pd.DataFrame) -> dict[str, Any]:
     for name in DRAFT_MODELS:
         model_losers = eff_losers[eff_losers["draft_model"] == name]
         by_model[name] = len(model_losers)
-        if len(model_losers):
-            quality = quality_parameter(name, eff)
+        quality = quality_parameter(name, eff)
+        # Only an axis that varies in the sweep says something about the losers.
+        varies = eff.loc[eff["draft_model"] == name, quality].nunique() > 1
+        if len(model_losers) and varies:
             max_quality[name] = (quality, float(model_losers[quality].max()))
     return {
         "count": len(losers),

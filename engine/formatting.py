@@ -25,7 +25,7 @@ HEATMAP_LEGEND = (
     f"{TIE_MARK} tie: {TIE_RULE}; {LOSE_MARK} even K* is slower than the baseline (speedup < 1)"
 )
 SHORT_LEGEND = (
-    f"{TIE_MARK} tie (exact gap within MC noise) · {LOSE_MARK} loses to baseline · "
+    f"{TIE_MARK} tie: exact gap within MC noise · {LOSE_MARK} loses · "
     f"{PARTIAL_MARK} best so far · {PENDING_MARK} pending"
 )
 PARTIAL_LEGEND = f"{PARTIAL_MARK} best so far: the cell does not have every K yet"
