@@ -13,6 +13,7 @@ from engine import plot_data as P
 from engine.config import SpecConfig
 from engine.formatting import HEATMAP_LEGEND, TIE_RULE, k_star_cell, speedup_text
 from engine.grid import SweepSpec
+from engine.presets import load_preset
 from engine.report import analysis_sections, findings_markdown
 from engine.sweep import cell_key, cell_order, run_sweep
 from tests.engine.test_plot_data import frame, row
@@ -203,6 +204,23 @@ def test_sweep_runs_cell_by_cell_and_returns_grid_order():
     # Same rows whatever the order: each configuration has its own generator.
     again = run_sweep(list(reversed(configs)))
     assert again["speedup"].tolist()[::-1] == frame_["speedup"].tolist()
+
+
+def test_running_sweep_fills_cells_early():
+    """Cells complete one after another: after a quarter of seed-576's fixed model, some
+    cells are complete (grid order completed none before 97 % of it)."""
+    configs = load_preset("seed-576").sweep.configs()
+    planned = pd.DataFrame([c.to_dict() for c in configs])
+    seen: list[dict] = []
+
+    def stop() -> bool:
+        return len(seen) >= 48
+
+    done = run_sweep(
+        configs, exact_only=True, on_result=lambda r, *_: seen.append(r), should_stop=stop
+    )
+    grid = P.optimal_k_heatmap(done, "fixed", planned)
+    assert grid["complete"].sum() == 6  # 48 configurations = 6 whole cells of 8 K
 
 
 def test_inert_axes_do_not_split_a_cell():
