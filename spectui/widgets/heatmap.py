@@ -24,7 +24,15 @@ class Heatmap(DataTable):
     """
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__(cursor_type="cell", zebra_stripes=False, **kwargs)
+        # The cell under the cursor takes the cursor's colours whole (the theme's contrast),
+        # not the cursor's text on the cell's heat background.
+        super().__init__(
+            cursor_type="cell",
+            zebra_stripes=False,
+            cursor_foreground_priority="css",
+            cursor_background_priority="css",
+            **kwargs,
+        )
         self.model: str | None = None
         self.grid: pd.DataFrame | None = None
         self.row_title: str = ""

@@ -21,7 +21,7 @@ from spectui.messages import CellChosen, SweepFinished, SweepProgress, SweepSnap
 from spectui.widgets.common import hide_timings, report_worker_error, results_dir
 from spectui.widgets.heatmap import LEGEND, Heatmap
 
-SNAPSHOT_EVERY_S = 1.0
+SNAPSHOT_EVERY_S = 0.5
 PROGRESS_EVERY_S = 0.25
 
 
@@ -122,7 +122,9 @@ class SweepView(Vertical):
         info.update(f"{len(configs)} configs · s start")
         # A new choice: the status and the grid describe it, not the sweep shown before.
         self.query_one(ProgressBar).update(total=len(configs), progress=0)
-        self.query_one("#sweep-count", Static).update(f"0/{len(configs)} · not started")
+        count = self.query_one("#sweep-count", Static)
+        count.styles.height = 1
+        count.update(f"0/{len(configs)} · not started")
         self.frame = self.finished = None
         self._prepare(configs)
         self._draw()
@@ -150,6 +152,10 @@ class SweepView(Vertical):
         self._prepare(configs)
         bar = self.query_one(ProgressBar)
         bar.update(total=len(configs), progress=0)
+        self.query_one("#sweep-count", Static).styles.height = 1
+        self.query_one("#sweep-info", Static).update(
+            f"{len(configs)} configs · running (Escape cancels)"
+        )
         self._set_count(0, len(configs), 0.0)
         self._draw()
         self.sweep_worker = self._sweep(configs, self.planned, self.out_path)
@@ -174,6 +180,7 @@ class SweepView(Vertical):
             )
         # Serially (no executor) every configuration is its own step; batches are for workers.
         batch = batch_size(configs, pool.workers) if pool is not None and executor else 1
+        spacing = 10 if executor is None else 3
         writer = SweepWriter(out_path, SWEEP_COLUMNS)
         rows: list[dict[str, Any]] = []
         start = time.perf_counter()
@@ -190,10 +197,14 @@ class SweepView(Vertical):
                 self.post_message(SweepProgress(done, total, now - start))
             if now - last[0] >= interval[0] and done < total:
                 frame = pd.DataFrame(rows, columns=list(SWEEP_COLUMNS))
-                self.post_message(SweepSnapshot(frame, _grids(frame, planned)))
-                # A snapshot costs the sweep its own time (the GIL): keep that under ~10 %.
+                # Only the model on screen: the others are built when shown (m).
+                shown = self.model
+                grids = _grids(frame, planned, [shown] if shown else None)
+                self.post_message(SweepSnapshot(frame, grids))
+                # A snapshot costs a sweep in this thread its own time (the GIL): keep that
+                # under ~10 %. With worker processes it delays only the collection of results.
                 last[0] = time.perf_counter()
-                interval[0] = max(SNAPSHOT_EVERY_S, 10 * (last[0] - now))
+                interval[0] = max(SNAPSHOT_EVERY_S, spacing * (last[0] - now))
 
         try:
             frame = run_sweep(
@@ -252,9 +263,11 @@ class SweepView(Vertical):
         text = f"{message.done}/{message.total} {word}"
         count = self.query_one("#sweep-count", Static)
         if not hide_timings():
-            text += f" in {message.elapsed:.1f}s · saved "
-            room = (count.content_region.width or 78) - len(text)
+            # The saved path on a line of its own, shortened to fit: it must stay visible.
+            text += f" in {message.elapsed:.1f}s\nsaved "
+            room = max(count.content_region.width, 20) - len("saved ")
             text += _short_path(message.path, room) if message.path is not None else "nowhere"
+            count.styles.height = 2
         count.update(text)
         self._draw()
         kept = "partial results" if message.cancelled else "results"
@@ -276,8 +289,10 @@ class SweepView(Vertical):
 
     def _draw(self) -> None:
         model = self.model
-        if model is None or model not in self.grids:
+        if model is None or self.planned is None:
             return
+        if model not in self.grids:  # a model not on screen when the last snapshot came
+            self.grids.update(_grids(self.frame, self.planned, [model]))
         grid = self.grids[model]
         heatmap = self.query_one(Heatmap)
         heatmap.show(grid)
@@ -317,17 +332,16 @@ def _planned(configs: list[SpecConfig]) -> Any:
     return pd.DataFrame([c.to_dict() for c in configs])
 
 
-def _grids(frame: Any, planned: Any) -> dict[str, Any]:
-    """Every model's K* grid (engine.plot_data.optimal_k_heatmap) in the sweep's own shape."""
+def _grids(frame: Any, planned: Any, models: list[str] | None = None) -> dict[str, Any]:
+    """The K* grid (engine.plot_data.optimal_k_heatmap) of ``models`` (default: every model
+    of the sweep), each in the sweep's own shape."""
     import pandas as pd
 
     from engine.plot_data import optimal_k_heatmap
 
     rows = frame if frame is not None else pd.DataFrame()
-    return {
-        str(model): optimal_k_heatmap(rows, str(model), planned)
-        for model in dict.fromkeys(planned["draft_model"])
-    }
+    models = models if models is not None else list(dict.fromkeys(planned["draft_model"]))
+    return {str(model): optimal_k_heatmap(rows, str(model), planned) for model in models}
 
 
 def _short_path(path: Path, room: int) -> str:
