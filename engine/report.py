@@ -154,10 +154,14 @@ def analysis_sections(frame: pd.DataFrame) -> list[Section]:
             f"the cheapest draft among them has cost ratio {_fmt(losing['min_cost_ratio'])}; "
             f"the smallest K among them is {losing['min_k']}"
         )
-        lines += [
-            f"{model}: {losing['by_model'][model]} losing; best {q} among them {v:g}"
-            for model, (q, v) in losing["max_quality"].items()
-        ]
+        for model, count in losing["by_model"].items():
+            if not count:
+                continue
+            line = f"{model}: {count} losing"
+            if model in losing["max_quality"]:  # only an axis that varies describes them
+                q, v = losing["max_quality"][model]
+                line += f"; best {q} among them {v:g}"
+            lines.append(line)
     sections.append(Section("Configurations that lose to the baseline", lines))
     front = A.pareto_front(frame)
     keep = ["draft_model", "k", "acceptance_rate", "draft_cost_us", col, "compute_overhead"]

@@ -203,3 +203,13 @@ def test_print_all_to_a_file_object(tiny_frame):
     buffer = io.StringIO()
     print_all(tiny_frame, width=80, height=24, file=buffer)
     assert buffer.getvalue().count("Plot ") >= len(PLOTS)
+
+
+def test_heatmap_in_the_terminal_has_every_row_of_a_two_parameter_grid():
+    # Plot 6 draws the same grid as the Sweep view: 4 rows for decay_base x decay_factor.
+    from tests.engine.test_grid import decay_sweep
+
+    text = render_text("06_optimal_k_heatmap", decay_sweep(), width=120, height=30)
+    for label in ("base=0.8, factor=0.6", "base=0.8, factor=0.9", "base=0.9, factor=0.6"):
+        assert label in text
+    assert "base=0.9, factor=0.9" in text

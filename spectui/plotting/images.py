@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -405,7 +406,7 @@ def _heatmap(figure_class: Any, spec: PlotSpec, data: pd.DataFrame) -> Any:
     monte_carlo = data.attrs.get("speedup_column") == "speedup"
     kind = "Monte Carlo" if monte_carlo else "exact"
     figure.suptitle(f"{spec.title}, {model} model ({kind} speedup at K*)")
-    legend = [HEATMAP_LEGEND]
+    legend = textwrap.wrap(f"cell: K* and its speedup; {HEATMAP_LEGEND}", 150)
     if not data["complete"].all():
         legend.append(PARTIAL_LEGEND)
     _caption(figure, "\n".join([*legend, *data.attrs.get("notes", [])]))

@@ -4,6 +4,8 @@ and the status line describes the preset chosen. (Issue 9, items 3, 8-10, 12.)""
 
 from __future__ import annotations
 
+import io
+
 import pandas as pd
 from textual.coordinate import Coordinate
 from textual.widgets import ProgressBar, Static, TabbedContent
@@ -172,3 +174,21 @@ def test_saved_path_is_shortened_to_fit():
     assert short == "…/results/sweep-seed-576-20261201-041500.csv" and len(short) <= 45
     # The file name is always kept whole, even without room.
     assert _short_path(path, 5).endswith("sweep-seed-576-20261201-041500.csv")
+
+
+def test_analysis_view_never_describes_a_constant_axis():
+    from rich.console import Console
+
+    from spectui.widgets.analysis_view import render_analysis
+
+    f = frame(
+        row(k=1, draft_model="position_decay", decay_base=0.9, decay_factor=0.6, speedup=0.9),
+        row(k=2, draft_model="position_decay", decay_base=0.9, decay_factor=0.6, speedup=1.2),
+        row(k=1, acceptance_rate=0.5, speedup=0.8),
+        row(k=1, acceptance_rate=0.9, speedup=1.8),
+    )
+    console = Console(width=120, record=True, file=io.StringIO())
+    console.print(render_analysis(f, partial=False))
+    text = console.export_text()
+    assert "fixed: losers have acceptance_rate up to 0.5" in text
+    assert "losers have decay_base" not in text  # decay_base is 0.9 throughout
