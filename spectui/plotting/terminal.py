@@ -307,7 +307,8 @@ def _heatmap(figure: Any, data: pd.DataFrame, style: _Style, width: int | None) 
             **colours,
         )
     model = data.attrs.get("model", "fixed")
-    figure.title(f"K* and its speedup, {model} model")
+    held = "".join(f", {k}={v:g} only" for k, v in data.attrs.get("held", {}).items())
+    figure.title(f"K* and its speedup, {model} model{held}")
     figure.xlabel(f"draft cost · {SHORT_LEGEND}")
 
 

@@ -297,10 +297,10 @@ class SweepView(Vertical):
         heatmap = self.query_one(Heatmap)
         heatmap.show(grid)
         position = f"{self.model_index + 1}/{len(self.models)}"
-        notes = "".join(f" · {note}" for note in grid.attrs.get("notes", []))
+        # Axes that vary but are not drawn are held at one value: say which (the grid's notes).
+        held = "".join(f" · {k}={_value(v)} only" for k, v in grid.attrs.get("held", {}).items())
         self.query_one("#heatmap-title", Static).update(
-            f"K* of {model} ({position}, m: next) · rows {heatmap.row_title} · "
-            f"cols draft cost{notes}",
+            f"K* of {model} ({position}, m: next) · {heatmap.row_title} × draft cost{held}",
             layout=False,
         )
 
@@ -356,6 +356,10 @@ def _short_path(path: Path, room: int) -> str:
         parts = ["…", *parts[2:]] if parts[0] == "…" else ["…", *parts[1:]]
         text = "/".join(parts)
     return text
+
+
+def _value(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, int | float) else str(value)
 
 
 def _plain(value: Any) -> Any:

@@ -192,3 +192,30 @@ def test_analysis_view_never_describes_a_constant_axis():
     text = console.export_text()
     assert "fixed: losers have acceptance_rate up to 0.5" in text
     assert "losers have decay_base" not in text  # decay_base is 0.9 throughout
+
+
+LENGTHS = """description = "fixed, acceptance x draft cost, at two sequence lengths"
+
+[config]
+n_sequences = 20
+
+[[grid]]
+k = [1, 2]
+acceptance_rate = [0.6, 0.9]
+draft_cost_us = [10.0, 50.0]
+tokens_per_seq = [32, 64]
+"""
+
+
+async def test_an_axis_held_constant_is_named_above_the_grid(isolated_dirs):
+    presets, _ = isolated_dirs
+    presets.mkdir(parents=True, exist_ok=True)
+    (presets / "lengths.toml").write_text(LENGTHS)
+    app = create_app("lengths")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("3")
+        await settle(pilot, app)
+        title = str(app.query_one("#heatmap-title", Static).render())
+        assert "tokens_per_seq=32 only" in title
+        assert app.query_one(Heatmap).row_count == 2
