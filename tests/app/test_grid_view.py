@@ -219,3 +219,13 @@ async def test_an_axis_held_constant_is_named_above_the_grid(isolated_dirs):
         title = str(app.query_one("#heatmap-title", Static).render())
         assert "tokens_per_seq=32 only" in title
         assert app.query_one(Heatmap).row_count == 2
+
+
+def test_app_batches_hold_whole_cells():
+    from engine.presets import load_preset
+    from spectui.pool import batch_size
+
+    configs = load_preset("seed-576").sweep.configs()
+    for workers in (1, 2, 4):
+        size = batch_size(configs, workers)
+        assert size % 8 == 0, (workers, size)  # 8 K values per cell (was 31 for 1 worker)
