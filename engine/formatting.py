@@ -28,6 +28,8 @@ SHORT_LEGEND = (
     f"{TIE_MARK} tie: exact gap within MC noise · {LOSE_MARK} loses · "
     f"{PARTIAL_MARK} best so far · {PENDING_MARK} pending"
 )
+# The marks alone, where even SHORT_LEGEND does not fit (a narrow plot).
+MARKS_LEGEND = f"{TIE_MARK} tie · {LOSE_MARK} loses · {PARTIAL_MARK} best so far"
 PARTIAL_LEGEND = f"{PARTIAL_MARK} best so far: the cell does not have every K yet"
 
 

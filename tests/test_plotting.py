@@ -213,3 +213,13 @@ def test_heatmap_in_the_terminal_has_every_row_of_a_two_parameter_grid():
     for label in ("base=0.8, factor=0.6", "base=0.8, factor=0.9", "base=0.9, factor=0.6"):
         assert label in text
     assert "base=0.9, factor=0.9" in text
+
+
+def test_narrow_heatmap_keeps_every_tick_and_a_legend(tiny_frame):
+    # At 80x24 with the form shown the plot is ~54 columns: "10us r=0.05" ticks collided
+    # and plotext dropped some; the long legend did not fit and was dropped.
+    from engine.formatting import MARKS_LEGEND
+
+    text = render_text("06_optimal_k_heatmap", tiny_frame, width=54, height=18)
+    assert "10us" in text and "50us" in text
+    assert MARKS_LEGEND in text

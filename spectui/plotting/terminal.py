@@ -25,7 +25,7 @@ from typing import Any, TextIO
 
 import pandas as pd
 
-from engine.formatting import SHORT_LEGEND, cell_text
+from engine.formatting import MARKS_LEGEND, SHORT_LEGEND, cell_text
 from engine.plot_data import MEAN_LINE, get_plot, optimal_k_heatmap
 
 # Anchors of matplotlib's viridis, for sequential lines (low acceptance dark, high bright).
@@ -283,10 +283,10 @@ def _heatmap(figure: Any, data: pd.DataFrame, style: _Style, width: int | None) 
     figure.xlim(-0.5, n_cols - 0.5)
     figure.ylim(-0.5, n_rows - 0.5)
     ratios = data.groupby("column")["cost_ratio"].first()
-    figure.xticks(
-        list(range(n_cols)),
-        [f"{c:g}us r={ratios.get(i, math.nan):g}" for i, c in enumerate(costs)],
-    )
+    ticks = [f"{c:g}us r={ratios.get(i, math.nan):g}" for i, c in enumerate(costs)]
+    if max(len(t) for t in ticks) >= cell_width - 1:  # plotext drops ticks that collide
+        ticks = [f"{c:g}us" for c in costs]
+    figure.xticks(list(range(n_cols)), ticks)
     # Row 0 (lowest quality) at the top, as in the PNG and the original's table.
     figure.yticks([n_rows - 1 - i for i in range(n_rows)], row_labels)
     for _, cell in data.iterrows():
@@ -309,7 +309,10 @@ def _heatmap(figure: Any, data: pd.DataFrame, style: _Style, width: int | None) 
     model = data.attrs.get("model", "fixed")
     held = "".join(f", {k}={v:g} only" for k, v in data.attrs.get("held", {}).items())
     figure.title(f"K* and its speedup, {model} model{held}")
-    figure.xlabel(f"draft cost · {SHORT_LEGEND}")
+    legend = f"draft cost · {SHORT_LEGEND}"
+    if len(legend) > (width or 100) - 2:  # plotext drops a label that does not fit
+        legend = f"draft cost · {MARKS_LEGEND}"
+    figure.xlabel(legend)
 
 
 DRAWERS: dict[str, Callable[[Any, pd.DataFrame, _Style, int | None], None]] = {
