@@ -85,7 +85,8 @@ class SweepView(Vertical):
 
     @property
     def running(self) -> bool:
-        return self.sweep_worker is not None and self.sweep_worker.is_running
+        """A sweep started and not yet finished (a worker just created is still pending)."""
+        return self.sweep_worker is not None and not self.sweep_worker.is_finished
 
     def choose(self, preset: Any) -> None:
         """Select a loaded sweep preset (from the picker, the palette or a path)."""
