@@ -114,14 +114,32 @@ def _noise(ci_a: float, ci_b: float) -> float:
     return math.hypot(ci_a, ci_b)
 
 
+def _tied(speedup: np.ndarray, ci: np.ndarray, exact: np.ndarray) -> np.ndarray:
+    """Which K of a cell are within sampling noise of the best (index 0 of the arrays).
+
+    Where both exact speedups exist, their gap is compared with the Monte Carlo noise of a
+    difference (95 % half-width of the difference of the two estimates); otherwise the Monte
+    Carlo 95 % intervals must overlap. In an exact-only sweep (no noise) only an equal speedup
+    ties. :data:`engine.formatting.TIE_RULE` says this in words.
+    """
+    with np.errstate(invalid="ignore"):
+        noise = np.where(np.isnan(ci[0]) | np.isnan(ci), 0.0, np.hypot(ci[0], ci))
+        reach = np.nan_to_num(ci[0]) + np.nan_to_num(ci)
+        have_exact = ~np.isnan(exact[0]) & ~np.isnan(exact)
+        by_exact = np.abs(exact[0] - exact) <= noise
+        by_overlap = speedup[0] - speedup <= reach
+    return np.where(have_exact, by_exact, by_overlap)
+
+
 def optimal_k(frame: pd.DataFrame) -> pd.DataFrame:
     """K* for every (model, its quality parameters, costs, length) cell.
 
     Columns: the cell's keys, ``k_opt`` and ``speedup_opt`` (with ``speedup_ci95``), the
-    runner-up ``k_second``/``speedup_second``, ``tie`` (the best two are within sampling
-    noise: their difference is inside the 95 % interval of a difference), ``tied_ks`` (every
-    K within noise of the best), ``k_opt_exact``/``speedup_exact_opt`` from the exact values,
-    ``loses`` (even K* is slower than the baseline) and ``n_k``.
+    runner-up ``k_second``/``speedup_second``, ``tie`` (another K is within sampling noise of
+    the best, by :func:`_tied`: the exact gap within the Monte Carlo noise, or without exact
+    values overlapping Monte Carlo intervals), ``tied_ks`` (every K within noise of the best),
+    ``k_opt_exact``/``speedup_exact_opt`` from the exact values, ``loses`` (even K* is
+    slower than the baseline) and ``n_k``.
     """
     col = speedup_column(frame)
     rows: list[dict[str, Any]] = []
@@ -130,47 +148,39 @@ def optimal_k(frame: pd.DataFrame) -> pd.DataFrame:
         keys = [*get_model(str(model_name)).reads, *CELL_COLUMNS]
         for cell_key, cell in model_rows.groupby(keys, sort=True, dropna=False):
             ranked = cell.sort_values([col, "k"], ascending=[False, True])
-            best = ranked.iloc[0]
-            ci_best = float(best["speedup_ci95"]) if col == "speedup" else math.nan
-            second = ranked.iloc[1] if len(ranked) > 1 else None
-            tied = [
-                int(r["k"])
-                for _, r in ranked.iterrows()
-                if best[col] - r[col]
-                <= _noise(ci_best, float(r["speedup_ci95"]) if col == "speedup" else math.nan)
-            ]
-            exact_best = cell.loc[cell["speedup_exact"].idxmax()]
+            ks = ranked["k"].to_numpy(dtype=int)
+            speedup = ranked[col].to_numpy(dtype=float)
+            ci = (
+                ranked["speedup_ci95"].to_numpy(dtype=float)
+                if col == "speedup"
+                else np.full(len(ranked), math.nan)
+            )
+            exact = ranked["speedup_exact"].to_numpy(dtype=float)
+            tied = ks[_tied(speedup, ci, exact)]
+            # The exact optimum: the first row of the cell with the highest exact speedup.
+            cell_exact = cell["speedup_exact"].to_numpy(dtype=float)
+            has_exact = not np.isnan(cell_exact).all()
+            exact_at = int(np.nanargmax(cell_exact)) if has_exact else -1
             row = dict(zip(keys, cell_key, strict=True))
             row.update(
                 draft_model=model_name,
-                cost_ratio=float(best["draft_cost_us"] / best["verify_cost_us"]),
-                k_opt=int(best["k"]),
-                speedup_opt=float(best[col]),
-                speedup_ci95=ci_best,
-                k_second=int(second["k"]) if second is not None else None,
-                speedup_second=float(second[col]) if second is not None else math.nan,
+                cost_ratio=float(ranked["draft_cost_us"].iat[0] / ranked["verify_cost_us"].iat[0]),
+                k_opt=int(ks[0]),
+                speedup_opt=float(speedup[0]),
+                speedup_ci95=float(ci[0]),
+                k_second=int(ks[1]) if len(ks) > 1 else None,
+                speedup_second=float(speedup[1]) if len(ks) > 1 else math.nan,
                 tie=len(tied) > 1,
                 tied_ks=",".join(str(k) for k in sorted(tied)),
-                k_opt_exact=int(exact_best["k"]),
-                speedup_exact_opt=float(exact_best["speedup_exact"]),
-                loses=bool(best[col] < 1.0),
+                k_opt_exact=int(cell["k"].iat[exact_at]) if has_exact else int(ks[0]),
+                speedup_exact_opt=float(cell_exact[exact_at]) if has_exact else math.nan,
+                loses=bool(speedup[0] < 1.0),
                 n_k=len(cell),
             )
             rows.append(row)
     out = pd.DataFrame(rows)
     lead = ["draft_model", *sorted(MODEL_PARAMETERS & set(out.columns))]
     return out[lead + [c for c in out.columns if c not in lead]]
-
-
-def heatmap(opt: pd.DataFrame, model: str, value: str = "k_opt") -> pd.DataFrame:
-    """One model's optimal-K table as a grid: rows its quality parameter, columns draft cost."""
-    rows = opt[opt["draft_model"] == model]
-    return rows.pivot_table(
-        index=quality_parameter(model, rows),
-        columns="draft_cost_us",
-        values=value,
-        aggfunc="first",
-    )
 
 
 def k_star_ranges(opt: pd.DataFrame, model: str = "fixed") -> pd.DataFrame:
@@ -240,7 +250,8 @@ def losing_configurations(frame: pd.DataFrame) -> dict[str, Any]:
     ``count``/``total`` count rows as the sweep has them (the original's way);
     ``distinct``/``distinct_total`` count after merging rows that differ only in inert
     parameters. ``min_cost_ratio`` is the cheapest draft among losers; ``max_quality`` the
-    best quality parameter among each model's losers; ``by_model`` counts per model.
+    best quality parameter among each model's losers (only for a model whose quality
+    parameter varies in the sweep: a constant says nothing); ``by_model`` counts per model.
     """
     col = speedup_column(frame)
     losers = frame[frame[col] < 1.0]
@@ -251,8 +262,10 @@ def losing_configurations(frame: pd.DataFrame) -> dict[str, Any]:
     for name in DRAFT_MODELS:
         model_losers = eff_losers[eff_losers["draft_model"] == name]
         by_model[name] = len(model_losers)
-        if len(model_losers):
-            quality = quality_parameter(name, eff)
+        quality = quality_parameter(name, eff)
+        # Only an axis that varies in the sweep says something about the losers.
+        varies = eff.loc[eff["draft_model"] == name, quality].nunique() > 1
+        if len(model_losers) and varies:
             max_quality[name] = (quality, float(model_losers[quality].max()))
     return {
         "count": len(losers),

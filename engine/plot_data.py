@@ -30,7 +30,7 @@ import pandas as pd
 
 from .analysis import effective, optimal_k, pareto_front, speedup_column
 from .config import CONFIG_FIELDS
-from .draft_models import DRAFT_MODELS, MODEL_PARAMETERS
+from .draft_models import DRAFT_MODELS, MODEL_PARAMETERS, inert_parameters
 
 # Short names of the quality parameters, for line labels.
 SHORT_NAMES = {
@@ -117,6 +117,34 @@ def _fmt(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float | int | np.number) else str(value)
 
 
+def _held_values(rows: pd.DataFrame, shown: Sequence[str]) -> tuple[dict[str, Any], list[str]]:
+    """The value kept for each varying configuration axis not ``shown``, and a note on each.
+
+    The most common value (ties go to the smallest), counted axis by axis among the rows kept
+    so far.
+    """
+    held: dict[str, Any] = {}
+    notes: list[str] = []
+    for column in CONFIG_FIELDS:
+        if column in shown or column == "draft_model" or column not in rows.columns:
+            continue
+        counts = rows[column].dropna().value_counts()
+        if len(counts) <= 1:
+            continue
+        ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+        held[column] = ranked[0][0]
+        rows = _keep(rows, {column: held[column]})  # the next axis is counted among these
+        notes.append(f"{column} varies in this sweep; showing {column}={_fmt(held[column])} only")
+    return held, notes
+
+
+def _keep(rows: pd.DataFrame, held: dict[str, Any]) -> pd.DataFrame:
+    for column, value in held.items():
+        if column in rows.columns:
+            rows = rows[rows[column].isna() | (rows[column] == value)]
+    return rows
+
+
 def _hold_constant(
     rows: pd.DataFrame, shown: Sequence[str], averaged: Sequence[str] = ()
 ) -> tuple[pd.DataFrame, list[str]]:
@@ -124,20 +152,8 @@ def _hold_constant(
 
     Ties in frequency go to the smallest value. Returns the rows kept and one note per axis.
     """
-    notes: list[str] = []
-    for column in CONFIG_FIELDS:
-        if column in shown or column in averaged or column == "draft_model":
-            continue
-        if column not in rows.columns:
-            continue
-        counts = rows[column].dropna().value_counts()
-        if len(counts) <= 1:
-            continue
-        ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
-        chosen = ranked[0][0]
-        rows = rows[rows[column].isna() | (rows[column] == chosen)]
-        notes.append(f"{column} varies in this sweep; showing {column}={_fmt(chosen)} only")
-    return rows, notes
+    held, notes = _held_values(rows, (*shown, *averaged))
+    return _keep(rows, held), notes
 
 
 def _combined_ci(ci: pd.Series) -> float:
@@ -398,61 +414,107 @@ def heatmap_model(frame: pd.DataFrame) -> str | None:
     return "fixed" if "fixed" in models else (models[0] if models else None)
 
 
-def optimal_k_heatmap(frame: pd.DataFrame, model: str | None = None) -> pd.DataFrame:
-    """Plot 6: the optimal-K grid of one model, quality parameter(s) x draft cost.
+def optimal_k_heatmap(
+    frame: pd.DataFrame, model: str | None = None, planned: pd.DataFrame | None = None
+) -> pd.DataFrame:
+    """Plot 6 and every other view of K*: one model's optimal-K grid, quality x draft cost.
 
-    One row per grid cell (missing cells are absent). ``row`` (0 = first row) and
-    ``row_label`` come from the values of the model's parameters that vary in the sweep (the
-    first parameter it reads if none varies); ``column`` indexes ``draft_cost_us`` (us).
-    The rest is :func:`engine.analysis.optimal_k`: ``k_opt`` (K*), ``speedup_opt`` with
-    ``speedup_ci95``, ``tie`` (the best two K are within sampling noise), ``tied_ks`` (every K
-    within noise of the best, comma-separated), ``loses`` (even K* is slower than the
-    baseline), and the exact ``k_opt_exact``/``speedup_exact_opt``; ``n_k`` counts the K
-    values the cell has and ``complete`` is false while it lacks some K that other cells have
-    (a running sweep: K* is provisional). ``model`` defaults to
-    :func:`heatmap_model`; ``result.attrs["model"]`` names the model shown.
+    The one definition of the K* grid: the CLI report, the PNG, the plotext plot and the
+    app's Sweep and Plots views all draw this frame, and :func:`heatmap_cell_rows` gives a
+    cell's own rows by the same rule.
+
+    One row per grid cell that has results (cells still pending are absent). Rows of the grid
+    are the distinct values of the model's parameters that vary in the sweep, all of them
+    together (``decay_base`` x ``decay_factor`` gives one row per pair; the first parameter it
+    reads if none varies): ``row`` (0 = first) and ``row_label``. ``column`` indexes
+    ``draft_cost_us`` (us). Every other configuration axis that varies (``tokens_per_seq``,
+    ``verify_cost_us``, ``seed``...) is held at its most common value and
+    ``attrs["notes"]`` says so. The rest is :func:`engine.analysis.optimal_k`: ``k_opt`` (K*,
+    ties in speedup to the smaller K), ``speedup_opt`` with ``speedup_ci95``, ``tie`` and
+    ``tied_ks`` (:data:`engine.formatting.TIE_RULE`), ``loses`` (even K* is slower than the
+    baseline), the exact ``k_opt_exact``/``speedup_exact_opt``; ``n_k`` counts the K values
+    the cell has and ``complete`` is false while it lacks some K of the grid (a running sweep:
+    K* is the best so far).
+
+    ``planned`` (the configurations of the whole sweep, at least the CONFIG_FIELDS columns)
+    fixes the grid's shape before results arrive: rows, columns, held values and K count come
+    from it, so a running sweep's grid does not change shape as it fills. ``model`` defaults
+    to :func:`heatmap_model`. ``attrs``: ``model``, ``row_labels``, ``row_keys`` (tuples of
+    ``row_parameters`` values), ``costs``, ``held`` (axis -> value shown), ``k_count``,
+    ``notes``, ``speedup_column``.
     """
-    model = model if model is not None else heatmap_model(frame)
-    if not _usable(frame) or model is None or not (frame["draft_model"] == model).any():
+    basis = planned if planned is not None else frame
+    model = model if model is not None else heatmap_model(basis)
+    if model is None or basis.empty or not (basis["draft_model"] == model).any():
         return _empty(HEATMAP_COLUMNS, model=model)
-    col = speedup_column(frame)
     reads = list(DRAFT_MODELS[model].reads)
-    rows, notes = _hold_constant(
-        effective(frame[frame["draft_model"] == model]), ("k", *reads, "draft_cost_us")
-    )
-    if rows.empty:
-        return _empty(HEATMAP_COLUMNS, model=model)
-    opt = optimal_k(rows)
-    varying = [p for p in reads if opt[p].nunique() > 1] or reads[:1]
-    row_keys = sorted(set(opt[varying].itertuples(index=False, name=None)))
-    row_index = {key: i for i, key in enumerate(row_keys)}
-    costs = sorted(opt["draft_cost_us"].unique())
-    opt["row"] = [row_index[tuple(v)] for v in opt[varying].itertuples(index=False, name=None)]
-    opt["row_label"] = [
+    shape_rows = effective(basis[basis["draft_model"] == model])
+    held, notes = _held_values(shape_rows, ("k", *reads, "draft_cost_us"))
+    shape_rows = _keep(shape_rows, held)
+    varying = [p for p in reads if shape_rows[p].nunique() > 1] or reads[:1]
+    row_keys = sorted(set(shape_rows[varying].itertuples(index=False, name=None)))
+    costs = sorted(float(c) for c in shape_rows["draft_cost_us"].unique())
+    k_count = int(shape_rows["k"].nunique())
+    row_labels = [
         ", ".join(f"{SHORT_NAMES.get(p, p)}={_fmt(v)}" for p, v in zip(varying, key, strict=True))
-        for key in opt[varying].itertuples(index=False, name=None)
+        for key in row_keys
     ]
-    opt["column"] = opt["draft_cost_us"].map({c: i for i, c in enumerate(costs)})
-    # While a sweep runs, a cell may have only some of its K: its K* is provisional.
-    k_count = int(rows["k"].nunique())
+    attrs = {
+        "notes": notes,
+        "model": model,
+        "k_count": k_count,
+        "row_parameters": varying,
+        "row_keys": row_keys,
+        "row_labels": row_labels,
+        "costs": costs,
+        "held": held,
+    }
+    if not _usable(frame) or not (frame["draft_model"] == model).any():
+        out = _empty(HEATMAP_COLUMNS, **attrs)
+        return out
+    col = speedup_column(frame)
+    rows = _keep(effective(frame[frame["draft_model"] == model]), held)
+    if rows.empty:
+        return _empty(HEATMAP_COLUMNS, **attrs, speedup_column=col)
+    opt = optimal_k(rows)
+    row_index = {key: i for i, key in enumerate(row_keys)}
+    column_index = {c: i for i, c in enumerate(costs)}
+    keys = list(opt[varying].itertuples(index=False, name=None))
+    opt["row"] = [row_index.get(tuple(key), -1) for key in keys]
+    opt["column"] = [column_index.get(float(c), -1) for c in opt["draft_cost_us"]]
+    opt = opt[(opt["row"] >= 0) & (opt["column"] >= 0)].copy()  # outside the planned grid
+    opt["row_label"] = [row_labels[i] for i in opt["row"]]
     opt["complete"] = opt["n_k"] >= k_count
     for p in MODEL_PARAMETERS:
         if p not in opt.columns:
             opt[p] = np.nan
     out = opt.sort_values(["row", "column"]).reset_index(drop=True)[list(HEATMAP_COLUMNS)]
-    out.attrs.update(
-        notes=notes,
-        speedup_column=col,
-        model=model,
-        k_count=k_count,
-        row_parameters=varying,
-        costs=costs,
-        row_labels=[
-            ", ".join(f"{SHORT_NAMES.get(p, p)}={_fmt(v)}" for p, v in zip(varying, k, strict=True))
-            for k in row_keys
-        ],
-    )
+    out.attrs.update(attrs, speedup_column=col)
     return out
+
+
+def heatmap_cell_rows(
+    frame: pd.DataFrame, grid: pd.DataFrame, row: int, column: int
+) -> pd.DataFrame:
+    """The rows of ``frame`` behind cell (``row``, ``column``) of ``grid``, one per K, by K.
+
+    ``grid`` is :func:`optimal_k_heatmap` of the same sweep; the rows are picked by the same
+    rule (the row's parameter values, the column's draft cost, the held axes), with their full
+    configuration (parameters the model ignores are not blanked). Empty if the cell has none.
+    """
+    model = grid.attrs.get("model")
+    keys = grid.attrs.get("row_keys") or []
+    costs = grid.attrs.get("costs") or []
+    if model is None or frame.empty or not (0 <= row < len(keys) and 0 <= column < len(costs)):
+        return frame.iloc[0:0]
+    mask = (frame["draft_model"] == model) & (frame["draft_cost_us"] == costs[column])
+    for parameter, value in zip(grid.attrs["row_parameters"], keys[row], strict=True):
+        mask &= frame[parameter] == value
+    inert = set(inert_parameters(model))
+    for axis, value in grid.attrs.get("held", {}).items():
+        if axis not in inert:
+            mask &= frame[axis] == value
+    return frame[mask].drop_duplicates(subset=["k"]).sort_values("k", kind="stable")
 
 
 @dataclass(frozen=True)

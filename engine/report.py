@@ -13,7 +13,9 @@ import numpy as np
 import pandas as pd
 
 from . import analysis as A
-from .draft_models import get_model
+from .draft_models import DRAFT_MODELS, get_model
+from .formatting import HEATMAP_LEGEND, cell_text, speedup_text
+from .plot_data import optimal_k_heatmap
 
 # The original's claims, transcribed from its README ("Key Findings").
 CLAIM_BEST = {"draft_model": "fixed", "k": 15, "acceptance_rate": 0.95, "draft_cost_us": 10.0}
@@ -45,6 +47,7 @@ class Section:
     lines: list[str] = field(default_factory=list)
     table: pd.DataFrame | None = None
     verdict: str | None = None  # for checks of the original's findings
+    grid: pd.DataFrame | None = None  # an optimal-K grid (engine.plot_data.optimal_k_heatmap)
 
 
 def _fmt(x: float, digits: int = 2) -> str:
@@ -68,22 +71,16 @@ def _lookup(frame: pd.DataFrame, **values: object) -> pd.DataFrame:
     return frame[mask]
 
 
-def heatmap_cells(opt: pd.DataFrame, model: str) -> pd.DataFrame:
-    """The optimal-K grid as text cells: "K* speedup", with ≈ for a tie and ✗ for a loss."""
-
-    def cell(row: pd.Series) -> str:
-        mark = ("≈" if row["tie"] else "") + (" ✗" if row["loses"] else "")
-        speedup = row["speedup_opt"]
-        digits = 3 if 0.995 <= speedup < 1.0 else 2  # a loss must not print as 1.00x
-        return f"{int(row['k_opt'])}{mark} ({speedup:.{digits}f}x)"
-
-    rows = opt[opt["draft_model"] == model].copy()
-    if rows.empty:
-        return pd.DataFrame()
-    rows["cell"] = rows.apply(cell, axis=1)
-    grid = A.heatmap(rows, model, "cell")
-    grid.columns = [f"{cost:g} us" for cost in grid.columns]
-    return grid
+def heatmap_cells(grid: pd.DataFrame) -> pd.DataFrame:
+    """An optimal-K grid (:func:`engine.plot_data.optimal_k_heatmap`) as a table of cell text
+    (:func:`engine.formatting.cell_text`): a row per row label, a column per draft cost."""
+    labels = grid.attrs.get("row_labels", [])
+    costs = grid.attrs.get("costs", [])
+    table = pd.DataFrame("", index=pd.Index(labels), columns=[f"{c:g} us" for c in costs])
+    table.index.name = ", ".join(grid.attrs.get("row_parameters", []))
+    for _, cell in grid.iterrows():
+        table.iloc[int(cell["row"]), int(cell["column"])] = cell_text(cell)
+    return table
 
 
 def analysis_sections(frame: pd.DataFrame) -> list[Section]:
@@ -96,31 +93,32 @@ def analysis_sections(frame: pd.DataFrame) -> list[Section]:
             "Best configuration",
             [
                 _config_text(best),
-                f"speedup {_fmt(best['speedup'])}x ± {_fmt(best['speedup_ci95'])} (Monte Carlo, "
-                f"95 % CI), exact {_fmt(best['speedup_exact'])}x at "
-                f"{int(best['tokens_per_seq'])} tokens, {_fmt(best['speedup_limit'])}x as "
+                f"speedup {speedup_text(best['speedup'])} ± {_fmt(best['speedup_ci95'])} "
+                f"(Monte Carlo, 95 % CI), exact {speedup_text(best['speedup_exact'])} at "
+                f"{int(best['tokens_per_seq'])} tokens, {speedup_text(best['speedup_limit'])} as "
                 "sequences grow long",
             ],
         )
     )
-    opt = A.optimal_k(frame)
-    for model in opt["draft_model"].unique():
-        quality = A.quality_parameter(str(model), opt)
-        cells = heatmap_cells(opt, str(model))
-        ties = opt[(opt["draft_model"] == model) & opt["tie"]]
+    models = [m for m in DRAFT_MODELS if (frame["draft_model"] == m).any()]
+    for model in models:
+        grid = optimal_k_heatmap(frame, model)
+        rows = ", ".join(grid.attrs.get("row_parameters", []))
         lines = [
-            f"rows: {quality}; columns: draft cost (us); cell: K* (its speedup). "
-            "≈ the best two K are within sampling noise; ✗ even K* is slower than the baseline."
+            f"rows: {rows}; columns: draft cost (us); cell: K* and its speedup. {HEATMAP_LEGEND}.",
+            *grid.attrs.get("notes", []),
         ]
+        ties = grid[grid["tie"].astype(bool)]
         if len(ties):
             lines.append(
                 "ties: "
                 + "; ".join(
-                    f"{quality}={r[quality]:g}, {r['draft_cost_us']:g} us: K in {{{r['tied_ks']}}}"
+                    f"{r['row_label']}, {r['draft_cost_us']:g} us: K in {{{r['tied_ks']}}}"
                     for _, r in ties.iterrows()
                 )
             )
-        sections.append(Section(f"Optimal K, {model}", lines, cells))
+        sections.append(Section(f"Optimal K, {model}", lines, heatmap_cells(grid), grid=grid))
+    opt = A.optimal_k(frame)
     ranges = A.k_star_ranges(opt)
     if len(ranges):
         sections.append(
@@ -156,10 +154,14 @@ def analysis_sections(frame: pd.DataFrame) -> list[Section]:
             f"the cheapest draft among them has cost ratio {_fmt(losing['min_cost_ratio'])}; "
             f"the smallest K among them is {losing['min_k']}"
         )
-        lines += [
-            f"{model}: {losing['by_model'][model]} losing; best {q} among them {v:g}"
-            for model, (q, v) in losing["max_quality"].items()
-        ]
+        for model, count in losing["by_model"].items():
+            if not count:
+                continue
+            line = f"{model}: {count} losing"
+            if model in losing["max_quality"]:  # only an axis that varies describes them
+                q, v = losing["max_quality"][model]
+                line += f"; best {q} among them {v:g}"
+            lines.append(line)
     sections.append(Section("Configurations that lose to the baseline", lines))
     front = A.pareto_front(frame)
     keep = ["draft_model", "k", "acceptance_rate", "draft_cost_us", col, "compute_overhead"]
@@ -197,8 +199,8 @@ def original_findings(frame: pd.DataFrame) -> list[Section]:
         Section(
             "1. Maximum speedup: 6.06x (fixed, K=15, acceptance 0.95, draft 10 us)",
             [
-                f"this sweep: {best[col]:.2f}x ± {_fmt(best['speedup_ci95'])} "
-                f"(exact {best['speedup_exact']:.2f}x) at {_config_text(best)}",
+                f"this sweep: {speedup_text(best[col])} ± {_fmt(best['speedup_ci95'])} "
+                f"(exact {speedup_text(best['speedup_exact'])}) at {_config_text(best)}",
             ],
             verdict=_verdict(("configuration", bool(same)), ("speedup", bool(close))),
         )

@@ -14,12 +14,22 @@ from typing import Any
 import pandas as pd
 
 from .config import CONFIG_FIELDS, SpecConfig
+from .draft_models import inert_parameters
 from .exact import exact_metrics
 from .grid import Grid, SweepSpec
 from .reference import simulate_reference
 from .simulator import METRIC_NAMES, simulate
 
-__all__ = ["ENGINES", "SWEEP_COLUMNS", "Grid", "SweepSpec", "evaluate", "run_sweep"]
+__all__ = [
+    "ENGINES",
+    "SWEEP_COLUMNS",
+    "Grid",
+    "SweepSpec",
+    "cell_key",
+    "cell_order",
+    "evaluate",
+    "run_sweep",
+]
 
 ENGINES = ("fast", "reference")
 SWEEP_COLUMNS: tuple[str, ...] = ("config_id", *CONFIG_FIELDS, *METRIC_NAMES)
@@ -37,6 +47,27 @@ def evaluate(config: SpecConfig, engine: str = "fast", exact_only: bool = False)
         run = simulate if engine == "fast" else simulate_reference
         metrics = run(config).metrics
     return {**config.to_dict(), **metrics}
+
+
+def cell_key(config: SpecConfig) -> tuple[Any, ...]:
+    """The optimal-K cell of a configuration: every field but ``k`` and its model's inert ones."""
+    inert = set(inert_parameters(config.draft_model))
+    return tuple(
+        None if name in inert else value for name, value in config.to_dict().items() if name != "k"
+    )
+
+
+def cell_order(configs: Sequence[SpecConfig]) -> list[int]:
+    """Indices of ``configs`` with every K of a cell together, cells in order of first appearance.
+
+    A sweep run in this order completes its optimal-K cells one after another (a heatmap fills
+    as it goes) instead of finishing every cell at once near the end, as a grid listing K as
+    its outer axis would. Within a cell the grid's own order is kept.
+    """
+    cells: dict[tuple[Any, ...], list[int]] = {}
+    for index, config in enumerate(configs):
+        cells.setdefault(cell_key(config), []).append(index)
+    return [index for members in cells.values() for index in members]
 
 
 def _evaluate_batch(
@@ -60,12 +91,16 @@ def run_sweep(
 ) -> pd.DataFrame:
     """Run every configuration; return the finished rows ordered by ``config_id``.
 
+    Configurations run cell by cell (:func:`cell_order`: all K of an optimal-K cell together,
+    in batches of ``batch_size``); ``config_id`` is the index in ``configs``, so the result
+    (and a CSV of it) stays in grid order, and every row is the same whatever the order
+    (each configuration has its own generator).
     ``on_result(row, done, total)`` is called in the caller's thread as each row finishes.
     When ``should_stop()`` turns true the sweep stops early: rows already finished are
     returned, work not yet started is cancelled.
     """
     total = len(configs)
-    indexed = list(enumerate(configs))
+    indexed = [(i, configs[i]) for i in cell_order(configs)]
     batches = [indexed[i : i + batch_size] for i in range(0, total, batch_size)]
     rows: list[dict[str, Any]] = []
 

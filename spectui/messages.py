@@ -90,7 +90,7 @@ class SweepSnapshot(Message):
     """The rows finished so far and their optimal-K table (sent at most every 0.5 s)."""
 
     frame: pd.DataFrame
-    optimal: pd.DataFrame | None
+    optimal: Any  # model -> its K* grid (engine.plot_data.optimal_k_heatmap)
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, SweepSnapshot)
@@ -101,7 +101,7 @@ class SweepFinished(Message):
     """The sweep ended (or was cancelled); its rows were saved to ``path``."""
 
     frame: pd.DataFrame
-    optimal: pd.DataFrame | None
+    optimal: Any  # model -> its K* grid (engine.plot_data.optimal_k_heatmap)
     path: Path | None
     cancelled: bool
     elapsed: float

@@ -60,13 +60,20 @@ def worker_count() -> int:
 
 
 def batch_size(configs: Sequence[SpecConfig], workers: int) -> int:
-    """Configurations per batch for ``workers`` processes (see :data:`BATCH_TOKENS`)."""
+    """Configurations per batch for ``workers`` processes (see :data:`BATCH_TOKENS`).
+
+    A multiple of the number of K values when that fits: the sweep runs cell by cell
+    (:func:`engine.sweep.cell_order`, all K of a cell together), so each batch completes
+    whole cells of the heatmap.
+    """
     if not configs:
         return 1
     tokens = sum(c.n_sequences * c.tokens_per_seq for c in configs) / len(configs)
     by_work = int(BATCH_TOKENS // max(tokens, 1))
     by_progress = math.ceil(len(configs) / (BATCHES_PER_WORKER * max(workers, 1)))
-    return max(1, min(by_work, by_progress))
+    size = max(1, min(by_work, by_progress))
+    cell = len({c.k for c in configs})
+    return size // cell * cell if size >= cell else size
 
 
 def _init_worker() -> None:

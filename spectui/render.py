@@ -24,9 +24,11 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
+from engine.formatting import PENDING_MARK, cell_text, speedup_text
 from engine.presets import Preset, PresetError
 from engine.report import Section, analysis_sections, original_findings
 from engine.simulator import RunResult
+from spectui.colours import heat_style
 
 
 def console(stderr: bool = False) -> Console:
@@ -136,34 +138,38 @@ def frame_table(frame: pd.DataFrame, index: bool = False) -> Table:
     data = frame.reset_index() if index else frame
     for name in data.columns:
         table.add_column(str(name), justify="right")
+    speedups = ["speedup" in str(name) for name in data.columns]
     for row in data.itertuples(index=False):
         table.add_row(
-            *(f"{v:.3f}" if isinstance(v, float) and not math.isnan(v) else str(v) for v in row)
+            *(
+                (speedup_text(v, 3, unit="") if is_speedup else f"{v:.3f}")
+                if isinstance(v, float) and not math.isnan(v)
+                else str(v)
+                for v, is_speedup in zip(row, speedups, strict=True)
+            )
         )
     return table
 
 
-def _heat_style(cell: str) -> str:
-    """Colour of a heatmap cell by its speedup: red loses, yellow marginal, green pays."""
-    if "✗" in cell:
-        return "bold red"
-    try:
-        speedup = float(cell.rsplit("(", 1)[1].rstrip("x)"))
-    except (IndexError, ValueError):
-        return ""
-    return "green" if speedup >= 2 else ("yellow" if speedup >= 1.2 else "dark_orange")
-
-
-def heatmap_table(cells: pd.DataFrame) -> Table:
+def heatmap_table(grid: pd.DataFrame, no_color: bool = False) -> Table:
+    """An optimal-K grid (engine.plot_data.optimal_k_heatmap) as a rich table: each cell's
+    text from engine.formatting.cell_text on the speedup scale of spectui.colours."""
     table = Table(show_header=True, header_style="bold")
-    table.add_column(str(cells.index.name), justify="right")
-    for cost in cells.columns:
-        table.add_column(str(cost), justify="center")
-    for quality, row in cells.iterrows():
-        table.add_row(
-            f"{quality:g}",
-            *(Text(str(v), style=_heat_style(str(v))) if isinstance(v, str) else "" for v in row),
-        )
+    table.add_column(", ".join(grid.attrs.get("row_parameters", [])), justify="right")
+    costs = grid.attrs.get("costs", [])
+    for cost in costs:
+        table.add_column(f"{cost:g} us", justify="center")
+    found = {(int(r["row"]), int(r["column"])): r for _, r in grid.iterrows()}
+    for i, label in enumerate(grid.attrs.get("row_labels", [])):
+        cells: list[Any] = []
+        for j in range(len(costs)):
+            cell = found.get((i, j))
+            if cell is None:
+                cells.append(PENDING_MARK)
+            else:
+                style = heat_style(float(cell["speedup_opt"]), no_color)
+                cells.append(Text(f" {cell_text(cell)} ", style=style))
+        table.add_row(label, *cells)
     return table
 
 
@@ -173,8 +179,8 @@ def _section(section: Section) -> Panel:
         style = {"confirmed": "green", "contradicted": "bold red"}.get(section.verdict, "yellow")
         parts.insert(0, Text(section.verdict, style=style))
     if section.table is not None and len(section.table):
-        if section.title.startswith("Optimal K"):
-            parts.append(heatmap_table(section.table))
+        if section.grid is not None:
+            parts.append(heatmap_table(section.grid, no_color=bool(os.environ.get("NO_COLOR"))))
         else:
             parts.append(frame_table(section.table))
     return Panel(Group(*parts), title=section.title, title_align="left")

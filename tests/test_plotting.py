@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from engine.analysis import SweepDataError
+from engine.formatting import SHORT_LEGEND
 from engine.plot_data import PLOTS
 from engine.presets import load_preset
 from engine.sweep import run_sweep
@@ -92,7 +93,7 @@ def test_heatmap_in_the_terminal_shows_k_star_and_the_legend(tiny_frame):
     text = render_text("06_optimal_k_heatmap", tiny_frame, width=110, height=30)
     assert "K* and its speedup, fixed model" in text
     assert "a=0.95" in text and "10us" in text
-    assert "tie within noise" in text
+    assert SHORT_LEGEND in text  # the one legend of every K* grid
 
 
 def test_empty_frame_draws_an_empty_message(tiny_frame):
@@ -207,3 +208,23 @@ def test_print_all_to_a_file_object(tiny_frame):
     buffer = io.StringIO()
     print_all(tiny_frame, width=80, height=24, file=buffer)
     assert buffer.getvalue().count("Plot ") >= len(PLOTS)
+
+
+def test_heatmap_in_the_terminal_has_every_row_of_a_two_parameter_grid():
+    # Plot 6 draws the same grid as the Sweep view: 4 rows for decay_base x decay_factor.
+    from tests.engine.test_grid import decay_sweep
+
+    text = render_text("06_optimal_k_heatmap", decay_sweep(), width=120, height=30)
+    for label in ("base=0.8, factor=0.6", "base=0.8, factor=0.9", "base=0.9, factor=0.6"):
+        assert label in text
+    assert "base=0.9, factor=0.9" in text
+
+
+def test_narrow_heatmap_keeps_every_tick_and_a_legend(tiny_frame):
+    # At 80x24 with the form shown the plot is ~54 columns: "10us r=0.05" ticks collided
+    # and plotext dropped some; the long legend did not fit and was dropped.
+    from engine.formatting import MARKS_LEGEND
+
+    text = render_text("06_optimal_k_heatmap", tiny_frame, width=54, height=18)
+    assert "10us" in text and "50us" in text
+    assert MARKS_LEGEND in text

@@ -7,37 +7,7 @@ for; ``terminal`` needs plotext (a core dependency).
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
-from typing import Any
-
-TIE_MARK = "≈"
-LOSE_MARK = "✗"
-PARTIAL_MARK = "?"
-HEATMAP_LEGEND = (
-    f"{TIE_MARK}K: other K within sampling noise of the best (tied K listed); "
-    f"{LOSE_MARK} / hatched: even K* is slower than the baseline (speedup < 1)"
-)
-PARTIAL_LEGEND = f"{PARTIAL_MARK}: provisional, the cell does not have every K yet"
-
-
-def k_star_text(cell: Any, prefix: bool = False) -> str:
-    """'7', or '≈7' when another K is within sampling noise of K* (a tie).
-
-    With ``prefix``: 'K*=7' or 'K*≈7'.
-    """
-    tie = bool(cell["tie"])
-    k = int(cell["k_opt"])
-    if prefix:
-        return f"K*{TIE_MARK if tie else '='}{k}"
-    return f"{TIE_MARK if tie else ''}{k}"
-
-
-def speedup_text(value: float) -> str:
-    """A speedup as '1.63x' (three significant digits near 1, where it matters)."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    return f"{value:.3f}x" if abs(value - 1.0) < 0.05 else f"{value:.2f}x"
 
 
 def plot_command(csv_path: Path, out_dir: Path | None, terminal: bool) -> list[Path]:

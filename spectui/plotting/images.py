@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,17 +17,9 @@ from typing import Any
 import pandas as pd
 
 from engine.files import atomic_open
+from engine.formatting import HEATMAP_LEGEND, PARTIAL_LEGEND, PARTIAL_MARK, cell_text
 from engine.plot_data import MEAN_LINE, PLOTS, PlotSpec
 from spectui.errors import UsageError
-
-from . import (
-    HEATMAP_LEGEND,
-    LOSE_MARK,
-    PARTIAL_LEGEND,
-    PARTIAL_MARK,
-    k_star_text,
-    speedup_text,
-)
 
 FIGSIZE = (10.0, 6.0)  # inches; at DPI this is 1100 x 660 pixels, legible at 100 % zoom
 FIGSIZE_PANELS = (12.0, 8.0)
@@ -387,7 +380,7 @@ def _heatmap(figure_class: Any, spec: PlotSpec, data: pd.DataFrame) -> Any:
         rgba = cmap(norm(cell["k_opt"]))
         luminance = 0.299 * rgba[0] + 0.587 * rgba[1] + 0.114 * rgba[2]
         ink = "black" if luminance > 0.5 else "white"
-        lines = [k_star_text(cell, prefix=True), speedup_text(cell["speedup_opt"])]
+        lines = [cell_text(cell).replace(PARTIAL_MARK, "")]
         if cell["tie"]:
             lines.append(f"tied: K={cell['tied_ks']}")
         if int(cell["k_opt_exact"]) != int(cell["k_opt"]):
@@ -395,7 +388,6 @@ def _heatmap(figure_class: Any, spec: PlotSpec, data: pd.DataFrame) -> Any:
         if not cell["complete"]:
             lines.append(f"{PARTIAL_MARK} {int(cell['n_k'])} of {data.attrs.get('k_count')} K")
         if cell["loses"]:
-            lines[1] += f" {LOSE_MARK}"
             axes.add_patch(
                 Rectangle(
                     (column - 0.5, row - 0.5),
@@ -414,7 +406,7 @@ def _heatmap(figure_class: Any, spec: PlotSpec, data: pd.DataFrame) -> Any:
     monte_carlo = data.attrs.get("speedup_column") == "speedup"
     kind = "Monte Carlo" if monte_carlo else "exact"
     figure.suptitle(f"{spec.title}, {model} model ({kind} speedup at K*)")
-    legend = [HEATMAP_LEGEND]
+    legend = textwrap.wrap(f"cell: K* and its speedup; {HEATMAP_LEGEND}", 150)
     if not data["complete"].all():
         legend.append(PARTIAL_LEGEND)
     _caption(figure, "\n".join([*legend, *data.attrs.get("notes", [])]))

@@ -14,9 +14,9 @@ Choices forced by the terminal's resolution:
   intervals are not drawn (they are a fraction of a character cell at 500 sequences), the
   PNG has them;
 * plot 4 leaves out the K* labels of the PNG (plot 6 gives K* per cell);
-* plot 6 is a text grid: one cell per (quality, draft cost) with K* and its speedup,
-  ``≈`` before K* for a tie within sampling noise, ``✗`` after the speedup for a losing cell
-  (also red when colours are on).
+* plot 6 is a text grid: one cell per (quality, draft cost) with K* and its speedup as every
+  view writes it (:func:`engine.formatting.cell_text`), on the app's colour scale when
+  colours are on (:mod:`spectui.colours`).
 """
 
 from __future__ import annotations
@@ -30,9 +30,8 @@ from typing import Any, TextIO
 
 import pandas as pd
 
+from engine.formatting import MARKS_LEGEND, SHORT_LEGEND, cell_text
 from engine.plot_data import MEAN_LINE, get_plot, optimal_k_heatmap
-
-from . import LOSE_MARK, PARTIAL_MARK, TIE_MARK, k_star_text, speedup_text
 
 # Anchors of matplotlib's viridis, for sequential lines (low acceptance dark, high bright).
 _VIRIDIS = ((68, 1, 84), (59, 82, 139), (33, 145, 140), (94, 201, 98), (253, 231, 37))
@@ -485,6 +484,10 @@ def _log_xticks(figure: Any, values: pd.Series, columns: int) -> None:
 
 
 def _heatmap(figure: Any, data: pd.DataFrame, style: _Style, width: int | None) -> None:
+    from rich.color import Color
+
+    from spectui.colours import heat_style
+
     row_labels: list[str] = data.attrs.get("row_labels") or sorted(set(data["row_label"]))
     costs: list[float] = data.attrs.get("costs") or sorted(data["draft_cost_us"].unique())
     n_rows, n_cols = len(row_labels), len(costs)
@@ -493,34 +496,36 @@ def _heatmap(figure: Any, data: pd.DataFrame, style: _Style, width: int | None) 
     figure.xlim(-0.5, n_cols - 0.5)
     figure.ylim(-0.5, n_rows - 0.5)
     ratios = data.groupby("column")["cost_ratio"].first()
-    figure.xticks(
-        list(range(n_cols)),
-        [f"{c:g}us r={ratios.get(i, math.nan):g}" for i, c in enumerate(costs)],
-    )
+    ticks = [f"{c:g}us r={ratios.get(i, math.nan):g}" for i, c in enumerate(costs)]
+    if max(len(t) for t in ticks) >= cell_width - 1:  # plotext drops ticks that collide
+        ticks = [f"{c:g}us" for c in costs]
+    figure.xticks(list(range(n_cols)), ticks)
     # Row 0 (lowest quality) at the top, as in the PNG and the original's table.
     figure.yticks([n_rows - 1 - i for i in range(n_rows)], row_labels)
     for _, cell in data.iterrows():
-        text = f"{k_star_text(cell)} {speedup_text(float(cell['speedup_opt']))}"
-        if cell["loses"]:
-            text += LOSE_MARK
-        if not cell["complete"]:
-            text += PARTIAL_MARK
+        text = cell_text(cell)
         if cell["tie"] and len(text) + len(str(cell["tied_ks"])) + 3 <= cell_width - 1:
             text += f" ({cell['tied_ks']})"
+        colours: dict[str, Any] = {}
+        if style.color:  # the app's scale: text colour chosen by the background
+            cell_style = heat_style(float(cell["speedup_opt"]))
+            for key, colour in (("color", cell_style.color), ("background", cell_style.bgcolor)):
+                if colour is not None:
+                    colours[key] = tuple(Color.parse(colour.name).get_truecolor())
         figure.text(
-            text,
+            f" {text} " if colours else text,
             int(cell["column"]),
             n_rows - 1 - int(cell["row"]),
             alignment="center",
-            color=("red" if cell["loses"] else None) if style.color else None,
+            **colours,
         )
     model = data.attrs.get("model", "fixed")
-    figure.title(f"K* and its speedup, {model} model")
-    partial = "" if data["complete"].all() else f"; {PARTIAL_MARK}: not every K yet"
-    figure.xlabel(
-        f"draft cost; {TIE_MARK}K: tie within noise (tied K); {LOSE_MARK}: loses (speedup<1)"
-        + partial
-    )
+    held = "".join(f", {k}={v:g} only" for k, v in data.attrs.get("held", {}).items())
+    figure.title(f"K* and its speedup, {model} model{held}")
+    legend = f"draft cost · {SHORT_LEGEND}"
+    if len(legend) > (width or 100) - 2:  # plotext drops a label that does not fit
+        legend = f"draft cost · {MARKS_LEGEND}"
+    figure.xlabel(legend)
 
 
 DRAWERS: dict[str, Callable[[Any, pd.DataFrame, _Style, int | None], None]] = {

@@ -25,6 +25,13 @@ def _f(value: Any, digits: int = 3) -> str:
     return str(value)
 
 
+def _s(value: Any, digits: int = 3) -> str:
+    """A speedup (engine.formatting.speedup_text: a loss never reads 1.000)."""
+    from engine.formatting import speedup_text
+
+    return speedup_text(float(value), digits, unit="", missing="—")
+
+
 def _table(title: str, columns: list[str]) -> Table:
     table = Table(
         title=title, title_justify="left", title_style="bold", box=box.SIMPLE_HEAD, pad_edge=False
@@ -47,8 +54,8 @@ def render_analysis(frame: Any, partial: bool) -> Group:
         Text.from_markup(
             f"[b]Best configuration{note}[/b]: {best['draft_model']}, K={int(best['k'])}, "
             f"{quality}={best[quality]:g}, draft {best['draft_cost_us']:g} us "
-            f"(c={best['cost_ratio']:.3f}): speedup {best[col]:.3f}"
-            f" ±{_f(float(best['speedup_ci95']))}, exact {best['speedup_exact']:.3f}\n"
+            f"(c={best['cost_ratio']:.3f}): speedup {_s(best[col])}"
+            f" ±{_f(float(best['speedup_ci95']))}, exact {_s(best['speedup_exact'])}\n"
         )
     )
     losing = analysis.losing_configurations(frame)
@@ -73,10 +80,10 @@ def render_analysis(frame: Any, partial: bool) -> Group:
         for r in table.itertuples():
             out.add_row(
                 _f(r.cost_ratio, 2),
-                _f(r.mean_speedup, 2),
-                _f(r.mean_speedup_exact, 2),
-                _f(r.min_speedup, 2),
-                _f(r.max_speedup, 2),
+                _s(r.mean_speedup, 2),
+                _s(r.mean_speedup_exact, 2),
+                _s(r.min_speedup, 2),
+                _s(r.max_speedup, 2),
                 str(r.losing),
                 str(r.configs),
             )
@@ -104,7 +111,7 @@ def render_analysis(frame: Any, partial: bool) -> Group:
             str(int(r["k"])),
             f"{param[:5]} {r[param]:g}",
             f"{r['draft_cost_us']:g}",
-            _f(float(r[col])),
+            _s(float(r[col])),
             _f(float(r[overhead]), 2),
         )
     parts.append(out)

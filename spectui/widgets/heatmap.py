@@ -1,4 +1,4 @@
-"""The optimal-K heatmap of one draft model: rows its quality parameter, columns draft cost."""
+"""The optimal-K heatmap of one draft model, as built by engine.plot_data.optimal_k_heatmap."""
 
 from __future__ import annotations
 
@@ -7,89 +7,73 @@ from typing import TYPE_CHECKING, Any
 from rich.text import Text
 from textual.widgets import DataTable
 
-from spectui.widgets.common import speedup_colour
+from engine.formatting import PENDING_MARK, SHORT_LEGEND, cell_text
+from spectui.colours import heat_style
 
 if TYPE_CHECKING:
     import pandas as pd
 
-CELL_WIDTH = 10  # " 4≈✗2.41…": fixed, so cells never change width as they fill
-LEGEND = "K* per cell · ≈ tie within noise · ✗ loses to baseline · … cell not complete"
+CELL_WIDTH = 10  # " 4≈✗ 2.41…": fixed, so cells never change width as they fill
+LEGEND = f"K* and its speedup per cell · {SHORT_LEGEND}"
 
 
 class Heatmap(DataTable):
-    """A DataTable with a cell cursor; ``cells`` maps (quality, draft_cost_us) to K*."""
+    """A DataTable with a cell cursor showing one K* grid.
+
+    ``cells`` maps (row label, draft_cost_us) to the K* shown; ``grid`` is the grid drawn.
+    """
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__(cursor_type="cell", zebra_stripes=False, **kwargs)
+        # The cell under the cursor takes the cursor's colours whole (the theme's contrast),
+        # not the cursor's text on the cell's heat background.
+        super().__init__(
+            cursor_type="cell",
+            zebra_stripes=False,
+            cursor_foreground_priority="css",
+            cursor_background_priority="css",
+            **kwargs,
+        )
         self.model: str | None = None
-        self.quality: str = ""
-        self.cells: dict[tuple[float, float], int] = {}
-        self._shape: tuple[tuple[float, ...], tuple[float, ...]] | None = None
+        self.grid: pd.DataFrame | None = None
+        self.row_title: str = ""
+        self.cells: dict[tuple[str, float], int] = {}
+        self._shape: tuple[tuple[str, ...], tuple[float, ...]] | None = None
 
-    def show(
-        self,
-        optimal: pd.DataFrame | None,
-        model: str,
-        axes: tuple[list[float], list[float]] | None = None,
-        complete_n_k: int | None = None,
-        quality: str | None = None,
-    ) -> None:
-        """Fill the grid for ``model`` from an optimal-K table (engine.analysis.optimal_k).
-
-        ``axes`` (quality values, draft costs) gives the full grid so pending cells show too;
-        ``quality`` names the rows' parameter (default: the model's first).
-        """
-        from engine.draft_models import quality_parameter
-
-        self.model = model
-        self.quality = quality or quality_parameter(model)
-        rows = None if optimal is None or optimal.empty else optimal
-        # Cells straight from the optimal-K rows (as engine.analysis.heatmap pivots them, first
-        # row per cell), without six pivot tables on the UI thread.
-        found: dict[tuple[float, float], Any] = {}
-        if rows is not None:
-            mine = rows[rows["draft_model"] == model]
-            for r in mine.itertuples(index=False):
-                key = (float(getattr(r, self.quality)), float(r.draft_cost_us))
-                found.setdefault(key, r)
-        qualities = sorted({q for q, _ in found} | set(axes[0] if axes else []))
-        costs = sorted({c for _, c in found} | set(axes[1] if axes else []))
-        shape = (tuple(qualities), tuple(costs))
-        if shape != self._shape:
+    def show(self, grid: pd.DataFrame) -> None:
+        """Draw ``grid`` (engine.plot_data.optimal_k_heatmap, ideally with ``planned`` so
+        that pending cells show as ``·``); cells with results show :func:`cell_text`."""
+        self.grid = grid
+        self.model = grid.attrs.get("model")
+        self.row_title = ", ".join(grid.attrs.get("row_parameters", []))
+        labels = tuple(grid.attrs.get("row_labels", []))
+        costs = tuple(float(c) for c in grid.attrs.get("costs", []))
+        if (labels, costs) != self._shape:
             self.clear(columns=True)
             for cost in costs:
-                self.add_column(f"{cost:g}us", key=f"{cost!r}", width=CELL_WIDTH)
-            for quality in qualities:
-                label = Text(f"{quality:g}", style="bold")
-                self.add_row(*[""] * len(costs), key=repr(quality), label=label)
-            self._shape = shape
+                self.add_column(f"{cost:g}us", key=repr(cost), width=CELL_WIDTH)
+            for i, label in enumerate(labels):
+                self.add_row(*[""] * len(costs), key=str(i), label=Text(label, style="bold"))
+            self._shape = (labels, costs)
+        no_color = bool(getattr(self.app, "no_color", False))
+        found = {(int(r["row"]), int(r["column"])): r for _, r in grid.iterrows()}
         self.cells = {}
-        for quality in qualities:
-            for cost in costs:
-                text = Text("·", style="dim")
-                r = found.get((quality, cost))
-                if r is not None:
-                    self.cells[(quality, cost)] = int(r.k_opt)
-                    complete = complete_n_k is None or int(r.n_k) >= complete_n_k
-                    text = _cell_text(
-                        int(r.k_opt), bool(r.tie), bool(r.loses), float(r.speedup_opt), complete
-                    )
-                self.update_cell(repr(quality), repr(cost), text)
+        for i, label in enumerate(labels):
+            for j, cost in enumerate(costs):
+                cell = found.get((i, j))
+                if cell is None:
+                    text = Text(PENDING_MARK.center(CELL_WIDTH))
+                else:
+                    self.cells[(label, cost)] = int(cell["k_opt"])
+                    style = heat_style(float(cell["speedup_opt"]), no_color)
+                    text = Text(cell_text(cell, aligned=True), style=style)
+                self.update_cell(str(i), repr(cost), text)
 
-    def cell_at_cursor(self) -> tuple[float, float] | None:
+    def cell_at_cursor(self) -> tuple[int, int] | None:
+        """(row, column) of the grid under the cursor, or None."""
         if self._shape is None:
             return None
-        qualities, costs = self._shape
+        labels, costs = self._shape
         row, column = self.cursor_row, self.cursor_column
-        if not (0 <= row < len(qualities) and 0 <= column < len(costs)):
+        if not (0 <= row < len(labels) and 0 <= column < len(costs)):
             return None
-        return qualities[row], costs[column]
-
-
-def _cell_text(k_opt: int, tie: bool, loses: bool, speedup: float, complete: bool) -> Text:
-    marks = ("≈" if tie else " ") + ("✗" if loses else " ")
-    label = f"{k_opt:>2}{marks}{speedup:4.2f}" + ("" if complete else "…")
-    style = f"bold white on {speedup_colour(speedup)}"
-    if not complete:
-        style = "dim " + style
-    return Text(label, style=style)
+        return row, column

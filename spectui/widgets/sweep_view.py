@@ -26,7 +26,7 @@ from spectui.widgets.common import (
 )
 from spectui.widgets.heatmap import LEGEND, Heatmap
 
-SNAPSHOT_EVERY_S = 1.0
+SNAPSHOT_EVERY_S = 0.5
 PROGRESS_EVERY_S = 0.25
 
 
@@ -44,12 +44,10 @@ class SweepView(ReportsWorkerErrors, Vertical):
         self.presets: dict[str, Any] = {}
         self.sweep_worker: Worker | None = None
         self.frame: Any = None
-        self.optimal: Any = None
+        self.planned: Any = None  # the configurations of the sweep shown, as a frame
+        self.grids: dict[str, Any] = {}  # model -> engine.plot_data.optimal_k_heatmap
         self.models: list[str] = []
         self.model_index = 0
-        self.axes: dict[str, tuple[list[float], list[float]]] = {}
-        self.complete_n_k: dict[str, int] = {}
-        self.quality: dict[str, str] = {}  # the parameter of each model's heatmap rows
         self.out_path: Path | None = None
         self.finished: SweepFinished | None = None
         self._configs_cache: dict[str, list[SpecConfig]] = {}
@@ -92,7 +90,8 @@ class SweepView(ReportsWorkerErrors, Vertical):
 
     @property
     def running(self) -> bool:
-        return self.sweep_worker is not None and self.sweep_worker.is_running
+        """A sweep started and not yet finished (a worker just created is still pending)."""
+        return self.sweep_worker is not None and not self.sweep_worker.is_finished
 
     def choose(self, preset: Any) -> None:
         """Select a loaded sweep preset (from the picker, the palette or a path)."""
@@ -127,24 +126,21 @@ class SweepView(ReportsWorkerErrors, Vertical):
                 info.update(f"{len(configs)} configs · running (Escape cancels)")
             return
         info.update(f"{len(configs)} configs · s start")
-        self.frame = self.optimal = self.finished = None
-        self._prepare_axes(configs)
-        self.models = list(self.axes)
-        self.model_index = 0
+        # A new choice: the status and the grid describe it, not the sweep shown before.
+        self.query_one(ProgressBar).update(total=len(configs), progress=0)
+        count = self.query_one("#sweep-count", Static)
+        count.styles.height = 1
+        count.update(f"0/{len(configs)} · not started")
+        self.frame = self.finished = None
+        self._prepare(configs)
         self._draw()
 
-    def _prepare_axes(self, configs: list[SpecConfig]) -> None:
-        from engine.draft_models import get_model, quality_parameter
-
-        self.axes, self.complete_n_k, self.quality = {}, {}, {}
-        for model in dict.fromkeys(c.draft_model for c in configs):
-            mine = [c for c in configs if c.draft_model == model]
-            distinct = {p: len({getattr(c, p) for c in mine}) for p in get_model(model).reads}
-            quality = self.quality[model] = quality_parameter(model, distinct)
-            qualities = sorted({float(getattr(c, quality)) for c in mine})
-            costs = sorted({float(c.draft_cost_us) for c in mine})
-            self.axes[model] = (qualities, costs)
-            self.complete_n_k[model] = len({c.k for c in mine})
+    def _prepare(self, configs: list[SpecConfig]) -> None:
+        """The empty grids of a sweep about to run: every cell pending, in its final shape."""
+        self.planned = _planned(configs)
+        self.models = list(dict.fromkeys(self.planned["draft_model"]))
+        self.model_index = 0
+        self.grids = _grids(None, self.planned)
 
     def action_start(self) -> None:
         preset = self._selected()
@@ -158,22 +154,23 @@ class SweepView(ReportsWorkerErrors, Vertical):
         self.running_name = preset.name
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
         self.out_path = results_dir() / f"sweep-{preset.name}-{stamp}.csv"
-        self.frame = self.optimal = self.finished = None
-        self._prepare_axes(configs)
-        self.models = list(self.axes)
-        self.model_index = 0
+        self.frame = self.finished = None
+        self._prepare(configs)
         bar = self.query_one(ProgressBar)
         bar.update(total=len(configs), progress=0)
+        self.query_one("#sweep-count", Static).styles.height = 1
+        self.query_one("#sweep-info", Static).update(
+            f"{len(configs)} configs · running (Escape cancels)"
+        )
         self._set_count(0, len(configs), 0.0)
         self._draw()
-        self.sweep_worker = self._sweep(configs, self.out_path)
+        self.sweep_worker = self._sweep(configs, self.planned, self.out_path)
         self.app.refresh_bindings()
 
     @work(thread=True, exclusive=True, group="sweep", exit_on_error=False)
-    def _sweep(self, configs: list[SpecConfig], out_path: Path) -> None:
+    def _sweep(self, configs: list[SpecConfig], planned: Any, out_path: Path) -> None:
         import pandas as pd
 
-        from engine.analysis import optimal_k
         from engine.files import SweepWriter
         from engine.sweep import SWEEP_COLUMNS, run_sweep
         from spectui.pool import batch_size
@@ -189,6 +186,7 @@ class SweepView(ReportsWorkerErrors, Vertical):
             )
         # Serially (no executor) every configuration is its own step; batches are for workers.
         batch = batch_size(configs, pool.workers) if pool is not None and executor else 1
+        spacing = 10 if executor is None else 3
         writer = SweepWriter(out_path, SWEEP_COLUMNS)
         rows: list[dict[str, Any]] = []
         start = time.perf_counter()
@@ -205,10 +203,14 @@ class SweepView(ReportsWorkerErrors, Vertical):
                 self.post_message(SweepProgress(done, total, now - start))
             if now - last[0] >= interval[0] and done < total:
                 frame = pd.DataFrame(rows, columns=list(SWEEP_COLUMNS))
-                self.post_message(SweepSnapshot(frame, optimal_k(frame)))
-                # A snapshot costs the sweep its own time (the GIL): keep that under ~10 %.
+                # Only the model on screen: the others are built when shown (m).
+                shown = self.model
+                grids = _grids(frame, planned, [shown] if shown else None)
+                self.post_message(SweepSnapshot(frame, grids))
+                # A snapshot costs a sweep in this thread its own time (the GIL): keep that
+                # under ~10 %. With worker processes it delays only the collection of results.
                 last[0] = time.perf_counter()
-                interval[0] = max(SNAPSHOT_EVERY_S, 10 * (last[0] - now))
+                interval[0] = max(SNAPSHOT_EVERY_S, spacing * (last[0] - now))
 
         try:
             frame = run_sweep(
@@ -228,10 +230,10 @@ class SweepView(ReportsWorkerErrors, Vertical):
         if cancelled and executor is not None and pool is not None:
             pool.discard()  # stop the batches in flight; the next sweep starts fresh processes
         path = writer.finish(frame)
-        optimal = optimal_k(frame) if len(frame) else None
+        grids = _grids(frame, planned)
         elapsed = time.perf_counter() - start
         self.post_message(
-            SweepFinished(frame, optimal, path, cancelled, elapsed, len(frame), len(configs))
+            SweepFinished(frame, grids, path, cancelled, elapsed, len(frame), len(configs))
         )
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
@@ -252,12 +254,12 @@ class SweepView(ReportsWorkerErrors, Vertical):
         self._set_count(message.done, message.total, message.elapsed)
 
     def on_sweep_snapshot(self, message: SweepSnapshot) -> None:
-        self.frame, self.optimal = message.frame, message.optimal
+        self.frame, self.grids = message.frame, message.optimal
         self._draw()
 
     def on_sweep_finished(self, message: SweepFinished) -> None:
         self.app.refresh_bindings()
-        self.frame, self.optimal, self.finished = message.frame, message.optimal, message
+        self.frame, self.grids, self.finished = message.frame, message.optimal, message
         self.query_one(ProgressBar).update(total=message.total, progress=message.done)
         preset = self._selected()
         if preset is not None:  # the chosen preset, maybe chosen while this one ran, can start
@@ -265,9 +267,14 @@ class SweepView(ReportsWorkerErrors, Vertical):
             info.update(f"{len(self._configs(preset))} configs · s start")
         word = "cancelled" if message.cancelled else "done"
         text = f"{message.done}/{message.total} {word}"
+        count = self.query_one("#sweep-count", Static)
         if not hide_timings():
-            text += f" in {message.elapsed:.1f}s · {message.path}"
-        self.query_one("#sweep-count", Static).update(text)
+            # The saved path on a line of its own, shortened to fit: it must stay visible.
+            text += f" in {message.elapsed:.1f}s\nsaved "
+            room = max(count.content_region.width, 20) - len("saved ")
+            text += _short_path(message.path, room) if message.path is not None else "nowhere"
+            count.styles.height = 2
+        count.update(text)
         self._draw()
         kept = "partial results" if message.cancelled else "results"
         self.notify(f"Sweep {word}: {message.done} rows; {kept} saved to {message.path}")
@@ -288,43 +295,77 @@ class SweepView(ReportsWorkerErrors, Vertical):
 
     def _draw(self) -> None:
         model = self.model
-        if model is None:
+        if model is None or self.planned is None:
             return
+        if model not in self.grids:  # a model not on screen when the last snapshot came
+            self.grids.update(_grids(self.frame, self.planned, [model]))
+        grid = self.grids[model]
         heatmap = self.query_one(Heatmap)
-        heatmap.show(
-            self.optimal,
-            model,
-            self.axes.get(model),
-            self.complete_n_k.get(model),
-            self.quality.get(model),
-        )
+        heatmap.show(grid)
         position = f"{self.model_index + 1}/{len(self.models)}"
+        # Axes that vary but are not drawn are held at one value: say which (the grid's notes).
+        held = "".join(f" · {k}={_value(v)} only" for k, v in grid.attrs.get("held", {}).items())
         self.query_one("#heatmap-title", Static).update(
-            f"K* of {model} ({position}, m: next) · rows {heatmap.quality} · cols draft cost",
+            f"K* of {model} ({position}, m: next) · {heatmap.row_title} × draft cost{held}",
             layout=False,
         )
 
     def on_data_table_cell_selected(self, event: DataTable.CellSelected) -> None:
         event.stop()
+        from engine.config import CONFIG_FIELDS
+        from engine.plot_data import heatmap_cell_rows
+
         heatmap = self.query_one(Heatmap)
         cell = heatmap.cell_at_cursor()
-        if cell is None or self.frame is None or heatmap.model is None:
+        grid = heatmap.grid
+        if cell is None or self.frame is None or grid is None:
             return
-        quality, cost = cell
-        frame = self.frame
-        rows = frame[
-            (frame["draft_model"] == heatmap.model)
-            & (frame[heatmap.quality] == quality)
-            & (frame["draft_cost_us"] == cost)
-        ].drop_duplicates(subset=["k"])
-        if rows.empty:
+        row, column = cell
+        shown = grid[(grid["row"] == row) & (grid["column"] == column)]
+        rows = heatmap_cell_rows(self.frame, grid, row, column)
+        if shown.empty or rows.empty:
             self.notify("That cell has no finished configurations yet.", severity="warning")
             return
-        from engine.config import CONFIG_FIELDS
-
-        best = rows.loc[rows["speedup"].idxmax()]
+        # The configuration at the K* the cell shows (the grid's rule, ties to the smaller K).
+        best = rows[rows["k"] == int(shown["k_opt"].iloc[0])].iloc[0]
         config = SpecConfig.from_dict({f: _plain(best[f]) for f in CONFIG_FIELDS})
-        self.post_message(CellChosen(config, rows.sort_values("k")))
+        self.post_message(CellChosen(config, rows))
+
+
+def _planned(configs: list[SpecConfig]) -> Any:
+    import pandas as pd
+
+    return pd.DataFrame([c.to_dict() for c in configs])
+
+
+def _grids(frame: Any, planned: Any, models: list[str] | None = None) -> dict[str, Any]:
+    """The K* grid (engine.plot_data.optimal_k_heatmap) of ``models`` (default: every model
+    of the sweep), each in the sweep's own shape."""
+    import pandas as pd
+
+    from engine.plot_data import optimal_k_heatmap
+
+    rows = frame if frame is not None else pd.DataFrame()
+    models = models if models is not None else list(dict.fromkeys(planned["draft_model"]))
+    return {str(model): optimal_k_heatmap(rows, str(model), planned) for model in models}
+
+
+def _short_path(path: Path, room: int) -> str:
+    """``path`` in at most ``room`` characters if it can: ~ for home, then …/ for leading
+    directories; the file name is always kept whole."""
+    text = str(path)
+    home = str(Path.home())
+    if text.startswith(home + "/"):
+        text = "~" + text[len(home) :]
+    parts = text.split("/")
+    while len(text) > room and len(parts) > 2:
+        parts = ["…", *parts[2:]] if parts[0] == "…" else ["…", *parts[1:]]
+        text = "/".join(parts)
+    return text
+
+
+def _value(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, int | float) else str(value)
 
 
 def _plain(value: Any) -> Any:

@@ -7,7 +7,8 @@ import asyncio
 import pandas as pd
 from textual.widgets import ProgressBar, TabbedContent
 
-from engine.analysis import best_configuration, optimal_k
+from engine.analysis import best_configuration
+from engine.plot_data import optimal_k_heatmap
 from engine.presets import load_preset
 from engine.sweep import run_sweep
 from spectui.app import create_app
@@ -17,10 +18,12 @@ from spectui.widgets.sweep_view import SweepView
 from tests.app.helpers import notifications, settle
 
 
-def expected_cells(optimal: pd.DataFrame, model: str, quality: str) -> dict:
-    rows = optimal[optimal["draft_model"] == model]
+def expected_cells(frame: pd.DataFrame, model: str) -> dict:
+    """(row label, draft cost) -> K* of the one K* grid (engine.plot_data.optimal_k_heatmap)."""
+    grid = optimal_k_heatmap(frame, model)
     return {
-        (float(r[quality]), float(r["draft_cost_us"])): int(r["k_opt"]) for _, r in rows.iterrows()
+        (str(r["row_label"]), float(r["draft_cost_us"])): int(r["k_opt"])
+        for _, r in grid.iterrows()
     }
 
 
@@ -46,7 +49,7 @@ async def test_tiny_sweep_fills_heatmap_with_engine_optimal_k(isolated_dirs):
         frame = run_sweep(load_preset("tiny").sweep.configs())
         pd.testing.assert_frame_equal(view.frame, frame)
         heatmap = app.query_one(Heatmap)
-        assert heatmap.cells == expected_cells(optimal_k(frame), "fixed", "acceptance_rate")
+        assert heatmap.cells == expected_cells(frame, "fixed")
         assert len(heatmap.cells) == 6
         # The CSV was written as the sweep ran, and finished atomically.
         files = list(results.glob("sweep-tiny-*.csv"))
@@ -97,8 +100,7 @@ async def test_cancel_midway_keeps_finished_cells_and_saves_partial(isolated_dir
         assert len(saved) == finished.done
         # The cells shown are the engine's optimal K of the finished rows.
         heatmap = app.query_one(Heatmap)
-        partial = optimal_k(finished.frame)
-        assert heatmap.cells == expected_cells(partial, "fixed", "acceptance_rate")
+        assert heatmap.cells == expected_cells(finished.frame, "fixed")
         assert heatmap.cells
         assert any("partial results saved" in m for m in notifications(app))
         # The Analysis view, first shown now, analyses the finished part and says so.

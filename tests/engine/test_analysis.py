@@ -1,13 +1,12 @@
 """Analysis on small hand-built sweep frames whose answers are worked out here."""
 
-import math
-
 import numpy as np
 import pandas as pd
 import pytest
 
 from engine import analysis as A
 from engine.config import SpecConfig
+from engine.plot_data import optimal_k_heatmap
 
 
 def frame_of(rows):
@@ -48,9 +47,9 @@ def test_optimal_k_ties_and_losers():
     assert a["k_opt_exact"] == 5 and not a["loses"]
     assert (b["k_opt"], b["tie"], b["loses"], b["tied_ks"]) == (1, False, True, "1")
     assert b["cost_ratio"] == pytest.approx(0.5)
-    grid = A.heatmap(A.optimal_k(f), "fixed")
-    assert grid.loc[0.8, 20.0] == 3 and grid.loc[0.5, 100.0] == 1
-    assert math.isnan(grid.loc[0.8, 100.0])
+    grid = optimal_k_heatmap(f, "fixed").set_index(["acceptance_rate", "draft_cost_us"])
+    assert grid.loc[(0.8, 20.0), "k_opt"] == 3 and grid.loc[(0.5, 100.0), "k_opt"] == 1
+    assert (0.8, 100.0) not in grid.index
 
 
 def test_inert_axis_is_merged_not_presented():
@@ -91,7 +90,7 @@ def test_inert_axis_is_merged_not_presented():
     opt = A.optimal_k(f)
     assert len(opt) == 1
     assert opt.iloc[0]["k_opt"] == 4 and opt.iloc[0]["n_k"] == 2
-    assert A.heatmap(opt, "position_decay").index.name == "decay_base"
+    assert optimal_k_heatmap(f, "position_decay").attrs["row_parameters"] == ["decay_base"]
 
 
 def test_losing_configurations_described_from_data():
@@ -197,6 +196,6 @@ def test_heatmap_rows_use_the_parameter_that_varies():
             for frac, k, s in [(0.1, 1, 1.5), (0.1, 2, 1.8), (0.5, 1, 1.3), (0.5, 2, 1.2)]
         ]
     )
-    grid = A.heatmap(A.optimal_k(f), "entropy_aware")
-    assert grid.index.name == "entropy_frac"
-    assert grid[20.0].tolist() == [2, 1]
+    grid = optimal_k_heatmap(f, "entropy_aware")
+    assert grid.attrs["row_parameters"] == ["entropy_frac"]
+    assert grid[grid["draft_cost_us"] == 20.0]["k_opt"].tolist() == [2, 1]
