@@ -39,6 +39,10 @@ def _num(value: float, digits: int = 3) -> str:
     return "n/a" if value is None or math.isnan(value) else f"{value:.{digits}f}"
 
 
+def _speedup(value: float) -> str:
+    return speedup_text(value, 3, unit="")
+
+
 def run_summary(result: RunResult) -> Panel:
     """One run: its configuration and every metric, Monte Carlo beside exact."""
     from engine.exact import tokens_per_cycle_at_length
@@ -49,9 +53,13 @@ def run_summary(result: RunResult) -> Panel:
     table.add_column("value", justify="right")
     table.add_column("", style="dim")
     rows = [
-        ("speedup (Monte Carlo)", f"{_num(m['speedup'])} ± {_num(m['speedup_ci95'])}", "95 % CI"),
-        ("speedup (exact)", _num(m["speedup_exact"]), f"at {c.tokens_per_seq} tokens/seq"),
-        ("speedup (limit)", _num(m["speedup_limit"]), "as sequences grow long"),
+        (
+            "speedup (Monte Carlo)",
+            f"{_speedup(m['speedup'])} ± {_num(m['speedup_ci95'])}",
+            "95 % CI",
+        ),
+        ("speedup (exact)", _speedup(m["speedup_exact"]), f"at {c.tokens_per_seq} tokens/seq"),
+        ("speedup (limit)", _speedup(m["speedup_limit"]), "as sequences grow long"),
         (
             "tokens per cycle",
             _num(m["tokens_per_cycle"]),
@@ -142,7 +150,7 @@ def frame_table(frame: pd.DataFrame, index: bool = False) -> Table:
     for row in data.itertuples(index=False):
         table.add_row(
             *(
-                (speedup_text(v, 3, unit="") if is_speedup else f"{v:.3f}")
+                (_speedup(v) if is_speedup else f"{v:.3f}")
                 if isinstance(v, float) and not math.isnan(v)
                 else str(v)
                 for v, is_speedup in zip(row, speedups, strict=True)

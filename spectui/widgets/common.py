@@ -24,8 +24,11 @@ def hide_timings() -> bool:
 FMT_WIDTH = 9  # widest number fmt() writes in fixed point; wider ones go to engineering form
 
 
-def fmt(value: float | None, digits: int = 3, width: int = FMT_WIDTH) -> str:
+def fmt(value: float | None, digits: int = 3, width: int = FMT_WIDTH, speedup: bool = False) -> str:
     """A number for a card, a cell or a panel: NaN (or None) as an em dash.
+
+    ``speedup=True`` writes the fixed-point form with :func:`engine.formatting.speedup_text`,
+    so a loss never reads as 1.000.
 
     Fixed point with ``digits`` decimals when that fits in ``width`` characters and does not
     round a non-zero value to zero; otherwise engineering notation with three significant
@@ -34,7 +37,12 @@ def fmt(value: float | None, digits: int = 3, width: int = FMT_WIDTH) -> str:
     """
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "—"
-    fixed = f"{value:.{digits}f}"
+    if speedup:
+        from engine.formatting import speedup_text
+
+        fixed = speedup_text(value, digits, unit="")
+    else:
+        fixed = f"{value:.{digits}f}"
     if math.isinf(value) or value == 0:
         return fixed
     if len(fixed) <= width and float(fixed) != 0:
@@ -51,21 +59,6 @@ def _engineering(value: float) -> str:
     figures = digits.lstrip("-").replace(".", "")  # three significant digits
     mantissa = figures[: 1 + shift] + ("." + figures[1 + shift :] if shift < 2 else "")
     return f"{sign}{mantissa}e{exponent - shift}"
-
-
-def speedup_colour(speedup: float) -> str:
-    """Background colour of a speedup: red below 1, amber near 1, greens above."""
-    if math.isnan(speedup):
-        return "grey23"
-    if speedup < 1.0:
-        return "dark_red"
-    if speedup < 1.25:
-        return "dark_orange3"
-    if speedup < 1.75:
-        return "gold3"
-    if speedup < 2.5:
-        return "chartreuse4"
-    return "green4"
 
 
 # What a worker does, by its group, for the notification when it fails.

@@ -249,6 +249,7 @@ class CycleTable(ScrollView, can_focus=True):
         return widths
 
     def _rows(self, start: int, stop: int) -> list[tuple]:
+        from engine.formatting import speedup_text
         from engine.simulator import accept_pattern
 
         assert self._records is not None and self._speedup_so_far is not None
@@ -269,7 +270,7 @@ class CycleTable(ScrollView, can_focus=True):
                     f"{row.kept:>{w['kept']}}",
                     f" {pattern}".ljust(w[PATTERN]),
                     f"{cycle_us(row.cycle_time_us):>{w['us']}}",
-                    f"{self._speedup_so_far[i]:>{w['speedup']}.3f}",
+                    speedup_text(self._speedup_so_far[i], 3, unit="").rjust(w["speedup"]),
                 )
             )
         return out

@@ -18,6 +18,7 @@ from textual.worker import Worker, get_current_worker
 from textual_plotext import PlotextPlot
 
 from engine.config import DRAFT_MODEL_NAMES, K_MAX, SpecConfig
+from engine.formatting import speedup_text
 from spectui.messages import CurveReady
 from spectui.plotting.terminal import (
     GLYPHS,
@@ -243,7 +244,7 @@ class SpeedupView(ReportsWorkerErrors, Vertical, can_focus=True):
         self.show_curve(message)
         best = max(zip(message.curves[0][2], message.curves[0][1], strict=True))
         self.query_one("#speedup-status", Static).update(
-            f"K*={message.k_star} (exact {best[0]:.3f}x) · {self._hints()}"
+            f"K*={message.k_star} (exact {speedup_text(best[0], 3)}) · {self._hints()}"
         )
 
     def show_curve(self, data: CurveReady) -> None:

@@ -44,7 +44,7 @@ class SummaryCards(Grid):
     def show(self, metrics: dict[str, float]) -> None:
         """Show a run's metrics exactly as the engine computed them."""
         text = {
-            "speedup": f"{fmt(metrics['speedup'])} ±{fmt(metrics['speedup_ci95'])}",
+            "speedup": f"{fmt(metrics['speedup'], speedup=True)} ±{fmt(metrics['speedup_ci95'])}",
             "tokens": fmt(metrics["tokens_per_cycle"]),
             "acceptance": fmt(metrics["acceptance_observed"]),
             "waste": fmt(metrics["waste"]),
@@ -55,6 +55,6 @@ class SummaryCards(Grid):
             self.query_one(f"#card-{key}", Static).update(value)
         # The exact values sit in the bottom border, beside the Monte Carlo ones.
         speedup_card = self.query_one("#card-speedup", Static)
-        speedup_card.border_subtitle = f"exact {fmt(metrics['speedup_exact'])}"
+        speedup_card.border_subtitle = f"exact {fmt(metrics['speedup_exact'], speedup=True)}"
         tokens_card = self.query_one("#card-tokens", Static)
         tokens_card.border_subtitle = f"exact {fmt(metrics['tokens_per_cycle_exact'])}"

@@ -80,3 +80,10 @@ async def test_exact_panel_at_extreme_values_keeps_one_line_per_figure():
             ("breakeven c", "2.00e300"),
         ):
             assert any(label in line and value in line for line in lines), shown
+
+
+def test_a_losing_speedup_never_reads_as_break_even_in_a_card_or_panel():
+    assert fmt(0.9996, speedup=True) == "0.999"
+    assert fmt(0.9996) == "1.000"  # a plain number rounds as usual
+    assert fmt(1.0004, speedup=True) == "1.000"
+    assert fmt(36.4e-300, speedup=True) == fmt(36.4e-300)  # too small: engineering either way
