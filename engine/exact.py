@@ -5,7 +5,7 @@ See docs/model.md, "Exact values". Times are in microseconds, lengths in tokens.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -49,17 +49,23 @@ def compute_overhead_limit(config: SpecConfig) -> float:
     return (k + 1 + config.cost_ratio * k) / tokens_per_cycle(config) - 1.0
 
 
-def _expectation(probabilities: np.ndarray, values: np.ndarray) -> float:
-    """sum_j probabilities[j] * values[j], added in the order j = 0, 1, ...
+def _expectation(probabilities: Sequence[float], values: Sequence[float]) -> float:
+    """sum_j probabilities[j] * values[j], added in the order j = 0, 1, ... in floats.
 
     Not a dot product: a BLAS dot rounds differently on different CPUs (an AVX-512 kernel
     and an AVX2 one disagree in the last bit), and exact values must be the same bits on
-    every machine so that committed results reproduce.
+    every machine so that committed results reproduce. Plain floats are also faster than
+    numpy on vectors this short (K + 1 <= 1025 terms, usually under 20).
     """
-    return float(np.cumsum(probabilities * values)[-1])
+    total = 0.0
+    for p, v in zip(probabilities, values, strict=True):
+        total += p * v
+    return total
 
 
-def _expected_over_sequence(config: SpecConfig, per_cycle: Callable[[int, np.ndarray], float]):
+def _expected_over_sequence(
+    config: SpecConfig, per_cycle: Callable[[int, list[float]], float]
+) -> list[float]:
     """E[sum over the cycles of one sequence of per_cycle(k, P(n = .))], for every length.
 
     Dynamic program over r, the tokens still needed: f(0) = 0,
@@ -69,28 +75,27 @@ def _expected_over_sequence(config: SpecConfig, per_cycle: Callable[[int, np.nda
     """
     big_k, total = config.k, config.tokens_per_seq
     # Distributions for every k the tail rule can use (0..K), from one survival vector.
-    surv = np.concatenate(([1.0], survival(config, big_k)))
-    full_dist = accepted_distribution(config, big_k)
+    surv = [1.0, *survival(config, big_k).tolist()]
+    full_dist = accepted_distribution(config, big_k).tolist()
     full_step = per_cycle(big_k, full_dist)
-    f = np.zeros(total + 1)  # f(r) for r <= 0 is f(0) = 0
+    f = [0.0] * (total + 1)  # f(r) for r <= 0 is f(0) = 0
     for r in range(1, total + 1):
         if r > big_k + 1:
             # Both rules draft K here, and every outcome leaves r - j - 1 >= 0 tokens.
             f[r] = full_step + _expectation(full_dist, f[r - 1 : r - 2 - big_k : -1])
             continue
         k = big_k if config.tail == "full" else min(big_k, r - 1)
-        dist = surv[: k + 1].copy()
-        dist[:-1] -= surv[1 : k + 1]
+        dist = [surv[j] - surv[j + 1] for j in range(k)] + [surv[k]]
         # n = j leaves max(r - j - 1, 0) tokens to produce.
-        remaining = np.maximum(r - 1 - np.arange(k + 1), 0)
-        f[r] = per_cycle(k, dist) + _expectation(dist, f[remaining])
+        remaining = [f[max(r - 1 - j, 0)] for j in range(k + 1)]
+        f[r] = per_cycle(k, dist) + _expectation(dist, remaining)
     return f
 
 
 def expected_sequence_time_us(config: SpecConfig) -> float:
     """Expected speculative time of one sequence of tokens_per_seq tokens, in microseconds."""
     draft, verify = config.draft_cost_us, config.verify_cost_us
-    return float(_expected_over_sequence(config, lambda k, _: k * draft + verify)[-1])
+    return _expected_over_sequence(config, lambda k, _: k * draft + verify)[-1]
 
 
 def tokens_per_cycle_at_length(config: SpecConfig) -> float:
@@ -100,10 +105,8 @@ def tokens_per_cycle_at_length(config: SpecConfig) -> float:
     under "clamp" the short last cycles lower it.
     """
     cycles = _expected_over_sequence(config, lambda k, dist: 1.0)[-1]
-    emitted = _expected_over_sequence(
-        config, lambda k, dist: _expectation(dist, np.arange(1, k + 2))
-    )
-    return float(emitted[-1] / cycles)
+    emitted = _expected_over_sequence(config, lambda k, dist: _expectation(dist, range(1, k + 2)))
+    return emitted[-1] / cycles
 
 
 def speedup_exact(config: SpecConfig) -> float:
