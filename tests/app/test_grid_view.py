@@ -229,3 +229,29 @@ def test_app_batches_hold_whole_cells():
     for workers in (1, 2, 4):
         size = batch_size(configs, workers)
         assert size % 8 == 0, (workers, size)  # 8 K values per cell (was 31 for 1 worker)
+
+
+async def test_next_model_during_a_sweep_draws_its_last_grid_without_building_one(monkeypatch):
+    """A snapshot brings the shown model's grid only; `m` must not build another model's grid
+    on the UI thread (50-80 ms for seed-576): it draws the grid that model last had."""
+    import spectui.widgets.sweep_view as sweep_view
+    from spectui.messages import SweepSnapshot
+
+    app = create_app("seed-576")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await app.action_show_view("sweep")
+        await settle(pilot, app)
+        view = app.query_one(SweepView)
+        assert set(view.grids) >= {"fixed", "position_decay"}  # the planned, empty grids
+        shown = view.model
+        built = []
+        monkeypatch.setattr(sweep_view, "_grids", lambda *a, **k: built.append(a) or {})
+        view.post_message(SweepSnapshot(pd.DataFrame(), {shown: view.grids[shown]}))
+        await pilot.pause()
+        view.focus()
+        await pilot.press("m")
+        await pilot.pause()
+        assert view.model != shown
+        assert built == []
+        assert f"K* of {view.model}" in str(app.query_one("#heatmap-title", Static).render())

@@ -76,7 +76,7 @@ async def test_exact_figures_failure_is_notified_and_shown_in_the_panel(monkeypa
 
 
 async def test_sweep_failure_is_notified_once(monkeypatch):
-    """The Sweep view has its own handler as well as the mixin's: one notification."""
+    """One notification (the one handler), and the view leaves its running state."""
     monkeypatch.setenv("SPECTUI_SWEEP_WORKERS", "0")
     monkeypatch.setattr(engine.sweep, "run_sweep", _boom)
     app = create_app("tiny")
@@ -86,3 +86,5 @@ async def test_sweep_failure_is_notified_once(monkeypatch):
         await settle(pilot, app)
         failures = [m for m in notifications(app) if "failed" in m]
         assert failures == ["Sweep failed: ValueError: boom: the engine refused"]
+        await pilot.pause()
+        assert "sweep failed (see notification)" in screen_text(app)
