@@ -85,9 +85,21 @@ def speedup_column(frame: pd.DataFrame) -> str:
 def effective(frame: pd.DataFrame) -> pd.DataFrame:
     """The frame with inert parameters blanked (NaN) and the duplicates they made dropped."""
     out = frame.copy()
+    models = out["draft_model"].to_numpy()
     for name in DRAFT_MODELS:
-        inert = list(inert_parameters(name))
-        out.loc[out["draft_model"] == name, inert] = np.nan
+        rows = models == name
+        if not rows.any():
+            continue
+        for column in inert_parameters(name):
+            # Whole-column assignment: a .loc[rows, columns] write costs ~10x more, and this
+            # runs on every heatmap snapshot of a live sweep.
+            values = (
+                out[column].to_numpy(dtype=float, copy=True)
+                if column in out
+                else np.full(len(out), np.nan)
+            )
+            values[rows] = np.nan
+            out[column] = values
     keys = [c for c in CONFIG_FIELDS if c in out.columns]
     return out.drop_duplicates(subset=keys).reset_index(drop=True)
 
@@ -146,25 +158,42 @@ def optimal_k(frame: pd.DataFrame) -> pd.DataFrame:
     eff = effective(frame)
     for model_name, model_rows in eff.groupby("draft_model", sort=False):
         keys = [*get_model(str(model_name)).reads, *CELL_COLUMNS]
-        for cell_key, cell in model_rows.groupby(keys, sort=True, dropna=False):
-            ranked = cell.sort_values([col, "k"], ascending=[False, True])
-            ks = ranked["k"].to_numpy(dtype=int)
-            speedup = ranked[col].to_numpy(dtype=float)
-            ci = (
-                ranked["speedup_ci95"].to_numpy(dtype=float)
-                if col == "speedup"
-                else np.full(len(ranked), math.nan)
-            )
-            exact = ranked["speedup_exact"].to_numpy(dtype=float)
+        # One sort for every cell (keys ascending, then speedup descending, then K), not one
+        # per cell: this runs on every heatmap snapshot of a live sweep.
+        ranked = model_rows.assign(_position=np.arange(len(model_rows))).sort_values(
+            [*keys, col, "k"],
+            ascending=[True] * len(keys) + [False, True],
+            na_position="last",
+            kind="mergesort",
+        )
+        group = ranked.groupby(keys, sort=False, dropna=False).ngroup().to_numpy()
+        starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+        ends = np.r_[starts[1:], len(group)]
+        ks_all = ranked["k"].to_numpy(dtype=int)
+        speedup_all = ranked[col].to_numpy(dtype=float)
+        ci_all = (
+            ranked["speedup_ci95"].to_numpy(dtype=float)
+            if col == "speedup"
+            else np.full(len(ranked), math.nan)
+        )
+        exact_all = ranked["speedup_exact"].to_numpy(dtype=float)
+        position_all = ranked["_position"].to_numpy()
+        ratio_all = (ranked["draft_cost_us"] / ranked["verify_cost_us"]).to_numpy(dtype=float)
+        key_rows = ranked[keys].to_numpy(dtype=object)
+        for start, end in zip(starts, ends, strict=True):
+            ks, speedup = ks_all[start:end], speedup_all[start:end]
+            ci, exact = ci_all[start:end], exact_all[start:end]
             tied = ks[_tied(speedup, ci, exact)]
-            # The exact optimum: the first row of the cell with the highest exact speedup.
-            cell_exact = cell["speedup_exact"].to_numpy(dtype=float)
+            # The exact optimum: the first row of the cell, in the frame's order, with the
+            # highest exact speedup.
+            in_frame_order = np.argsort(position_all[start:end], kind="stable")
+            cell_exact, cell_ks = exact[in_frame_order], ks[in_frame_order]
             has_exact = not np.isnan(cell_exact).all()
             exact_at = int(np.nanargmax(cell_exact)) if has_exact else -1
-            row = dict(zip(keys, cell_key, strict=True))
+            row = dict(zip(keys, key_rows[start], strict=True))
             row.update(
                 draft_model=model_name,
-                cost_ratio=float(ranked["draft_cost_us"].iat[0] / ranked["verify_cost_us"].iat[0]),
+                cost_ratio=float(ratio_all[start]),
                 k_opt=int(ks[0]),
                 speedup_opt=float(speedup[0]),
                 speedup_ci95=float(ci[0]),
@@ -172,10 +201,10 @@ def optimal_k(frame: pd.DataFrame) -> pd.DataFrame:
                 speedup_second=float(speedup[1]) if len(ks) > 1 else math.nan,
                 tie=len(tied) > 1,
                 tied_ks=",".join(str(k) for k in sorted(tied)),
-                k_opt_exact=int(cell["k"].iat[exact_at]) if has_exact else int(ks[0]),
+                k_opt_exact=int(cell_ks[exact_at]) if has_exact else int(ks[0]),
                 speedup_exact_opt=float(cell_exact[exact_at]) if has_exact else math.nan,
                 loses=bool(speedup[0] < 1.0),
-                n_k=len(cell),
+                n_k=end - start,
             )
             rows.append(row)
     out = pd.DataFrame(rows)
