@@ -1,7 +1,17 @@
-"""One configuration of the simulator, validated on construction.
+"""One scenario: a workload, a seed and named parts, validated on construction.
 
-Field names, defaults and units follow the original C++ simulator's CLI
-(``--draft-model``, ``--k``, ... ``--seed``), plus ``tail``.
+A scenario is the original simulator's configuration generalised (docs/model.md, "Beyond
+the original"): an acceptance model (``draft_model``), a cost model (``cost.model``), a K
+policy (``policy.name``) and a draft shape (``shape.name``), each chosen by name and read
+with its own parameters, plus the workload and the seed.
+
+:class:`SpecConfig` is the one table of fields: each dataclass field carries its
+:class:`FieldSpec` (serialised key, kind, range, unit, help, which part reads it, whether
+it enters the seed key). The CLI flags, the app's form, preset keys, CSV columns and
+validation are all generated from it. Keys are the original's flat names for its 14
+fields (``k``, ``acceptance_rate``, ... ``tail``), so its flags, presets and CSV columns keep
+working; newer fields have dotted keys (``workload.batch_size``, ``cost.verify_token_us``).
+This module imports neither numpy nor pandas: the app's form starts without them.
 """
 
 from __future__ import annotations
@@ -9,7 +19,11 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
+import os
+import re
 from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 K_MAX = 1024
@@ -21,17 +35,22 @@ COST_MAX_US = 1e9  # a thousand seconds per forward pass; beyond that totals ove
 # configuration has finite metrics (cost_ratio, compute_overhead) and a speedup > 0.
 VERIFY_MIN_US = 1e-3
 SEED_MAX = 2**63 - 1
+BATCH_MAX = 4096
+PROMPT_MAX = 10**7
+T0_MAX_US = 1e6
 TAIL_RULES = ("full", "clamp")
 DRAFT_MODEL_NAMES = ("fixed", "position_decay", "entropy_aware")
-# The parameters each draft model reads (engine.draft_models uses these as the models'
-# ``reads``). Kept here, free of numpy, so the app's form can start without importing numpy.
-MODEL_READS: dict[str, tuple[str, ...]] = {
-    "fixed": ("acceptance_rate",),
-    "position_decay": ("decay_base", "decay_factor"),
-    "entropy_aware": ("entropy_high", "entropy_low", "entropy_frac"),
+COST_MODEL_NAMES = ("linear", "roofline", "roofline_max", "table")
+POLICY_NAMES = ("fixed",)
+SHAPE_NAMES = ("chain",)
+# Each part of a scenario: the key of the field that chooses it, and the names it may take.
+PARTS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "acceptance": ("draft_model", DRAFT_MODEL_NAMES),
+    "cost": ("cost.model", COST_MODEL_NAMES),
+    "policy": ("policy.name", POLICY_NAMES),
+    "shape": ("shape.name", SHAPE_NAMES),
 }
-# Parameters that only some model reads; every other field is read by all models.
-MODEL_PARAMETERS: frozenset[str] = frozenset(p for r in MODEL_READS.values() for p in r)
+_SPEC_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}")
 
 
 class ConfigError(ValueError):
@@ -44,23 +63,50 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class FieldSpec:
-    """How one field of :class:`SpecConfig` is checked, and how it is described to a user."""
+    """One field of a scenario: how it is named, checked and described to a user.
 
-    kind: str  # "int", "prob", "cost", "choice", "seed"
+    ``kind``: "int", "seed", "prob" (a number in [0, 1]), "number" (in [low, high], or
+    (low, high] when ``low_open``), "choice", "spec" (a hardware or model id from the spec
+    files, checked when the part that reads it is chosen; ``choices`` holds "hardware" or
+    "model") or "path" (a file name). ``part`` is (key of the choosing field, the names
+    that read this field); None when every scenario reads it. ``seed_key``: the field
+    enters the per-configuration seed key when it is read (see :func:`seed_key_values`).
+    """
+
+    kind: str
     low: float | None = None
     high: float | None = None
     choices: tuple[str, ...] = ()
     unit: str = ""
     help: str = ""
+    low_open: bool = False
+    part: tuple[str, tuple[str, ...]] | None = None
+    seed_key: bool = False
+    flag: str = ""  # the CLI flag; by default "--" and the key's last part, dashed
+    key: str = ""  # filled in from the dataclass field
+    attr: str = ""
 
     def allowed(self) -> str:
         if self.kind == "choice":
             return "one of " + ", ".join(self.choices)
         if self.kind == "prob":
             return "a number in [0, 1]"
-        if self.kind == "cost":
-            return f"a number in [{_short(self.low)}, {_short(self.high)}]"
+        if self.kind == "number":
+            bracket = "(" if self.low_open else "["
+            return f"a number in {bracket}{_short(self.low)}, {_short(self.high)}]"
+        if self.kind == "spec":
+            return f"a {self.choices[0]} id ({', '.join(known_spec_ids(self.choices[0]))})"
+        if self.kind == "path":
+            return "a file name"
         return f"an integer in [{int(self.low or 0)}, {int(self.high or 0)}]"
+
+    @property
+    def cli_flag(self) -> str:
+        return self.flag or "--" + self.key.rsplit(".", 1)[-1].replace("_", "-")
+
+    @property
+    def numeric(self) -> bool:
+        return self.kind in ("int", "seed", "prob", "number")
 
 
 def _short(bound: float | None) -> str:
@@ -68,28 +114,405 @@ def _short(bound: float | None) -> str:
     return f"{bound or 0:g}".replace("e+0", "e").replace("e+", "e")
 
 
-FIELD_SPECS: dict[str, FieldSpec] = {
-    "draft_model": FieldSpec("choice", choices=DRAFT_MODEL_NAMES, help="draft model"),
-    "k": FieldSpec("int", 1, K_MAX, help="speculation length K (draft tokens per cycle)"),
-    "acceptance_rate": FieldSpec("prob", help="fixed model: P(accept) of every draft token"),
-    "draft_cost_us": FieldSpec(
-        "cost", 0.0, COST_MAX_US, unit="us", help="cost of one draft forward pass"
-    ),
-    "verify_cost_us": FieldSpec(
-        "cost", VERIFY_MIN_US, COST_MAX_US, unit="us", help="cost of one target (verify) pass"
-    ),
-    "decay_base": FieldSpec("prob", help="position_decay: P(accept) at position 1"),
-    "decay_factor": FieldSpec("prob", help="position_decay: factor per further position"),
-    "entropy_high": FieldSpec("prob", help="entropy_aware: P(accept) of an easy token"),
-    "entropy_low": FieldSpec("prob", help="entropy_aware: P(accept) of a hard token"),
-    "entropy_frac": FieldSpec("prob", help="entropy_aware: fraction of hard tokens"),
-    "n_sequences": FieldSpec("int", 1, SEQUENCES_MAX, help="sequences to simulate"),
-    "tokens_per_seq": FieldSpec("int", 1, TOKENS_MAX, help="output tokens per sequence"),
-    "seed": FieldSpec("seed", 0, SEED_MAX, help="random seed"),
-    "tail": FieldSpec(
-        "choice", choices=TAIL_RULES, help="last cycle drafts K (full) or min(K, r-1) (clamp)"
-    ),
+def _field(default: Any, key: str = "", **spec: Any) -> Any:
+    return dataclasses.field(default=default, metadata={"key": key, "spec": FieldSpec(**spec)})
+
+
+_ACCEPT = "draft_model"
+_COST = "cost.model"
+_LINEAR = (_COST, ("linear",))
+_ROOFLINES = (_COST, ("roofline", "roofline_max"))
+
+
+@lru_cache(maxsize=8)
+def _spec_ids(kind: str, config_dir: str, stamp: tuple[float, ...]) -> tuple[str, ...]:
+    from engine.cost import specs  # tomllib only; loaded when a roofline is chosen
+
+    load = specs.load_hardware if kind == "hardware" else specs.load_models
+    try:
+        return tuple(sorted(load(Path(config_dir))))
+    except specs.SpecError:
+        return ()  # the file's own error is reported when the cost model is built
+
+
+def known_spec_ids(kind: str) -> tuple[str, ...]:
+    """The ids of ``kind`` ("hardware" or "model"): shipped and the user's own."""
+    from engine.cost import specs
+
+    folder = specs.user_config_dir()
+    name = specs.HARDWARE_FILE if kind == "hardware" else specs.MODELS_FILE
+    try:
+        stamp: tuple[float, ...] = (os.stat(folder / name).st_mtime,)
+    except OSError:
+        stamp = ()
+    return _spec_ids(kind, str(folder), stamp)
+
+
+@dataclass(frozen=True)
+class SpecConfig:
+    """One scenario. Costs in microseconds, counts in tokens/sequences.
+
+    Every field is validated on construction; an invalid value raises
+    :class:`ConfigError` whose message names the field, the value and the allowed range.
+    Fields are listed once, here, with their :class:`FieldSpec`.
+    """
+
+    draft_model: str = _field(
+        "fixed", kind="choice", choices=DRAFT_MODEL_NAMES, help="draft model", seed_key=True
+    )
+    k: int = _field(
+        5,
+        kind="int",
+        low=1,
+        high=K_MAX,
+        help="speculation length K (draft tokens per cycle)",
+        seed_key=True,
+    )
+    acceptance_rate: float = _field(
+        0.8,
+        kind="prob",
+        help="fixed model: P(accept) of every draft token",
+        part=(_ACCEPT, ("fixed",)),
+        seed_key=True,
+    )
+    draft_cost_us: float = _field(
+        20.0,
+        kind="number",
+        low=0.0,
+        high=COST_MAX_US,
+        unit="us",
+        help="cost of one draft forward pass",
+        part=_LINEAR,
+        seed_key=True,
+    )
+    verify_cost_us: float = _field(
+        200.0,
+        kind="number",
+        low=VERIFY_MIN_US,
+        high=COST_MAX_US,
+        unit="us",
+        help="cost of one target (verify) pass",
+        part=_LINEAR,
+        seed_key=True,
+    )
+    decay_base: float = _field(
+        0.9,
+        kind="prob",
+        help="position_decay: P(accept) at position 1",
+        part=(_ACCEPT, ("position_decay",)),
+        seed_key=True,
+    )
+    decay_factor: float = _field(
+        0.95,
+        kind="prob",
+        help="position_decay: factor per further position",
+        part=(_ACCEPT, ("position_decay",)),
+        seed_key=True,
+    )
+    entropy_high: float = _field(
+        0.95,
+        kind="prob",
+        help="entropy_aware: P(accept) of an easy token",
+        part=(_ACCEPT, ("entropy_aware",)),
+        seed_key=True,
+    )
+    entropy_low: float = _field(
+        0.5,
+        kind="prob",
+        help="entropy_aware: P(accept) of a hard token",
+        part=(_ACCEPT, ("entropy_aware",)),
+        seed_key=True,
+    )
+    entropy_frac: float = _field(
+        0.3,
+        kind="prob",
+        help="entropy_aware: fraction of hard tokens",
+        part=(_ACCEPT, ("entropy_aware",)),
+        seed_key=True,
+    )
+    n_sequences: int = _field(
+        500, kind="int", low=1, high=SEQUENCES_MAX, help="sequences to simulate", seed_key=True
+    )
+    tokens_per_seq: int = _field(
+        128, kind="int", low=1, high=TOKENS_MAX, help="output tokens per sequence", seed_key=True
+    )
+    seed: int = _field(42, kind="seed", low=0, high=SEED_MAX, help="random seed")
+    tail: str = _field(
+        "full",
+        kind="choice",
+        choices=TAIL_RULES,
+        help="last cycle drafts K (full) or min(K, r-1) (clamp)",
+        seed_key=True,
+    )
+    # Newer fields: dotted keys; none enters the seed key (none changes the draws), so every
+    # result of the original stays as it was.
+    prompt_len: int = _field(
+        0,
+        "workload.prompt_len",
+        kind="int",
+        low=0,
+        high=PROMPT_MAX,
+        unit="tokens",
+        help="context already in the KV cache when decoding starts",
+    )
+    batch_size: int = _field(
+        1,
+        "workload.batch_size",
+        kind="int",
+        low=1,
+        high=BATCH_MAX,
+        help="sequences decoded together (each verify pass checks all of them)",
+    )
+    cost_model: str = _field(
+        "linear",
+        "cost.model",
+        kind="choice",
+        choices=COST_MODEL_NAMES,
+        flag="--cost",
+        help="cost model: linear (fixed costs), roofline, roofline_max (from hardware and "
+        "model specs), table (measured latencies)",
+    )
+    verify_token_us: float = _field(
+        0.0,
+        "cost.verify_token_us",
+        kind="number",
+        low=0.0,
+        high=COST_MAX_US,
+        unit="us",
+        help="linear: verify cost per drafted token checked",
+        part=_LINEAR,
+    )
+    gpu: str = _field(
+        "h100",
+        "cost.gpu",
+        kind="spec",
+        choices=("hardware",),
+        part=_ROOFLINES,
+        help="roofline: accelerator (engine/cost/data/hardware.toml or your own)",
+    )
+    target: str = _field(
+        "llama-3.1-8b",
+        "cost.target",
+        kind="spec",
+        choices=("model",),
+        part=_ROOFLINES,
+        help="roofline: target model (engine/cost/data/models.toml or your own)",
+    )
+    draft: str = _field(
+        "llama-3.2-1b",
+        "cost.draft",
+        kind="spec",
+        choices=("model",),
+        part=_ROOFLINES,
+        help="roofline: draft model",
+    )
+    t0_us: float = _field(
+        0.0,
+        "cost.t0_us",
+        kind="number",
+        low=0.0,
+        high=T0_MAX_US,
+        unit="us",
+        part=_ROOFLINES,
+        help="roofline: fixed overhead of every pass (kernel launches)",
+    )
+    bytes_per_kv: float = _field(
+        2.0,
+        "cost.bytes_per_kv",
+        kind="number",
+        low=0.0,
+        high=8.0,
+        low_open=True,
+        unit="bytes",
+        part=_ROOFLINES,
+        help="roofline: bytes per KV-cache element (2: bf16)",
+    )
+    eta_w: float = _field(
+        0.81,
+        "cost.eta_w",
+        kind="number",
+        low=0.0,
+        high=1.0,
+        low_open=True,
+        part=(_COST, ("roofline",)),
+        help="roofline: bandwidth efficiency reading weights",
+    )
+    eta_kv: float = _field(
+        1.0,
+        "cost.eta_kv",
+        kind="number",
+        low=0.0,
+        high=1.0,
+        low_open=True,
+        part=(_COST, ("roofline",)),
+        help="roofline: bandwidth efficiency reading the KV cache",
+    )
+    eta_f: float = _field(
+        0.77,
+        "cost.eta_f",
+        kind="number",
+        low=0.0,
+        high=1.0,
+        low_open=True,
+        part=(_COST, ("roofline",)),
+        help="roofline: efficiency of the peak FLOP/s",
+    )
+    max_eta_f: float = _field(
+        1.0,
+        "cost.max_eta_f",
+        kind="number",
+        low=0.0,
+        high=1.0,
+        low_open=True,
+        part=(_COST, ("roofline_max",)),
+        help="roofline_max: fraction of the peak FLOP/s",
+    )
+    max_eta_bw: float = _field(
+        1.0,
+        "cost.max_eta_bw",
+        kind="number",
+        low=0.0,
+        high=1.0,
+        low_open=True,
+        part=(_COST, ("roofline_max",)),
+        help="roofline_max: fraction of the bandwidth",
+    )
+    cost_table: str = _field(
+        "",
+        "cost.table",
+        kind="path",
+        flag="--cost-table",
+        part=(_COST, ("table",)),
+        help="table: measured latencies, CSV (batch_size,tokens,verify_us[,draft_us]) or "
+        "vLLM's dynamic speculative decoding profile (JSON)",
+    )
+    policy: str = _field(
+        "fixed",
+        "policy.name",
+        kind="choice",
+        choices=POLICY_NAMES,
+        flag="--policy",
+        help="K policy: fixed (k = K every cycle)",
+    )
+    shape: str = _field(
+        "chain",
+        "shape.name",
+        kind="choice",
+        choices=SHAPE_NAMES,
+        flag="--shape",
+        help="draft shape: chain (one token per draft pass)",
+    )
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            key = f.metadata["key"] or f.name
+            object.__setattr__(self, f.name, check_value(key, getattr(self, f.name)))
+        for spec in FIELD_SPECS.values():
+            if spec.kind in ("spec", "path") and reads(self, spec.key):
+                _check_part_value(spec, getattr(self, spec.attr))
+
+    @property
+    def cost_ratio(self) -> float:
+        """draft_cost_us / verify_cost_us (dimensionless; the linear cost model's)."""
+        return self.draft_cost_us / self.verify_cost_us
+
+    def get(self, key: str) -> Any:
+        """The value of the field ``key`` (its key or its attribute name)."""
+        return getattr(self, _attr(key))
+
+    def replace(self, **changes: Any) -> SpecConfig:
+        """A copy with some fields changed (validated); fields by key or attribute name."""
+        return dataclasses.replace(self, **{_attr(name): v for name, v in changes.items()})
+
+    def values(self) -> dict[str, Any]:
+        """Every field by key, in table order."""
+        return {spec.key: getattr(self, spec.attr) for spec in FIELD_SPECS.values()}
+
+    def to_dict(self) -> dict[str, Any]:
+        """The configuration as a record (CSV row, preset, JSON): the original's 14 fields,
+        then each newer field whose value differs from its default. A scenario of the
+        original writes exactly the original's columns."""
+        return {
+            spec.key: getattr(self, spec.attr)
+            for spec in FIELD_SPECS.values()
+            if spec.key in CONFIG_FIELDS or getattr(self, spec.attr) != DEFAULTS[spec.key]
+        }
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> SpecConfig:
+        """Build from a mapping by key (or attribute name); unknown keys are errors."""
+        return cls().replace(**values)
+
+
+def _attr(name: str) -> str:
+    spec = FIELD_SPECS.get(name) or _BY_ATTR.get(name)
+    if spec is None:
+        raise ConfigError(name, "unknown parameter; known: " + ", ".join(FIELD_SPECS))
+    return spec.attr
+
+
+FIELD_SPECS: dict[str, FieldSpec] = {}
+for _f in dataclasses.fields(SpecConfig):
+    _key = _f.metadata["key"] or _f.name
+    FIELD_SPECS[_key] = dataclasses.replace(_f.metadata["spec"], key=_key, attr=_f.name)
+_BY_ATTR = {spec.attr: spec for spec in FIELD_SPECS.values()}
+DEFAULTS: dict[str, Any] = {
+    (f.metadata["key"] or f.name): f.default for f in dataclasses.fields(SpecConfig)
 }
+# The original simulator's fields: always written, in this order.
+CONFIG_FIELDS: tuple[str, ...] = tuple(k for k in FIELD_SPECS if "." not in k)
+# Newer fields (dotted keys): written when set away from their defaults.
+SCENARIO_FIELDS: tuple[str, ...] = tuple(k for k in FIELD_SPECS if "." in k)
+
+
+def reads(config: SpecConfig, key: str) -> bool:
+    """Whether ``config``'s chosen parts read the field ``key`` (else it is inert)."""
+    part = FIELD_SPECS[key].part
+    return part is None or config.get(part[0]) in part[1]
+
+
+def part_fields(selector: str, name: str) -> tuple[str, ...]:
+    """Keys of the fields that part ``name`` (chosen by the field ``selector``) reads."""
+    return tuple(
+        k
+        for k, s in FIELD_SPECS.items()
+        if s.part is not None and s.part[0] == selector and name in s.part[1]
+    )
+
+
+def seed_key_values(config: SpecConfig) -> dict[str, str]:
+    """The fields that key a configuration's random stream, as repr strings.
+
+    Those marked ``seed_key`` that the configuration reads. They are the original's fields
+    (its two linear costs among them: they do not change the draws, but the original's
+    results were drawn with them in the key, and keep being so); no newer field enters, so
+    adding a field never changes a result, and a parameter a model ignores never splits
+    two configurations' draws.
+    """
+    return {
+        key: repr(getattr(config, spec.attr))
+        for key, spec in sorted(FIELD_SPECS.items())
+        if spec.seed_key and reads(config, key)
+    }
+
+
+# The parameters each draft model reads (engine.draft_models uses these as the models'
+# ``reads``).
+MODEL_READS: dict[str, tuple[str, ...]] = {m: part_fields(_ACCEPT, m) for m in DRAFT_MODEL_NAMES}
+# Parameters that only some draft model reads.
+MODEL_PARAMETERS: frozenset[str] = frozenset(p for r in MODEL_READS.values() for p in r)
+
+
+def _check_part_value(spec: FieldSpec, value: str) -> None:
+    if spec.kind == "path":
+        if not value.strip():
+            raise ConfigError(spec.key, "a file is required by this cost model")
+        return
+    known = known_spec_ids(spec.choices[0])
+    if known and value not in known:
+        raise ConfigError(
+            spec.key, f"unknown {spec.choices[0]} {value!r}; known: {', '.join(known)}"
+        )
 
 
 def check_value(field: str, value: Any) -> Any:
@@ -101,6 +524,14 @@ def check_value(field: str, value: Any) -> Any:
     if spec.kind == "choice":
         if not isinstance(value, str) or value not in spec.choices:
             raise ConfigError(field, bad)
+        return value
+    if spec.kind == "spec":
+        if not isinstance(value, str) or not _SPEC_ID.fullmatch(value):
+            raise ConfigError(field, f"{value!r} is not allowed; expected {spec.allowed()}")
+        return value
+    if spec.kind == "path":
+        if not isinstance(value, str):
+            raise ConfigError(field, f"{value!r} is not allowed; expected a file name")
         return value
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ConfigError(field, bad)  # numpy numbers are Real; bools and strings are not
@@ -119,9 +550,10 @@ def check_value(field: str, value: Any) -> Any:
         raise ConfigError(field, bad)
     if spec.kind == "prob" and not 0.0 <= value <= 1.0:
         raise ConfigError(field, bad)
-    if spec.kind == "cost":
+    if spec.kind == "number":
         assert spec.low is not None and spec.high is not None
-        if not spec.low <= value <= spec.high:
+        above = value > spec.low if spec.low_open else value >= spec.low
+        if not (above and value <= spec.high):
             raise ConfigError(field, bad)
     return value
 
@@ -136,7 +568,7 @@ def parse_value(field: str, text: str) -> Any:
         return check_value(field, text)  # the unknown-parameter error
     spec = FIELD_SPECS[field]
     text = text.strip()
-    if spec.kind == "choice":
+    if not spec.numeric:
         return check_value(field, text)
     integer = spec.kind in ("int", "seed")
     noun = "an integer" if integer else "a number"
@@ -149,55 +581,3 @@ def parse_value(field: str, text: str) -> Any:
         shown = repr(text) if text else "empty"
         raise ConfigError(field, f"{shown} is not {noun}; expected {spec.allowed()}") from None
     return check_value(field, value)
-
-
-@dataclass(frozen=True)
-class SpecConfig:
-    """One simulator configuration. Costs in microseconds, counts in tokens/sequences.
-
-    Every field is validated on construction; an invalid value raises
-    :class:`ConfigError` whose message names the field, the value and the allowed range.
-    """
-
-    draft_model: str = "fixed"
-    k: int = 5
-    acceptance_rate: float = 0.8
-    draft_cost_us: float = 20.0
-    verify_cost_us: float = 200.0
-    decay_base: float = 0.9
-    decay_factor: float = 0.95
-    entropy_high: float = 0.95
-    entropy_low: float = 0.5
-    entropy_frac: float = 0.3
-    n_sequences: int = 500
-    tokens_per_seq: int = 128
-    seed: int = 42
-    tail: str = "full"
-
-    def __post_init__(self) -> None:
-        for f in dataclasses.fields(self):
-            object.__setattr__(self, f.name, check_value(f.name, getattr(self, f.name)))
-
-    @property
-    def cost_ratio(self) -> float:
-        """draft_cost_us / verify_cost_us (dimensionless)."""
-        return self.draft_cost_us / self.verify_cost_us
-
-    def replace(self, **changes: Any) -> SpecConfig:
-        """A copy with some fields changed (validated)."""
-        unknown = set(changes) - set(FIELD_SPECS)
-        if unknown:
-            name = sorted(unknown)[0]
-            raise ConfigError(name, "unknown parameter; known: " + ", ".join(FIELD_SPECS))
-        return dataclasses.replace(self, **changes)
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, values: dict[str, Any]) -> SpecConfig:
-        """Build from a mapping; unknown keys are errors."""
-        return cls().replace(**values)
-
-
-CONFIG_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(SpecConfig))

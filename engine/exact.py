@@ -11,6 +11,7 @@ import numpy as np
 
 from .config import SpecConfig
 from .draft_models import get_model
+from .kernel import cycle_costs, draft_count
 
 
 def survival(config: SpecConfig, k: int | None = None) -> np.ndarray:
@@ -33,9 +34,13 @@ def tokens_per_cycle(config: SpecConfig) -> float:
 
 
 def speedup_limit(config: SpecConfig) -> float:
-    """Speedup as tokens_per_seq goes to infinity (Leviathan et al. 2023, Thm 3.8 for fixed)."""
-    cycle_cost = config.k * config.draft_cost_us + config.verify_cost_us
-    return tokens_per_cycle(config) * config.verify_cost_us / cycle_cost
+    """Speedup as tokens_per_seq goes to infinity at the prompt's context: tokens per cycle
+    times a decoding step's time over a full cycle's (Leviathan et al. 2023, Thm 3.8, for
+    the fixed model under the linear cost). For a context-free cost model (linear, table)
+    this is the limit of :func:`speedup_exact`; under a roofline the context grows with
+    the sequence, and this is the steady state at ``prompt_len``."""
+    costs = cycle_costs(config)
+    return tokens_per_cycle(config) * costs.limit_step_us / costs.limit_cycle_us
 
 
 def breakeven_cost_ratio(config: SpecConfig) -> float:
@@ -46,7 +51,7 @@ def breakeven_cost_ratio(config: SpecConfig) -> float:
 def compute_overhead_limit(config: SpecConfig) -> float:
     """Target positions plus cost_ratio x drafts, per emitted token, minus 1 (Thm 3.11)."""
     k = config.k
-    return (k + 1 + config.cost_ratio * k) / tokens_per_cycle(config) - 1.0
+    return (k + 1 + cycle_costs(config).cost_ratio * k) / tokens_per_cycle(config) - 1.0
 
 
 def _expectation(probabilities: Sequence[float], values: Sequence[float]) -> float:
@@ -64,38 +69,40 @@ def _expectation(probabilities: Sequence[float], values: Sequence[float]) -> flo
 
 
 def _expected_over_sequence(
-    config: SpecConfig, per_cycle: Callable[[int, list[float]], float]
+    config: SpecConfig, per_cycle: Callable[[int, int, list[float]], float]
 ) -> list[float]:
-    """E[sum over the cycles of one sequence of per_cycle(k, P(n = .))], for every length.
+    """E[sum over the cycles of one sequence of per_cycle(r, k, P(n = .))], for every length.
 
     Dynamic program over r, the tokens still needed: f(0) = 0,
-    f(r) = per_cycle(k_r, P_r) + sum_j P_r(n = j) f(max(r - j - 1, 0)), where k_r is the
-    tail rule's draft count with r tokens to go and P_r the distribution of accepted drafts
-    among them. Returns f(0..tokens_per_seq). O(T * K).
+    f(r) = per_cycle(r, k_r, P_r) + sum_j P_r(n = j) f(max(r - j - 1, 0)), where k_r is the
+    tail rule's draft count with r tokens to go (engine.kernel.draft_count) and P_r the
+    distribution of accepted drafts among them. Returns f(0..tokens_per_seq). O(T * K).
     """
     big_k, total = config.k, config.tokens_per_seq
     # Distributions for every k the tail rule can use (0..K), from one survival vector.
     surv = [1.0, *survival(config, big_k).tolist()]
     full_dist = accepted_distribution(config, big_k).tolist()
-    full_step = per_cycle(big_k, full_dist)
     f = [0.0] * (total + 1)  # f(r) for r <= 0 is f(0) = 0
     for r in range(1, total + 1):
+        k = draft_count(config, r)
         if r > big_k + 1:
             # Both rules draft K here, and every outcome leaves r - j - 1 >= 0 tokens.
-            f[r] = full_step + _expectation(full_dist, f[r - 1 : r - 2 - big_k : -1])
+            f[r] = per_cycle(r, big_k, full_dist) + _expectation(
+                full_dist, f[r - 1 : r - 2 - big_k : -1]
+            )
             continue
-        k = big_k if config.tail == "full" else min(big_k, r - 1)
         dist = [surv[j] - surv[j + 1] for j in range(k)] + [surv[k]]
         # n = j leaves max(r - j - 1, 0) tokens to produce.
         remaining = [f[max(r - 1 - j, 0)] for j in range(k + 1)]
-        f[r] = per_cycle(k, dist) + _expectation(dist, remaining)
+        f[r] = per_cycle(r, k, dist) + _expectation(dist, remaining)
     return f
 
 
 def expected_sequence_time_us(config: SpecConfig) -> float:
-    """Expected speculative time of one sequence of tokens_per_seq tokens, in microseconds."""
-    draft, verify = config.draft_cost_us, config.verify_cost_us
-    return _expected_over_sequence(config, lambda k, _: k * draft + verify)[-1]
+    """Expected speculative time of one sequence of tokens_per_seq tokens, in microseconds,
+    each cycle priced by the cost model at its own context (engine.kernel.cycle_costs)."""
+    cycle_us = cycle_costs(config).cycle_us.tolist()
+    return _expected_over_sequence(config, lambda r, k, dist: cycle_us[r])[-1]
 
 
 def tokens_per_cycle_at_length(config: SpecConfig) -> float:
@@ -104,15 +111,16 @@ def tokens_per_cycle_at_length(config: SpecConfig) -> float:
     estimates. Equals :func:`tokens_per_cycle` under "full", where every cycle drafts K;
     under "clamp" the short last cycles lower it.
     """
-    cycles = _expected_over_sequence(config, lambda k, dist: 1.0)[-1]
-    emitted = _expected_over_sequence(config, lambda k, dist: _expectation(dist, range(1, k + 2)))
+    cycles = _expected_over_sequence(config, lambda r, k, dist: 1.0)[-1]
+    emitted = _expected_over_sequence(
+        config, lambda r, k, dist: _expectation(dist, range(1, k + 2))
+    )
     return emitted[-1] / cycles
 
 
 def speedup_exact(config: SpecConfig) -> float:
     """Expected speedup at the finite length tokens_per_seq, for the config's tail rule."""
-    baseline = config.tokens_per_seq * config.verify_cost_us
-    return baseline / expected_sequence_time_us(config)
+    return cycle_costs(config).baseline_us / expected_sequence_time_us(config)
 
 
 def exact_metrics(config: SpecConfig) -> dict[str, float]:

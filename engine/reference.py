@@ -11,12 +11,14 @@ import pandas as pd
 
 from .config import SpecConfig
 from .draft_models import get_model
-from .simulator import RECORD_DTYPES, RunResult, Totals, config_rng, metrics_from_totals
+from .kernel import Totals, cycle_costs, draft_count, emitted_and_kept, metrics_from_totals
+from .simulator import RECORD_DTYPES, RunResult, config_rng
 
 
 def simulate_reference(config: SpecConfig, *, records: bool = False) -> RunResult:
     """Monte Carlo run of ``config`` by the plain loop; same result shape as ``simulate``."""
     model = get_model(config.draft_model)
+    costs = cycle_costs(config)
     rng = config_rng(config)
     totals = Totals()
     rows: list[tuple[int | float, ...]] = []
@@ -25,25 +27,17 @@ def simulate_reference(config: SpecConfig, *, records: bool = False) -> RunResul
         tokens, elapsed, cycle = 0, 0.0, 0
         while tokens < config.tokens_per_seq:
             remaining = config.tokens_per_seq - tokens
-            k = config.k if config.tail == "full" else min(config.k, remaining - 1)
+            k = draft_count(config, remaining)
             accepted = 0
             for position in range(1, k + 1):
                 if not model.accept_token(config, rng, position):
                     break
                 accepted += 1
-            emitted = accepted + 1
-            kept = min(emitted, remaining)
-            cycle_time = k * config.draft_cost_us + config.verify_cost_us
+            _, kept = emitted_and_kept(accepted, remaining)
+            cycle_time = float(costs.cycle_us[remaining])
             tokens += kept
             elapsed += cycle_time
-
-            totals.cycles += 1
-            totals.drafted += k
-            totals.accepted += accepted
-            totals.accepted_kept += min(accepted, kept)
-            totals.emitted += emitted
-            totals.target_positions += k + 1
-            totals.draft_time_us += k * config.draft_cost_us
+            totals.add_cycles(1, k, accepted, min(accepted, kept), float(costs.draft_us[remaining]))
             if records:
                 rows.append((seq, cycle, k, accepted, kept, cycle_time, tokens, elapsed))
             cycle += 1

@@ -12,15 +12,38 @@ import json
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from .config import SpecConfig
-from .draft_models import get_model, inert_parameters
-from .exact import exact_metrics, tokens_per_cycle
+from .config import SpecConfig, seed_key_values
+from .draft_models import get_model
+from .exact import tokens_per_cycle
+from .kernel import (
+    METRIC_NAMES,
+    Z95,
+    CycleCosts,
+    Totals,
+    cycle_costs,
+    draft_count,
+    emitted_and_kept,
+    metrics_from_totals,
+)
+
+__all__ = [
+    "METRIC_NAMES",
+    "RECORD_DTYPES",
+    "Z95",
+    "RunResult",
+    "RunStopped",
+    "Totals",
+    "config_rng",
+    "metrics_from_totals",
+    "seed_key",
+    "simulate",
+]
 
 # Sequences simulated together. Fixed, so that results never depend on anything but the
 # configuration; it bounds the memory of one step to CHUNK_SEQUENCES x K accept tests.
@@ -29,7 +52,6 @@ CHUNK_SEQUENCES = 4096
 # Accept tests drawn at once in the full-tail block sampler (bounds its memory: ~5 bytes each).
 BLOCK_ELEMENTS = 1 << 22
 
-Z95 = 1.959963984540054
 
 # How often a run asks ``should_stop`` and reports progress (seconds of simulation work).
 CHECK_EVERY_S = 0.05
@@ -45,38 +67,14 @@ RECORD_DTYPES: dict[str, str] = {
     "cum_time_us": "float64",
 }
 
-METRIC_NAMES: tuple[str, ...] = (
-    "speedup",
-    "speedup_ci95",
-    "speedup_exact",
-    "speedup_limit",
-    "cycles",
-    "tokens_per_cycle",
-    "acceptance_observed",
-    "waste",
-    "draft_time_fraction",
-    "compute_overhead",
-    "spec_time_us",
-    "baseline_time_us",
-    "cost_ratio",
-    "tokens_per_cycle_exact",
-    "breakeven_cost_ratio",
-    "compute_overhead_limit",
-    "drafted_tokens",
-    "accepted_tokens",
-)
-
 
 def seed_key(config: SpecConfig) -> list[int]:
-    """A stable key of the configuration, without the seed and the model's inert parameters.
-
-    Two configurations that differ only in a parameter their model ignores draw the same
-    random numbers, so an inert sweep axis shows identical results, not noise.
+    """A stable key of the configuration, from the fields that key its draws
+    (:func:`engine.config.seed_key_values`: not the seed, no parameter its parts ignore,
+    no newer field). Two configurations that differ only in a parameter their model ignores
+    draw the same random numbers, so an inert sweep axis shows identical results, not noise.
     """
-    values = config.to_dict()
-    values.pop("seed")
-    inert = set(inert_parameters(config.draft_model))
-    canonical = {name: repr(v) for name, v in sorted(values.items()) if name not in inert}
+    canonical = seed_key_values(config)
     digest = hashlib.sha256(json.dumps(canonical, sort_keys=True).encode()).digest()
     return [int.from_bytes(digest[i : i + 4], "little") for i in range(0, 16, 4)]
 
@@ -88,56 +86,6 @@ def config_rng(config: SpecConfig) -> np.random.Generator:
 
 class RunStopped(Exception):
     """A run's ``should_stop`` turned true: the run was abandoned, no result."""
-
-
-@dataclass
-class Totals:
-    """What a run adds up, from which every Monte Carlo metric follows.
-
-    Sequence times stream: each chunk of sequences leaves its count, sum and sum of squared
-    deviations, so memory does not grow with the number of sequences.
-    """
-
-    sequence_time_parts: list[tuple[int, float, float]] = field(default_factory=list)
-    cycles: int = 0
-    drafted: int = 0
-    accepted: int = 0
-    accepted_kept: int = 0
-    emitted: int = 0
-    target_positions: int = 0
-    draft_time_us: float = 0.0
-    # Per-position counts, when asked for: cycles by accepted drafts n, and the same for
-    # cycles that ended on a rejection (n < k). See :func:`acceptance_by_position`.
-    accepted_counts: np.ndarray | None = None
-    rejected_counts: np.ndarray | None = None
-
-    def add_sequences(self, seq_time: np.ndarray) -> None:
-        """Add the speculative times of a group of finished sequences."""
-        if seq_time.size:
-            total = float(seq_time.sum())
-            deviations = seq_time - seq_time.mean()
-            self.sequence_time_parts.append(
-                (seq_time.size, total, float((deviations * deviations).sum()))
-            )
-
-    def count_positions(self, accepted: np.ndarray, rejected: np.ndarray) -> None:
-        """Count cycles by accepted drafts; ``rejected`` marks the cycles with a rejection."""
-        if self.accepted_counts is None or self.rejected_counts is None:
-            return
-        size = self.accepted_counts.size
-        self.accepted_counts += np.bincount(accepted, minlength=size)[:size]
-        self.rejected_counts += np.bincount(accepted[rejected], minlength=size)[:size]
-
-    def sequence_time_stats(self) -> tuple[int, float, float]:
-        """Number of sequences, total speculative time, and the per-sequence sample std."""
-        n = sum(p[0] for p in self.sequence_time_parts)
-        total = sum(p[1] for p in self.sequence_time_parts)
-        if n < 2:
-            return n, total, math.nan
-        mean = total / n
-        # Chan et al.: the squared deviations of the parts, plus those of their means.
-        m2 = sum(p[2] + p[0] * (p[1] / p[0] - mean) ** 2 for p in self.sequence_time_parts)
-        return n, total, math.sqrt(m2 / (n - 1))
 
 
 @dataclass
@@ -164,43 +112,6 @@ class RunResult:
     def to_dict(self) -> dict[str, Any]:
         """Configuration and metrics in one flat mapping (NaN kept as float NaN)."""
         return {**self.config.to_dict(), **self.metrics}
-
-
-def _ratio(num: float, den: float) -> float:
-    return num / den if den else math.nan
-
-
-def metrics_from_totals(config: SpecConfig, totals: Totals) -> dict[str, float]:
-    """Monte Carlo metrics of docs/model.md from a run's totals, plus the exact figures."""
-    n_seq, spec_time, seq_std = totals.sequence_time_stats()
-    baseline_seq = config.tokens_per_seq * config.verify_cost_us
-    baseline_time = baseline_seq * n_seq
-    speedup = baseline_time / spec_time
-    # Delta method for the ratio of totals; sequences are the independent units.
-    if n_seq > 1:
-        rel_se = seq_std / math.sqrt(n_seq) / (spec_time / n_seq)
-        ci95 = Z95 * speedup * rel_se
-    else:
-        ci95 = math.nan
-    metrics = {
-        "speedup": speedup,
-        "speedup_ci95": ci95,
-        "cycles": totals.cycles,
-        "tokens_per_cycle": _ratio(totals.emitted, totals.cycles),
-        "acceptance_observed": _ratio(totals.accepted, totals.drafted),
-        "waste": 1.0 - _ratio(totals.accepted_kept, totals.drafted) if totals.drafted else math.nan,
-        "draft_time_fraction": totals.draft_time_us / spec_time,
-        "compute_overhead": (totals.target_positions + config.cost_ratio * totals.drafted)
-        / totals.emitted
-        - 1.0,
-        "spec_time_us": spec_time,
-        "baseline_time_us": baseline_time,
-        "cost_ratio": config.cost_ratio,
-        "drafted_tokens": totals.drafted,
-        "accepted_tokens": totals.accepted,
-    }
-    metrics.update(exact_metrics(config))
-    return {name: metrics[name] for name in METRIC_NAMES}
 
 
 CycleSink = Callable[[pd.DataFrame], None]
@@ -260,6 +171,7 @@ class _Recording:
 
 def _simulate_chunk_stepwise(
     config: SpecConfig,
+    costs: CycleCosts,
     rng: np.random.Generator,
     first_sequence: int,
     n_seq: int,
@@ -268,8 +180,7 @@ def _simulate_chunk_stepwise(
     check: _Checkpoint,
 ) -> pd.DataFrame | None:
     model = get_model(config.draft_model)
-    big_k, target = config.k, config.tokens_per_seq
-    draft_us, verify_us = config.draft_cost_us, config.verify_cost_us
+    target = config.tokens_per_seq
     clamp = config.tail == "clamp"
 
     tokens = np.zeros(n_seq, dtype=np.int64)
@@ -279,12 +190,8 @@ def _simulate_chunk_stepwise(
     cycle_index = 0
     while active.size:
         remaining = target - tokens[active]
-        if clamp:
-            k = np.minimum(big_k, remaining - 1)
-            width = int(k.max())
-        else:
-            k = np.full(active.size, big_k)
-            width = big_k
+        k = draft_count(config, remaining)
+        width = int(k.max()) if clamp else config.k
         if width:
             accepts = model.sample_accepts(config, rng, active.size, width)
             if clamp:
@@ -292,20 +199,21 @@ def _simulate_chunk_stepwise(
             n = _leading_accepts(accepts)
         else:
             n = np.zeros(active.size, dtype=np.int64)
-        emitted = n + 1
-        kept = np.minimum(emitted, remaining)
-        cycle_time = k * draft_us + verify_us
+        _, kept = emitted_and_kept(n, remaining)
+        cycle_time = costs.cycle_us[remaining]
         tokens[active] += kept
         seq_time[active] += cycle_time
 
         drafted = int(k.sum())
-        totals.cycles += active.size
-        totals.drafted += drafted
-        totals.accepted += int(n.sum())
-        totals.accepted_kept += int(np.minimum(n, kept).sum())
-        totals.emitted += int(emitted.sum())
-        totals.target_positions += drafted + active.size
-        totals.draft_time_us += drafted * draft_us
+        totals.add_cycles(
+            active.size,
+            drafted,
+            int(n.sum()),
+            int(np.minimum(n, kept).sum()),
+            drafted * costs.draft_per_token_us
+            if costs.draft_per_token_us is not None
+            else float(costs.draft_us[remaining].sum()),
+        )
         totals.count_positions(n, n < k)
         if record is not None and cycle_index < record.cycles:
             columns: tuple[np.ndarray, ...] = (
@@ -344,6 +252,7 @@ def _sorted_frame(parts: list[tuple[np.ndarray, ...]]) -> pd.DataFrame:
 
 def _simulate_chunk_blocks(
     config: SpecConfig,
+    costs: CycleCosts,
     rng: np.random.Generator,
     first_sequence: int,
     n_seq: int,
@@ -356,7 +265,7 @@ def _simulate_chunk_blocks(
     sequence needed, and draw again only for the few that did not finish."""
     model = get_model(config.draft_model)
     big_k, target = config.k, config.tokens_per_seq
-    cycle_time = big_k * config.draft_cost_us + config.verify_cost_us
+    constant = costs.constant_cycle_us
     mean_emitted = tokens_per_cycle(config)
 
     tokens = np.zeros(n_seq, dtype=np.int64)
@@ -376,45 +285,62 @@ def _simulate_chunk_blocks(
         reached = cum >= remaining[:, None]
         finished = reached[:, -1]
         used = np.where(finished, reached.argmax(axis=1) + 1, width)
+        valid = np.arange(width) < used[:, None]
         # Aggregates from each sequence's last used cycle; only it can discard tokens.
         pick = np.arange(rows), used - 1
         cum_last, n_last = cum[pick], n[pick]
         added = np.where(finished, remaining, cum_last)
         kept_last = added - (cum_last - n_last - 1)
 
+        if constant is None:
+            # Cycles priced by the tokens still needed when each began (its context).
+            before = np.clip(remaining[:, None] - (cum - n - 1), 1, target)
+            times = np.where(valid, costs.cycle_us[before], 0.0)
+            block_time = times.sum(axis=1)
+        else:
+            block_time = used * constant
         n_cycles = int(used.sum())
         accepted = int(cum_last.sum()) - n_cycles
-        totals.cycles += n_cycles
-        totals.drafted += n_cycles * big_k
-        totals.accepted += accepted
-        totals.accepted_kept += accepted - int((n_last - np.minimum(n_last, kept_last)).sum())
-        totals.emitted += accepted + n_cycles
-        totals.target_positions += n_cycles * (big_k + 1)
-        totals.draft_time_us += n_cycles * big_k * config.draft_cost_us
+        if costs.draft_per_token_us is not None:
+            draft_time = n_cycles * big_k * costs.draft_per_token_us
+        else:
+            draft_time = float(np.where(valid, costs.draft_us[before], 0.0).sum())
+        totals.add_cycles(
+            n_cycles,
+            n_cycles * big_k,
+            accepted,
+            accepted - int((n_last - np.minimum(n_last, kept_last)).sum()),
+            draft_time,
+        )
         if totals.accepted_counts is not None:
-            used_n = n[np.arange(width) < used[:, None]]
+            used_n = n[valid]
             totals.count_positions(used_n, used_n < big_k)
         if record is not None:
-            valid = np.arange(width) < used[:, None]
-            valid &= (active < record.sequences)[:, None]
-            valid &= cycles_done[active][:, None] + np.arange(width) < record.cycles
-            kept = np.where(valid, np.minimum(n + 1, remaining[:, None] - (cum - n - 1)), 0)
-            row, col = np.nonzero(valid)
+            wanted_rows = valid & (active < record.sequences)[:, None]
+            wanted_rows &= cycles_done[active][:, None] + np.arange(width) < record.cycles
+            kept = np.where(wanted_rows, np.minimum(n + 1, remaining[:, None] - (cum - n - 1)), 0)
+            row, col = np.nonzero(wanted_rows)
             if row.size:
+                if constant is None:
+                    cycle_time = times[wanted_rows]
+                    cum_time = seq_time[active][row] + np.cumsum(times, axis=1)[wanted_rows]
+                else:
+                    cycle_time = np.full(row.size, constant)
+                    cum_time = seq_time[active][row] + (col + 1) * constant
                 parts.append(
                     (
                         active[row] + first_sequence,
                         cycles_done[active][row] + col,
                         np.full(row.size, big_k),
-                        n[valid],
-                        kept[valid],
-                        np.full(row.size, cycle_time),
-                        tokens[active][row] + np.cumsum(kept, axis=1)[valid],
-                        seq_time[active][row] + (col + 1) * cycle_time,
+                        n[wanted_rows],
+                        kept[wanted_rows],
+                        cycle_time,
+                        tokens[active][row] + np.cumsum(kept, axis=1)[wanted_rows],
+                        cum_time,
                     )
                 )
         tokens[active] += added
-        seq_time[active] += used * cycle_time
+        seq_time[active] += block_time
         cycles_done[active] += used
         active = active[~finished]
         if check.active:
@@ -449,6 +375,7 @@ def simulate(
     tokens)`` is told as often the sequences finished and tokens kept so far. Neither
     changes the random draws: a run that is not stopped gives the same result without them.
     """
+    costs = cycle_costs(config)
     rng = config_rng(config)
     totals = Totals()
     if position_counts:
@@ -471,7 +398,7 @@ def simulate(
             record = _Recording(n_seq, config.tokens_per_seq)
         elif records and first < record_sequences:
             record = _Recording(min(n_seq, record_sequences - first), record_cycles)
-        chunk = simulate_chunk(config, rng, first, n_seq, totals, record, check)
+        chunk = simulate_chunk(config, costs, rng, first, n_seq, totals, record, check)
         check.sequences += n_seq
         check.tokens += n_seq * config.tokens_per_seq
         if check.active:

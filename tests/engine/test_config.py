@@ -73,9 +73,19 @@ def test_replace_validates_and_rejects_unknown_fields():
 
 
 def test_every_field_has_a_spec_and_round_trips():
-    c = SpecConfig(k=9, tail="clamp")
-    assert set(c.to_dict()) == set(FIELD_SPECS)
+    c = SpecConfig(k=9, tail="clamp", batch_size=8, cost_model="roofline")
+    assert set(c.values()) == set(FIELD_SPECS)
     assert SpecConfig.from_dict(c.to_dict()) == c
+    assert SpecConfig.from_dict(c.values()) == c
+
+
+def test_a_record_holds_the_original_fields_and_only_newer_ones_set_away_from_default():
+    from engine.config import CONFIG_FIELDS
+
+    assert list(SpecConfig().to_dict()) == list(CONFIG_FIELDS)
+    record = SpecConfig().replace(**{"workload.batch_size": 8, "cost.verify_token_us": 3}).to_dict()
+    assert list(record) == [*CONFIG_FIELDS, "workload.batch_size", "cost.verify_token_us"]
+    assert record["workload.batch_size"] == 8 and record["cost.verify_token_us"] == 3.0
 
 
 def test_numpy_numbers_are_accepted():

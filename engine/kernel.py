@@ -1,0 +1,269 @@
+"""The cycle, once: draft k, accept a prefix, emit n + 1, pay the cost, the tail rule; and
+every metric of a run (docs/model.md, "One sequence, one cycle" and "Metrics of one run").
+
+The Monte Carlo engine (``engine.simulator``), the reference loop (``engine.reference``) and
+the exact dynamic program (``engine.exact``) all take a cycle from here:
+
+- :func:`draft_count` is the tail rule, :func:`emitted_and_kept` what a cycle yields;
+- :func:`cycle_costs` prices every cycle a sequence can run. Under a fixed policy a cycle's
+  draft count and context depend only on ``r``, the tokens still needed, so its cost is a
+  table by ``r``. The cycle time ``draft_us + verify_us`` is computed in :func:`_cycle_us`
+  and nowhere else;
+- :class:`Totals` adds up a run and :func:`metrics_from_totals` turns it into metrics.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .config import SpecConfig
+from .cost.base import CostModel
+from .cost.models import build_cost
+
+Z95 = 1.959963984540054
+
+METRIC_NAMES: tuple[str, ...] = (
+    "speedup",
+    "speedup_ci95",
+    "speedup_exact",
+    "speedup_limit",
+    "cycles",
+    "tokens_per_cycle",
+    "acceptance_observed",
+    "waste",
+    "draft_time_fraction",
+    "compute_overhead",
+    "spec_time_us",
+    "baseline_time_us",
+    "cost_ratio",
+    "tokens_per_cycle_exact",
+    "breakeven_cost_ratio",
+    "compute_overhead_limit",
+    "drafted_tokens",
+    "accepted_tokens",
+)
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+
+
+def draft_count(config: SpecConfig, remaining: Any) -> Any:
+    """Tokens drafted in a cycle with ``remaining`` tokens still needed (int or int array):
+    K under the "full" tail rule, ``min(K, r - 1)`` under "clamp"."""
+    if config.tail == "clamp":
+        return (
+            np.minimum(config.k, remaining - 1)
+            if isinstance(remaining, np.ndarray)
+            else min(config.k, remaining - 1)
+        )
+    return np.full_like(remaining, config.k) if isinstance(remaining, np.ndarray) else config.k
+
+
+def emitted_and_kept(accepted: Any, remaining: Any) -> tuple[Any, Any]:
+    """A cycle that accepted ``accepted`` drafts emits ``accepted + 1`` tokens (the verifier
+    adds one); a sequence keeps at most ``remaining`` of them (int or int arrays)."""
+    emitted = accepted + 1
+    return emitted, np.minimum(emitted, remaining)
+
+
+def context_length(config: SpecConfig, remaining: Any) -> Any:
+    """Tokens of context at the start of a cycle with ``remaining`` tokens still needed:
+    ``prompt_len + (T - r)``."""
+    return config.prompt_len + (config.tokens_per_seq - remaining)
+
+
+def _cycle_us(cost: CostModel, k: Any, batch: int, context: Any) -> tuple[Any, Any, Any]:
+    """(draft_us, verify_us, cycle_us) of cycles drafting ``k`` tokens at context ``context``:
+    k draft passes, then one target pass over w = k + 1 tokens per sequence. The one place a
+    cycle's time is added up."""
+    draft = cost.draft_us(k, batch, context)
+    verify = cost.verify_us(np.add(k, 1), batch, context)
+    return draft, verify, draft + verify
+
+
+@dataclass(frozen=True)
+class CycleCosts:
+    """The price of every cycle a sequence of a configuration can run, in microseconds.
+
+    Arrays are indexed by ``r``, the tokens still needed at the start of the cycle
+    (1..tokens_per_seq; index 0 is unused): ``k[r]`` drafted tokens, ``draft_us[r]``,
+    ``verify_us[r]``, ``cycle_us[r] = draft_us[r] + verify_us[r]``, and ``step_us[r]``, a
+    plain decoding step (w = 1) at the same context, which the baseline pays per token.
+    """
+
+    k: IntArray
+    draft_us: FloatArray
+    verify_us: FloatArray
+    cycle_us: FloatArray
+    step_us: FloatArray
+    baseline_us: float  # one sequence decoded autoregressively: sum of step_us[1..T]
+    # Every cycle costs the same (full tail, context-free costs): its time, else None.
+    constant_cycle_us: float | None
+    # draft_us[r] = k[r] * this at every r (drafting is per token, context-free), else None.
+    draft_per_token_us: float | None
+    # T -> infinity at the prompt's context: one full cycle (K drafts), one decoding step.
+    limit_cycle_us: float
+    limit_step_us: float
+    cost_ratio: float  # one draft pass / one decoding step, at the prompt's context
+    bound: str  # the verify pass of a full cycle at the prompt's context: memory, compute, -
+    warnings: tuple[str, ...] = field(default=())
+
+
+@lru_cache(maxsize=16)
+def cycle_costs(config: SpecConfig) -> CycleCosts:
+    """Every cycle's cost for ``config`` under its cost model (see :class:`CycleCosts`).
+
+    Raises :class:`engine.config.ConfigError` when the cost model cannot be built (an
+    unknown hardware id, an unreadable table)."""
+    cost = build_cost(config)
+    total, batch = config.tokens_per_seq, config.batch_size
+    r = np.arange(total + 1, dtype=np.int64)
+    r[0] = 1  # unused; keeps the context and the draft count valid
+    k = np.asarray(draft_count(config, r), dtype=np.int64)
+    context = context_length(config, r)
+    draft, verify, cycle = (
+        np.asarray(a, dtype=np.float64) for a in _cycle_us(cost, k, batch, context)
+    )
+    step = np.asarray(cost.verify_us(np.ones_like(r), batch, context), dtype=np.float64)
+    steps = step[1:]
+    # math.fsum rounds the exact sum once: T equal steps give exactly T * step, the
+    # original's baseline, bit for bit.
+    baseline = math.fsum(steps.tolist())
+    cycles = cycle[1:]
+    constant = (
+        float(cycles[0]) if config.tail == "full" and bool(np.all(cycles == cycles[0])) else None
+    )
+    per_token = np.asarray(cost.draft_us(np.ones_like(r), batch, context), dtype=np.float64)[1:]
+    proportional = bool(np.all(per_token == per_token[0])) and bool(
+        np.all(draft[1:] == k[1:] * per_token[0])
+    )
+    prompt = config.prompt_len
+    _, _, limit_cycle = _cycle_us(cost, config.k, batch, prompt)
+    limit_step = float(cost.verify_us(1, batch, prompt))
+    bound_of = getattr(cost, "bound", None)
+    bound = str(bound_of(config.k + 1, batch, prompt)) if bound_of is not None else "-"
+    return CycleCosts(
+        k=k,
+        draft_us=draft,
+        verify_us=verify,
+        cycle_us=cycle,
+        step_us=step,
+        baseline_us=baseline,
+        constant_cycle_us=constant,
+        draft_per_token_us=float(per_token[0]) if proportional else None,
+        limit_cycle_us=float(limit_cycle),
+        limit_step_us=limit_step,
+        cost_ratio=float(cost.draft_us(1, batch, prompt)) / limit_step,
+        bound=bound,
+        warnings=tuple(getattr(cost, "warnings", ())),
+    )
+
+
+@dataclass
+class Totals:
+    """What a run adds up, from which every Monte Carlo metric follows.
+
+    Sequence times stream: each chunk of sequences leaves its count, sum and sum of squared
+    deviations, so memory does not grow with the number of sequences.
+    """
+
+    sequence_time_parts: list[tuple[int, float, float]] = field(default_factory=list)
+    cycles: int = 0
+    drafted: int = 0
+    accepted: int = 0
+    accepted_kept: int = 0
+    emitted: int = 0
+    target_positions: int = 0
+    draft_time_us: float = 0.0
+    # Per-position counts, when asked for: cycles by accepted drafts n, and the same for
+    # cycles that ended on a rejection (n < k). See engine.simulator.acceptance_by_position.
+    accepted_counts: np.ndarray | None = None
+    rejected_counts: np.ndarray | None = None
+
+    def add_cycles(
+        self, cycles: int, drafted: int, accepted: int, accepted_kept: int, draft_time_us: float
+    ) -> None:
+        """Add ``cycles`` cycles that drafted, accepted and kept so many draft tokens.
+
+        Each cycle emits its accepted drafts plus one, and its verify pass evaluates its
+        drafts plus one target position."""
+        self.cycles += cycles
+        self.drafted += drafted
+        self.accepted += accepted
+        self.accepted_kept += accepted_kept
+        self.emitted += accepted + cycles
+        self.target_positions += drafted + cycles
+        self.draft_time_us += draft_time_us
+
+    def add_sequences(self, seq_time: np.ndarray) -> None:
+        """Add the speculative times of a group of finished sequences."""
+        if seq_time.size:
+            total = float(seq_time.sum())
+            deviations = seq_time - seq_time.mean()
+            self.sequence_time_parts.append(
+                (seq_time.size, total, float((deviations * deviations).sum()))
+            )
+
+    def count_positions(self, accepted: np.ndarray, rejected: np.ndarray) -> None:
+        """Count cycles by accepted drafts; ``rejected`` marks the cycles with a rejection."""
+        if self.accepted_counts is None or self.rejected_counts is None:
+            return
+        size = self.accepted_counts.size
+        self.accepted_counts += np.bincount(accepted, minlength=size)[:size]
+        self.rejected_counts += np.bincount(accepted[rejected], minlength=size)[:size]
+
+    def sequence_time_stats(self) -> tuple[int, float, float]:
+        """Number of sequences, total speculative time, and the per-sequence sample std."""
+        n = sum(p[0] for p in self.sequence_time_parts)
+        total = sum(p[1] for p in self.sequence_time_parts)
+        if n < 2:
+            return n, total, math.nan
+        mean = total / n
+        # Chan et al.: the squared deviations of the parts, plus those of their means.
+        m2 = sum(p[2] + p[0] * (p[1] / p[0] - mean) ** 2 for p in self.sequence_time_parts)
+        return n, total, math.sqrt(m2 / (n - 1))
+
+
+def _ratio(num: float, den: float) -> float:
+    return num / den if den else math.nan
+
+
+def metrics_from_totals(config: SpecConfig, totals: Totals) -> dict[str, float]:
+    """Monte Carlo metrics of docs/model.md from a run's totals, plus the exact figures."""
+    from .exact import exact_metrics
+
+    costs = cycle_costs(config)
+    n_seq, spec_time, seq_std = totals.sequence_time_stats()
+    baseline_time = costs.baseline_us * n_seq
+    speedup = baseline_time / spec_time
+    # Delta method for the ratio of totals; sequences are the independent units.
+    if n_seq > 1:
+        rel_se = seq_std / math.sqrt(n_seq) / (spec_time / n_seq)
+        ci95 = Z95 * speedup * rel_se
+    else:
+        ci95 = math.nan
+    metrics = {
+        "speedup": speedup,
+        "speedup_ci95": ci95,
+        "cycles": totals.cycles,
+        "tokens_per_cycle": _ratio(totals.emitted, totals.cycles),
+        "acceptance_observed": _ratio(totals.accepted, totals.drafted),
+        "waste": 1.0 - _ratio(totals.accepted_kept, totals.drafted) if totals.drafted else math.nan,
+        "draft_time_fraction": totals.draft_time_us / spec_time,
+        "compute_overhead": (totals.target_positions + costs.cost_ratio * totals.drafted)
+        / totals.emitted
+        - 1.0,
+        "spec_time_us": spec_time,
+        "baseline_time_us": baseline_time,
+        "cost_ratio": costs.cost_ratio,
+        "drafted_tokens": totals.drafted,
+        "accepted_tokens": totals.accepted,
+    }
+    metrics.update(exact_metrics(config))
+    return {name: metrics[name] for name in METRIC_NAMES}
