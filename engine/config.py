@@ -181,7 +181,7 @@ class SpecConfig:
         low=0.0,
         high=COST_MAX_US,
         unit="us",
-        help="cost of one draft forward pass",
+        help="linear: cost of one draft forward pass",
         part=_LINEAR,
         seed_key=True,
     )
@@ -191,7 +191,7 @@ class SpecConfig:
         low=VERIFY_MIN_US,
         high=COST_MAX_US,
         unit="us",
-        help="cost of one target (verify) pass",
+        help="linear: cost of one target (verify) pass",
         part=_LINEAR,
         seed_key=True,
     )

@@ -92,3 +92,22 @@ def cell_text(cell: Any, aligned: bool = False) -> str:
         bool(cell["complete"]) if "complete" in cell else True,
         aligned=aligned,
     )
+
+
+def cost_setting_text(config: Any) -> str:
+    """The cost model and workload of a configuration in words, for titles: "linear: draft
+    20 us, verify 200 us (ratio 0.1)", or "roofline on h100: llama-3.1-8b verifies,
+    llama-3.2-1b drafts, batch 64, prompt 8192"."""
+    model = config.cost_model
+    workload = f"batch {config.batch_size}, prompt {config.prompt_len}"
+    if model == "linear":
+        text = (
+            f"linear: draft {config.draft_cost_us:g} us, verify {config.verify_cost_us:g} us "
+            f"(ratio {config.cost_ratio:.3g})"
+        )
+        if config.verify_token_us:
+            text += f" + {config.verify_token_us:g} us per draft checked"
+        return text
+    if model == "table":
+        return f"table {config.cost_table}, {workload}"
+    return f"{model} on {config.gpu}: {config.target} verifies, {config.draft} drafts, {workload}"

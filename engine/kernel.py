@@ -108,6 +108,8 @@ class CycleCosts:
     # draft_us[r] = k[r] * this at every r (drafting is per token, context-free), else None.
     draft_per_token_us: float | None
     # T -> infinity at the prompt's context: one full cycle (K drafts), one decoding step.
+    limit_draft_us: float
+    limit_verify_us: float
     limit_cycle_us: float
     limit_step_us: float
     cost_ratio: float  # one draft pass / one decoding step, at the prompt's context
@@ -144,7 +146,7 @@ def cycle_costs(config: SpecConfig) -> CycleCosts:
         np.all(draft[1:] == k[1:] * per_token[0])
     )
     prompt = config.prompt_len
-    _, _, limit_cycle = _cycle_us(cost, config.k, batch, prompt)
+    limit_draft, limit_verify, limit_cycle = _cycle_us(cost, config.k, batch, prompt)
     limit_step = float(cost.verify_us(1, batch, prompt))
     bound_of = getattr(cost, "bound", None)
     bound = str(bound_of(config.k + 1, batch, prompt)) if bound_of is not None else "-"
@@ -157,6 +159,8 @@ def cycle_costs(config: SpecConfig) -> CycleCosts:
         baseline_us=baseline,
         constant_cycle_us=constant,
         draft_per_token_us=float(per_token[0]) if proportional else None,
+        limit_draft_us=float(limit_draft),
+        limit_verify_us=float(limit_verify),
         limit_cycle_us=float(limit_cycle),
         limit_step_us=limit_step,
         cost_ratio=float(cost.draft_us(1, batch, prompt)) / limit_step,

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from engine.config import FIELD_SPECS, TAIL_RULES, ConfigError, parse_value
+from engine.config import FIELD_SPECS, ConfigError, parse_value
 from spectui.errors import UsageError
 
 DEFAULT_SWEEP_OUT = Path("results/sweep_summary.csv")
@@ -30,10 +30,6 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def _flag(field: str) -> str:
-    return "--" + field.replace("_", "-")
-
-
 def _typed_arg(field: str):
     """An argparse type that parses and range-checks one configuration field."""
 
@@ -47,21 +43,51 @@ def _typed_arg(field: str):
     return parse
 
 
-# The original simulator's flags and defaults (its README's CLI reference).
-RUN_FLAGS: tuple[tuple[str, str, str], ...] = (
-    ("k", "N", "speculation length (default: 5)"),
-    ("acceptance_rate", "F", "draft acceptance probability, fixed model (default: 0.8)"),
-    ("draft_cost_us", "F", "cost per draft forward pass, us (default: 20)"),
-    ("verify_cost_us", "F", "cost per verify forward pass, us (default: 200)"),
-    ("decay_base", "F", "position_decay base rate (default: 0.9)"),
-    ("decay_factor", "F", "position_decay factor (default: 0.95)"),
-    ("entropy_high", "F", "entropy_aware high accuracy (default: 0.95)"),
-    ("entropy_low", "F", "entropy_aware low accuracy (default: 0.5)"),
-    ("entropy_frac", "F", "fraction of high-entropy tokens (default: 0.3)"),
-    ("n_sequences", "N", "sequences to simulate (default: 500)"),
-    ("tokens_per_seq", "N", "output tokens per sequence (default: 128)"),
-    ("seed", "N", "random seed (default: 42)"),
+# Flags for a scenario's fields, grouped by part in --help.
+FLAG_GROUPS: tuple[tuple[str, str], ...] = (
+    ("", "scenario"),
+    ("draft_model", "acceptance (draft model)"),
+    ("cost.model", "cost model"),
 )
+_METAVARS = {"int": "N", "seed": "N", "prob": "F", "number": "F", "spec": "ID", "path": "FILE"}
+
+
+def _default_text(field: str) -> str:
+    from engine.config import DEFAULTS
+
+    value = DEFAULTS[field]
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value) if value != "" else "none"
+
+
+def add_scenario_flags(parser: argparse.ArgumentParser) -> None:
+    """One flag per field of the scenario table (engine.config.FIELD_SPECS): the original's
+    14 flags under their names, newer fields by their key's last part (``--batch-size``)."""
+    groups = {selector: parser.add_argument_group(title) for selector, title in FLAG_GROUPS}
+    from engine.config import PARTS
+
+    selectors = {selector for selector, _ in PARTS.values()}
+    # Each part's choosing flag first in its group (--cost before the cost fields).
+    for field, spec in sorted(FIELD_SPECS.items(), key=lambda item: item[0] not in selectors):
+        if spec.kind == "choice" and len(spec.choices) < 2:
+            continue  # a part with one choice so far (policy, shape): nothing to choose
+        group = groups.get(spec.part[0] if spec.part else "", groups[""])
+        if field == "cost.model":
+            group = groups["cost.model"]
+        text = f"{spec.help} (default: {_default_text(field)})"
+        if spec.unit:
+            text = text.replace(" (default", f", {spec.unit} (default")
+        if spec.kind == "choice":
+            group.add_argument(spec.cli_flag, dest=field, choices=spec.choices, help=text)
+        else:
+            group.add_argument(
+                spec.cli_flag,
+                dest=field,
+                metavar=_METAVARS[spec.kind],
+                type=_typed_arg(field),
+                help=text,
+            )
 
 
 def build_parser() -> Parser:
@@ -74,12 +100,7 @@ def build_parser() -> Parser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
 
     run = sub.add_parser("run", help="simulate one configuration and print its metrics")
-    run.add_argument("--draft-model", choices=FIELD_SPECS["draft_model"].choices)
-    for field, metavar, text in RUN_FLAGS:
-        run.add_argument(
-            _flag(field), dest=field, metavar=metavar, type=_typed_arg(field), help=text
-        )
-    run.add_argument("--tail", choices=TAIL_RULES, help="last-cycle rule (default: full)")
+    add_scenario_flags(run)
     run.add_argument("--preset", metavar="NAME|PATH", help="start from a preset; flags override it")
     run.add_argument(
         "--summary-out", metavar="FILE", type=_file_path, help="append a summary CSV row"

@@ -13,7 +13,7 @@ from concurrent.futures import Executor, ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from engine.config import CONFIG_FIELDS, SpecConfig
+from engine.config import FIELD_SPECS, SpecConfig
 from engine.presets import load_preset
 from spectui.errors import UsageError
 
@@ -21,7 +21,7 @@ from spectui.errors import UsageError
 def _config_from_args(args: argparse.Namespace) -> SpecConfig:
     """The preset's configuration (or the defaults), overridden by the flags given."""
     base = load_preset(args.preset).config if args.preset else SpecConfig()
-    changes = {f: getattr(args, f) for f in CONFIG_FIELDS if getattr(args, f, None) is not None}
+    changes = {f: getattr(args, f) for f in FIELD_SPECS if getattr(args, f, None) is not None}
     return base.replace(**changes)
 
 
@@ -92,6 +92,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             "config": config.to_dict(),
             "engine": args.engine,
             "metrics": {k: _json_safe(v) for k, v in result.metrics.items()},
+            "cost": _cost_figures(config),
         }
         print(json.dumps(payload))
     else:
@@ -99,6 +100,21 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         console().print(run_summary(result))
     return 0
+
+
+def _cost_figures(config: SpecConfig) -> dict[str, Any]:
+    """The cycle's times at the prompt's context (a full cycle of K drafts), microseconds."""
+    from engine.kernel import cycle_costs
+
+    costs = cycle_costs(config)
+    return {
+        "draft_us": costs.limit_draft_us,
+        "verify_us": costs.limit_verify_us,
+        "cycle_us": costs.limit_cycle_us,
+        "decode_step_us": costs.limit_step_us,
+        "verify_bound": None if costs.bound == "-" else costs.bound,
+        "warnings": list(costs.warnings),
+    }
 
 
 # The pattern of a cycle that drafts nothing (k = 0, the clamp rule's last cycle): an

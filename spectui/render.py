@@ -46,6 +46,8 @@ def _speedup(value: float) -> str:
 def run_summary(result: RunResult) -> Panel:
     """One run: its configuration and every metric, Monte Carlo beside exact."""
     from engine.exact import tokens_per_cycle_at_length
+    from engine.formatting import cost_setting_text
+    from engine.kernel import cycle_costs
 
     c, m = result.config, result.metrics
     table = Table(show_header=True, box=None, pad_edge=False)
@@ -76,6 +78,15 @@ def run_summary(result: RunResult) -> Panel:
         ("speculative time", f"{m['spec_time_us'] / 1e3:,.1f} ms", ""),
         ("baseline time", f"{m['baseline_time_us'] / 1e3:,.1f} ms", ""),
     ]
+    costs = cycle_costs(c)
+    at = f"K={c.k}, context {c.prompt_len}"
+    rows += [
+        ("draft time / cycle", f"{_num(costs.limit_draft_us)} us", at),
+        ("verify time / cycle", f"{_num(costs.limit_verify_us)} us", f"{c.k + 1} tokens/seq"),
+        ("decode step", f"{_num(costs.limit_step_us)} us", "the baseline's, same context"),
+    ]
+    if costs.bound != "-":
+        rows.append(("verify pass", f"{costs.bound}-bound", f"batch {c.batch_size}"))
     for row in rows:
         table.add_row(*row)
     model_params = {
@@ -85,11 +96,12 @@ def run_summary(result: RunResult) -> Panel:
         f"frac {c.entropy_frac:g}",
     }[c.draft_model]
     title = (
-        f"{c.draft_model} ({model_params}), K={c.k}, draft {c.draft_cost_us:g} us, "
-        f"verify {c.verify_cost_us:g} us (ratio {c.cost_ratio:.3g}), {c.n_sequences} x "
+        f"{c.draft_model} ({model_params}), K={c.k}, {cost_setting_text(c)}, {c.n_sequences} x "
         f"{c.tokens_per_seq} tokens, seed {c.seed}, tail {c.tail}"
     )
-    return Panel(Group(Text(title, style="bold"), table), title="spectui run", title_align="left")
+    lines = [Text(title, style="bold")]
+    lines += [Text(f"warning: {w}", style="yellow") for w in costs.warnings]
+    return Panel(Group(*lines, table), title="spectui run", title_align="left")
 
 
 class RateColumn(ProgressColumn):
