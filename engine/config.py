@@ -83,6 +83,7 @@ class FieldSpec:
     part: tuple[str, tuple[str, ...]] | None = None
     seed_key: bool = False
     flag: str = ""  # the CLI flag; by default "--" and the key's last part, dashed
+    label: str = ""  # the app form's label: at most 9 characters, so it never wraps
     key: str = ""  # filled in from the dataclass field
     attr: str = ""
 
@@ -158,10 +159,16 @@ class SpecConfig:
     """
 
     draft_model: str = _field(
-        "fixed", kind="choice", choices=DRAFT_MODEL_NAMES, help="draft model", seed_key=True
+        "fixed",
+        label="model",
+        kind="choice",
+        choices=DRAFT_MODEL_NAMES,
+        help="draft model",
+        seed_key=True,
     )
     k: int = _field(
         5,
+        label="K",
         kind="int",
         low=1,
         high=K_MAX,
@@ -170,6 +177,7 @@ class SpecConfig:
     )
     acceptance_rate: float = _field(
         0.8,
+        label="accept",
         kind="prob",
         help="fixed model: P(accept) of every draft token",
         part=(_ACCEPT, ("fixed",)),
@@ -177,6 +185,7 @@ class SpecConfig:
     )
     draft_cost_us: float = _field(
         20.0,
+        label="draft us",
         kind="number",
         low=0.0,
         high=COST_MAX_US,
@@ -187,6 +196,7 @@ class SpecConfig:
     )
     verify_cost_us: float = _field(
         200.0,
+        label="verify us",
         kind="number",
         low=VERIFY_MIN_US,
         high=COST_MAX_US,
@@ -197,6 +207,7 @@ class SpecConfig:
     )
     decay_base: float = _field(
         0.9,
+        label="first p",
         kind="prob",
         help="position_decay: P(accept) at position 1",
         part=(_ACCEPT, ("position_decay",)),
@@ -204,6 +215,7 @@ class SpecConfig:
     )
     decay_factor: float = _field(
         0.95,
+        label="decay ×",
         kind="prob",
         help="position_decay: factor per further position",
         part=(_ACCEPT, ("position_decay",)),
@@ -211,6 +223,7 @@ class SpecConfig:
     )
     entropy_high: float = _field(
         0.95,
+        label="p easy",
         kind="prob",
         help="entropy_aware: P(accept) of an easy token",
         part=(_ACCEPT, ("entropy_aware",)),
@@ -218,6 +231,7 @@ class SpecConfig:
     )
     entropy_low: float = _field(
         0.5,
+        label="p hard",
         kind="prob",
         help="entropy_aware: P(accept) of a hard token",
         part=(_ACCEPT, ("entropy_aware",)),
@@ -225,20 +239,34 @@ class SpecConfig:
     )
     entropy_frac: float = _field(
         0.3,
+        label="hard frac",
         kind="prob",
         help="entropy_aware: fraction of hard tokens",
         part=(_ACCEPT, ("entropy_aware",)),
         seed_key=True,
     )
     n_sequences: int = _field(
-        500, kind="int", low=1, high=SEQUENCES_MAX, help="sequences to simulate", seed_key=True
+        500,
+        label="sequences",
+        kind="int",
+        low=1,
+        high=SEQUENCES_MAX,
+        help="sequences to simulate",
+        seed_key=True,
     )
     tokens_per_seq: int = _field(
-        128, kind="int", low=1, high=TOKENS_MAX, help="output tokens per sequence", seed_key=True
+        128,
+        label="tok/seq",
+        kind="int",
+        low=1,
+        high=TOKENS_MAX,
+        help="output tokens per sequence",
+        seed_key=True,
     )
-    seed: int = _field(42, kind="seed", low=0, high=SEED_MAX, help="random seed")
+    seed: int = _field(42, label="seed", kind="seed", low=0, high=SEED_MAX, help="random seed")
     tail: str = _field(
         "full",
+        label="tail",
         kind="choice",
         choices=TAIL_RULES,
         help="last cycle drafts K (full) or min(K, r-1) (clamp)",
@@ -249,6 +277,7 @@ class SpecConfig:
     prompt_len: int = _field(
         0,
         "workload.prompt_len",
+        label="prompt",
         kind="int",
         low=0,
         high=PROMPT_MAX,
@@ -258,6 +287,7 @@ class SpecConfig:
     batch_size: int = _field(
         1,
         "workload.batch_size",
+        label="batch",
         kind="int",
         low=1,
         high=BATCH_MAX,
@@ -266,6 +296,7 @@ class SpecConfig:
     cost_model: str = _field(
         "linear",
         "cost.model",
+        label="cost",
         kind="choice",
         choices=COST_MODEL_NAMES,
         flag="--cost",
@@ -275,6 +306,7 @@ class SpecConfig:
     verify_token_us: float = _field(
         0.0,
         "cost.verify_token_us",
+        label="verify/tk",
         kind="number",
         low=0.0,
         high=COST_MAX_US,
@@ -285,6 +317,7 @@ class SpecConfig:
     gpu: str = _field(
         "h100",
         "cost.gpu",
+        label="gpu",
         kind="spec",
         choices=("hardware",),
         part=_ROOFLINES,
@@ -293,6 +326,7 @@ class SpecConfig:
     target: str = _field(
         "llama-3.1-8b",
         "cost.target",
+        label="target",
         kind="spec",
         choices=("model",),
         part=_ROOFLINES,
@@ -301,6 +335,7 @@ class SpecConfig:
     draft: str = _field(
         "llama-3.2-1b",
         "cost.draft",
+        label="draft",
         kind="spec",
         choices=("model",),
         part=_ROOFLINES,
@@ -309,6 +344,7 @@ class SpecConfig:
     t0_us: float = _field(
         0.0,
         "cost.t0_us",
+        label="t0 us",
         kind="number",
         low=0.0,
         high=T0_MAX_US,
@@ -319,6 +355,7 @@ class SpecConfig:
     bytes_per_kv: float = _field(
         2.0,
         "cost.bytes_per_kv",
+        label="kv bytes",
         kind="number",
         low=0.0,
         high=8.0,
@@ -330,6 +367,7 @@ class SpecConfig:
     eta_w: float = _field(
         0.81,
         "cost.eta_w",
+        label="η weights",
         kind="number",
         low=0.0,
         high=1.0,
@@ -340,6 +378,7 @@ class SpecConfig:
     eta_kv: float = _field(
         1.0,
         "cost.eta_kv",
+        label="η kv",
         kind="number",
         low=0.0,
         high=1.0,
@@ -350,6 +389,7 @@ class SpecConfig:
     eta_f: float = _field(
         0.77,
         "cost.eta_f",
+        label="η flops",
         kind="number",
         low=0.0,
         high=1.0,
@@ -360,6 +400,7 @@ class SpecConfig:
     max_eta_f: float = _field(
         1.0,
         "cost.max_eta_f",
+        label="η flops",
         kind="number",
         low=0.0,
         high=1.0,
@@ -370,6 +411,7 @@ class SpecConfig:
     max_eta_bw: float = _field(
         1.0,
         "cost.max_eta_bw",
+        label="η bw",
         kind="number",
         low=0.0,
         high=1.0,
@@ -380,6 +422,7 @@ class SpecConfig:
     cost_table: str = _field(
         "",
         "cost.table",
+        label="table",
         kind="path",
         flag="--cost-table",
         part=(_COST, ("table",)),
@@ -389,6 +432,7 @@ class SpecConfig:
     policy: str = _field(
         "fixed",
         "policy.name",
+        label="policy",
         kind="choice",
         choices=POLICY_NAMES,
         flag="--policy",
@@ -397,6 +441,7 @@ class SpecConfig:
     shape: str = _field(
         "chain",
         "shape.name",
+        label="shape",
         kind="choice",
         choices=SHAPE_NAMES,
         flag="--shape",
