@@ -169,6 +169,18 @@ def cycle_costs(config: SpecConfig) -> CycleCosts:
     )
 
 
+def baseline_time_us(config: SpecConfig, tokens: Any) -> Any:
+    """Microseconds the autoregressive baseline takes for the first ``tokens`` tokens of a
+    sequence (an int or an int array, 0..tokens_per_seq): one decoding step per token, each
+    at its own context. The running speedup of a sequence is this over its time so far."""
+    costs = cycle_costs(config)
+    if bool(np.all(costs.step_us[1:] == costs.step_us[1])):
+        return tokens * float(costs.step_us[1])  # the original's tokens x verify_cost_us
+    # Token t (0-based) is decoded with r = T - t tokens still needed.
+    cumulative = np.concatenate(([0.0], np.cumsum(costs.step_us[:0:-1])))
+    return cumulative[tokens]
+
+
 @dataclass
 class Totals:
     """What a run adds up, from which every Monte Carlo metric follows.

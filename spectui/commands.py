@@ -125,6 +125,7 @@ CYCLES_NO_DRAFTS = "-"
 def _cycles_csv(chunk: Any, config: SpecConfig, handle: Any, header: bool) -> None:
     """Per-cycle records as CSV, with the accept pattern spelled out (A accepted, R rejected,
     . not verified; - no drafts)."""
+    from engine.kernel import baseline_time_us
     from engine.simulator import accept_pattern
 
     out = chunk.copy()
@@ -132,7 +133,8 @@ def _cycles_csv(chunk: Any, config: SpecConfig, handle: Any, header: bool) -> No
         accept_pattern(k, n, glyphs="AR.") or CYCLES_NO_DRAFTS
         for k, n in zip(out["k"], out["accepted"], strict=True)
     ]
-    out["running_speedup"] = out["cum_tokens"] * config.verify_cost_us / out["cum_time_us"]
+    baseline = baseline_time_us(config, out["cum_tokens"].to_numpy())
+    out["running_speedup"] = baseline / out["cum_time_us"]
     out.to_csv(handle, index=False, header=header)
 
 
