@@ -17,7 +17,7 @@ from textual.widgets import Static
 from textual.worker import Worker, get_current_worker
 from textual_plotext import PlotextPlot
 
-from engine.config import DRAFT_MODEL_NAMES, K_MAX, SpecConfig
+from engine.config import BATCH_MAX, DRAFT_MODEL_NAMES, K_MAX, SpecConfig
 from engine.formatting import speedup_text
 from spectui.messages import CurveReady
 from spectui.plotting.terminal import (
@@ -57,7 +57,9 @@ def config_label(config: SpecConfig) -> str:
 
     reads = DRAFT_MODELS[config.draft_model].reads
     model = _line_label(config.draft_model, {p: getattr(config, p) for p in reads}, ())
-    return f"{model}, draft {config.draft_cost_us:g} us, c={config.cost_ratio:.3g}"
+    if config.cost_model == "linear":
+        return f"{model}, draft {config.draft_cost_us:g} us, c={config.cost_ratio:.3g}"
+    return f"{model}, {config.cost_model}, batch {config.batch_size}, prompt {config.prompt_len}"
 
 
 class SpeedupPlot(PlotextPlot):
@@ -206,10 +208,15 @@ class SpeedupView(ReportsWorkerErrors, Vertical, can_focus=True):
         if overlay == "models":
             variants = [(m, config.replace(draft_model=m)) for m in DRAFT_MODEL_NAMES]
             variants = [v for v in variants if v[0] != config.draft_model]
-        elif overlay == "costs":
+        elif overlay == "costs" and config.cost_model == "linear":
             for factor in (0.5, 2.0):
                 cost = config.draft_cost_us * factor
                 variants.append((f"draft {cost:g} us", config.replace(draft_cost_us=cost)))
+        elif overlay == "costs":
+            # Other cost models price a cycle by batch and context: overlay the batch instead.
+            for batch in (config.batch_size // 4, config.batch_size * 4):
+                if 1 <= batch <= BATCH_MAX and batch != config.batch_size:
+                    variants.append((f"batch {batch}", config.replace(batch_size=batch)))
         for label, variant in variants:
             if worker.is_cancelled:
                 return
