@@ -22,7 +22,7 @@ import numbers
 import os
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -516,6 +516,7 @@ def reads(config: SpecConfig, key: str) -> bool:
     return part is None or config.get(part[0]) in part[1]
 
 
+@cache
 def part_fields(selector: str, name: str) -> tuple[str, ...]:
     """Keys of the fields that part ``name`` (chosen by the field ``selector``) reads."""
     return tuple(

@@ -84,13 +84,13 @@ def _expected_over_sequence(
     full_dist = accepted_distribution(config, big_k).tolist()
     f = [0.0] * (total + 1)  # f(r) for r <= 0 is f(0) = 0
     for r in range(1, total + 1):
-        k = draft_count(config, r)
         if r > big_k + 1:
             # Both rules draft K here, and every outcome leaves r - j - 1 >= 0 tokens.
             f[r] = per_cycle(r, big_k, full_dist) + _expectation(
                 full_dist, f[r - 1 : r - 2 - big_k : -1]
             )
             continue
+        k = draft_count(config, r)
         dist = [surv[j] - surv[j + 1] for j in range(k)] + [surv[k]]
         # n = j leaves max(r - j - 1, 0) tokens to produce.
         remaining = [f[max(r - 1 - j, 0)] for j in range(k + 1)]

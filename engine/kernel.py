@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .config import SpecConfig
+from .config import SpecConfig, part_fields
 from .cost.base import CostModel
 from .cost.models import build_cost
 
@@ -117,12 +117,27 @@ class CycleCosts:
     warnings: tuple[str, ...] = field(default=())
 
 
-@lru_cache(maxsize=16)
+# The fields a cycle's price depends on, besides the cost model's own: the draft count (K,
+# the tail rule), the context (T, prompt_len) and the batch.
+_PRICE_FIELDS = ("k", "tail", "tokens_per_seq", "workload.prompt_len", "workload.batch_size")
+
+
 def cycle_costs(config: SpecConfig) -> CycleCosts:
     """Every cycle's cost for ``config`` under its cost model (see :class:`CycleCosts`).
 
+    Configurations that differ only in what does not price a cycle (the acceptance model,
+    the seed, the number of sequences) share one computation: a sweep over acceptance
+    rates prices its cycles once per cost setting.
+
     Raises :class:`engine.config.ConfigError` when the cost model cannot be built (an
     unknown hardware id, an unreadable table)."""
+    keys = (*_PRICE_FIELDS, "cost.model", *part_fields("cost.model", config.cost_model))
+    return _cycle_costs(tuple((key, config.get(key)) for key in keys))
+
+
+@lru_cache(maxsize=64)
+def _cycle_costs(price: tuple[tuple[str, Any], ...]) -> CycleCosts:
+    config = SpecConfig().replace(**dict(price))
     cost = build_cost(config)
     total, batch = config.tokens_per_seq, config.batch_size
     r = np.arange(total + 1, dtype=np.int64)
