@@ -49,6 +49,10 @@ METRIC_NAMES: tuple[str, ...] = (
     "accepted_tokens",
 )
 
+# Cost models whose times do not depend on the context length: for them speedup_limit is
+# the limit of speedup_exact as T grows; for the others, the steady state at prompt_len.
+CONTEXT_FREE_COSTS = ("linear", "table")
+
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 

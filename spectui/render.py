@@ -39,6 +39,11 @@ def _num(value: float, digits: int = 3) -> str:
     return "n/a" if value is None or math.isnan(value) else f"{value:.{digits}f}"
 
 
+def _us(value: float) -> str:
+    """Microseconds: three decimals below 100 us, one with thousands separators above."""
+    return f"{value:.3f} us" if abs(value) < 100 else f"{value:,.1f} us"
+
+
 def _speedup(value: float) -> str:
     return speedup_text(value, 3, unit="")
 
@@ -47,7 +52,7 @@ def run_summary(result: RunResult) -> Panel:
     """One run: its configuration and every metric, Monte Carlo beside exact."""
     from engine.exact import tokens_per_cycle_at_length
     from engine.formatting import cost_setting_text
-    from engine.kernel import cycle_costs
+    from engine.kernel import CONTEXT_FREE_COSTS, cycle_costs
 
     c, m = result.config, result.metrics
     table = Table(show_header=True, box=None, pad_edge=False)
@@ -61,7 +66,13 @@ def run_summary(result: RunResult) -> Panel:
             "95 % CI",
         ),
         ("speedup (exact)", _speedup(m["speedup_exact"]), f"at {c.tokens_per_seq} tokens/seq"),
-        ("speedup (limit)", _speedup(m["speedup_limit"]), "as sequences grow long"),
+        (
+            "speedup (limit)",
+            _speedup(m["speedup_limit"]),
+            "as sequences grow long"
+            if c.cost_model in CONTEXT_FREE_COSTS
+            else f"steady state at context {c.prompt_len}",
+        ),
         (
             "tokens per cycle",
             _num(m["tokens_per_cycle"]),
@@ -73,7 +84,7 @@ def run_summary(result: RunResult) -> Panel:
         ("waste", _num(m["waste"]), "drafts not kept / drafted"),
         ("draft time fraction", _num(m["draft_time_fraction"]), ""),
         ("compute overhead", _num(m["compute_overhead"]), "extra work per emitted token"),
-        ("break-even cost ratio", _num(m["breakeven_cost_ratio"]), "exact, this K"),
+        ("break-even cost ratio", _num(m["breakeven_cost_ratio"]), "exact, this K, linear cost"),
         ("cycles", f"{int(m['cycles']):,}", ""),
         ("speculative time", f"{m['spec_time_us'] / 1e3:,.1f} ms", ""),
         ("baseline time", f"{m['baseline_time_us'] / 1e3:,.1f} ms", ""),
@@ -81,10 +92,12 @@ def run_summary(result: RunResult) -> Panel:
     costs = cycle_costs(c)
     at = f"K={c.k}, context {c.prompt_len}"
     rows += [
-        ("draft time / cycle", f"{_num(costs.limit_draft_us)} us", at),
-        ("verify time / cycle", f"{_num(costs.limit_verify_us)} us", f"{c.k + 1} tokens/seq"),
-        ("decode step", f"{_num(costs.limit_step_us)} us", "the baseline's, same context"),
+        ("draft time / cycle", _us(costs.limit_draft_us), at),
+        ("verify time / cycle", _us(costs.limit_verify_us), f"{c.k + 1} tokens/seq"),
+        ("decode step", _us(costs.limit_step_us), "the baseline's, same context"),
     ]
+    if c.cost_model not in ("linear",):
+        rows = [r for r in rows if r[0] != "break-even cost ratio"]
     if costs.bound != "-":
         rows.append(("verify pass", f"{costs.bound}-bound", f"batch {c.batch_size}"))
     for row in rows:
