@@ -30,6 +30,7 @@ from tests.engine.stats import Z_STRICT
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "results" / "sweep_summary.csv"
 TABLE_CSV = REPO / "tests" / "engine" / "cost" / "fixtures" / "latency_table.csv"
+VLLM_PROFILE = REPO / "tests" / "engine" / "cost" / "fixtures" / "vllm_dynamic_sd_profile.json"
 
 EXACT_COLUMNS = (
     "speedup_exact",
@@ -265,12 +266,20 @@ SCENARIOS = {
         "k": 4,
         "acceptance_rate": 0.65,
     },
-    "table batch 10": {
+    "table batch 10, prompt": {
         "cost.model": "table",
         "cost.table": str(TABLE_CSV),
         "workload.batch_size": 10,
+        "workload.prompt_len": 4000,
         "k": 6,
         "draft_model": "position_decay",
+    },
+    "vLLM profile batch 24": {
+        "cost.model": "table",
+        "cost.table": str(VLLM_PROFILE),
+        "workload.batch_size": 24,
+        "k": 4,
+        "acceptance_rate": 0.7,
     },
 }
 
