@@ -197,7 +197,7 @@ KNOWN = {
     # exact-only rows take the linear cost ratio, whatever the cost model
     ("engine/sweep.py", "config.cost_ratio"): 1,
     # the optimal-K tie rule's cost ratio from the columns, linear only
-    ("engine/analysis.py", "linear cost field in arithmetic"): 2,
+    ("engine/analysis.py", "linear cost field in arithmetic"): 1,
     # --cycles-out's running_speedup: cum_tokens x verify_cost_us / cum_time_us
     ("spectui/commands.py", "linear cost field in arithmetic"): 1,
     # the run view's running speedup: verify_cost_us x cumsum(kept) / cumsum(time)
