@@ -29,3 +29,13 @@ def test_the_model_page_names_every_metric_and_tail_rule():
     text = MODEL.read_text(encoding="utf-8")
     for name in (*METRIC_NAMES, "full", "clamp", "fixed", "position_decay", "entropy_aware"):
         assert f"`{name}`" in text, name
+
+
+def test_the_model_page_names_every_scenario_field_and_part():
+    """Each newer (dotted) field key, each cost model and each part's name is described."""
+    from engine.config import PARTS, SCENARIO_FIELDS
+
+    text = MODEL.read_text(encoding="utf-8")
+    names = [name for _, choices in PARTS.values() for name in choices]
+    for name in (*SCENARIO_FIELDS, *names):
+        assert f"`{name}`" in text, name
