@@ -531,15 +531,22 @@ def seed_key_values(config: SpecConfig) -> dict[str, str]:
 
     Those marked ``seed_key`` that the configuration reads. They are the original's fields
     (its two linear costs among them: they do not change the draws, but the original's
-    results were drawn with them in the key, and keep being so); no newer field enters, so
-    adding a field never changes a result, and a parameter a model ignores never splits
-    two configurations' draws.
+    results were drawn with them in the key, and keep being so; under another cost model
+    they are keyed at their defaults); no newer field enters, so adding a field never
+    changes a result, and a parameter a model ignores never splits two configurations'
+    draws.
     """
     return {
-        key: repr(getattr(config, spec.attr))
+        key: repr(getattr(config, spec.attr) if reads(config, key) else DEFAULTS[key])
         for key, spec in sorted(FIELD_SPECS.items())
-        if spec.seed_key and reads(config, key)
+        if spec.seed_key and (reads(config, key) or _keyed_at_default(spec))
     }
+
+
+def _keyed_at_default(spec: FieldSpec) -> bool:
+    """The linear costs stay in the seed key at their defaults under other cost models:
+    the draws never depend on the cost model, and an inert cost never splits them."""
+    return spec.part is not None and spec.part[0] == _COST
 
 
 # The parameters each draft model reads (engine.draft_models uses these as the models'

@@ -196,13 +196,6 @@ def test_cost_model_fields_leave_the_draws_identical(change):
     np.testing.assert_array_equal(draws2, draws)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine.config.seed_key_values keys linear configurations on draft_cost_us and "
-    "verify_cost_us (for the original's results) and drops them for other cost models, so "
-    "switching cost.model away from linear changes the draws (reported, proposed fix: key "
-    "the linear costs at their defaults when the cost model does not read them)",
-)
 def test_switching_from_linear_to_another_cost_model_keeps_the_draws():
     counts, draws = _draws(BASE)
     counts2, draws2 = _draws(BASE.replace(**ROOFLINE))
