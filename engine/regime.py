@@ -39,7 +39,7 @@ from .analysis import _tied
 from .config import ConfigError, SpecConfig, check_value
 from .cost.models import build_cost
 from .exact import _expected_over_sequence
-from .formatting import cost_setting_text
+from .formatting import LOSE_MARK, TIE_MARK, cost_setting_text, k_star_cell
 from .kernel import _cycle_us, context_length, cycle_costs, draft_count
 from .simulator import RunStopped
 
@@ -57,11 +57,41 @@ __all__ = [
     "BATCH_SIZES",
     "CONTEXTS",
     "KS",
+    "LEGEND",
+    "NO_PAY_TEXT",
     "RegimeMap",
     "RunStopped",
+    "cell_marks",
     "check_axis",
+    "context_label",
+    "parse_context",
     "regime_map",
 ]
+
+
+NO_PAY_TEXT = "no K pays: speculation off"
+LEGEND = f"K* and its speedup per cell · {TIE_MARK} tie · {LOSE_MARK} {NO_PAY_TEXT}"
+
+
+def context_label(tokens: int) -> str:
+    """A context length as a column heading: 1024 reads ``1k``, 131072 ``128k``, 300 ``300``."""
+    return f"{tokens // 1024}k" if tokens and tokens % 1024 == 0 else str(tokens)
+
+
+def parse_context(text: str) -> int:
+    """A context length as typed: ``4096`` or ``4k`` (k = 1024 tokens). ValueError if not."""
+    text = text.strip().lower()
+    scale = 1024 if text.endswith("k") else 1
+    digits = text[:-1] if scale > 1 else text
+    if not digits.isascii() or not digits.isdigit():
+        raise ValueError(text)
+    return int(digits) * scale
+
+
+def cell_marks(k_opt: int, speedup: float, tie: bool, pays: bool, aligned: bool = False) -> str:
+    """One cell of the map: :func:`engine.formatting.k_star_cell`, with the loss mark on every
+    cell where no K pays."""
+    return k_star_cell(k_opt, speedup, tie, not pays, aligned=aligned)
 
 
 @dataclass(frozen=True)
@@ -94,12 +124,52 @@ class RegimeMap:
     def shape(self) -> tuple[int, int]:
         return len(self.batch_sizes), len(self.contexts)
 
+    def legend_lines(self) -> list[str]:
+        """The scenario in three short lines: length and tail rule, acceptance model, cost
+        setting (hardware, target, draft)."""
+        c = self.config
+        return [f"T={c.tokens_per_seq}, tail {c.tail}", acceptance_text(c), cost_text(c)]
+
     def legend(self) -> str:
-        """The scenario in one line: acceptance model, cost setting (hardware, target,
-        draft), length and tail rule."""
-        return f"{acceptance_text(self.config)}; {cost_text(self.config)}; " + (
-            f"T={self.config.tokens_per_seq}, tail {self.config.tail}"
+        """The scenario in one line (:meth:`legend_lines` joined)."""
+        return "; ".join(self.legend_lines())
+
+    def cell_text(self, i: int, j: int, aligned: bool = False) -> str:
+        """Cell (i, j) as printed: :func:`cell_marks`."""
+        return cell_marks(
+            int(self.k_opt[i, j]),
+            float(self.speedup_opt[i, j]),
+            bool(self.tie[i, j]),
+            bool(self.pays[i, j]),
+            aligned,
         )
+
+    def off_from_batch(self) -> list[int | None]:
+        """Per context: the smallest batch size from which no K pays at that batch and every
+        larger one in the map (speculation should turn off there), or None."""
+        out: list[int | None] = []
+        for j in range(len(self.contexts)):
+            start = None
+            for i in reversed(range(len(self.batch_sizes))):
+                if self.pays[i, j]:
+                    break
+                start = self.batch_sizes[i]
+            out.append(start)
+        return out
+
+    def off_text(self) -> str:
+        """Where speculation should turn off, in one line."""
+        by_batch: dict[int, list[str]] = {}
+        for context, batch in zip(self.contexts, self.off_from_batch(), strict=True):
+            if batch is not None:
+                by_batch.setdefault(batch, []).append(context_label(context))
+        count = int(np.count_nonzero(~self.pays))
+        if not count:
+            return "some K pays in every cell"
+        text = f"no K pays in {count} of {self.pays.size} cells"
+        for batch, labels in sorted(by_batch.items()):
+            text += f"; off from batch {batch} at context {', '.join(labels)}"
+        return text
 
     def cell_rows(self) -> list[dict[str, Any]]:
         """One record per cell, batch-major: batch_size, prompt_len, k_opt, speedup_opt,
