@@ -59,6 +59,7 @@ __all__ = [
     "KS",
     "LEGEND",
     "NO_PAY_TEXT",
+    "SHORT_LEGEND",
     "RegimeMap",
     "RunStopped",
     "cell_marks",
@@ -71,6 +72,7 @@ __all__ = [
 
 NO_PAY_TEXT = "no K pays: speculation off"
 LEGEND = f"K* and its speedup per cell · {TIE_MARK} tie · {LOSE_MARK} {NO_PAY_TEXT}"
+SHORT_LEGEND = f"cell: K* speedup · {TIE_MARK} tie · {LOSE_MARK} no K pays (off)"
 
 
 def context_label(tokens: int) -> str:
