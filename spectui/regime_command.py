@@ -91,6 +91,9 @@ def add_regime_parser(
         "--gpu --target --draft).",
     )
     add_scenario_flags(regime)
+    for action in regime._actions:
+        if action.dest == "cost.model" and action.help:
+            action.help = action.help.replace("(default: linear)", f"(default: {DEFAULT_COST})")
     regime.add_argument(
         "--preset", metavar="NAME|PATH", help="start from a preset; flags override it"
     )

@@ -146,3 +146,13 @@ def test_bad_input_is_one_line_and_exit_2(run, args, message):
     assert len(err.strip().splitlines()) == 1, err
     assert message in err
     assert "Traceback" not in err
+
+
+def test_help_names_the_axes_and_the_roofline_default(run):
+    status, out, _ = run("--help")
+    assert status == 0
+    help_text = " ".join(out.split())
+    assert "--batch-sizes LIST" in help_text and "--contexts LIST" in help_text
+    assert "--k-max N" in help_text and "--json" in help_text and "--csv FILE" in help_text
+    cost_help = help_text.split("--cost {linear,roofline,roofline_max,table}")[-1]
+    assert "(default: roofline)" in cost_help.split("--")[0]
