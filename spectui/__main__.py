@@ -133,6 +133,10 @@ def build_parser() -> Parser:
     )
     plot.add_argument("--terminal", action="store_true", help="draw the plots on stdout")
 
+    from spectui.regime_command import add_regime_parser
+
+    add_regime_parser(sub, add_scenario_flags)
+
     sub.add_parser("presets", help="list shipped and user presets")
 
     serve = sub.add_parser("serve", help="serve the app in a web browser (textual-serve)")

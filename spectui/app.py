@@ -1,4 +1,4 @@
-"""The spectui Textual app: a form, five views, presets and help. No simulation logic here."""
+"""The spectui Textual app: a form, six views, presets and help. No simulation logic here."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ ANALYSIS_EVERY_S = 5.0
 STARTUP_GC_THRESHOLD = (50_000, 50, 100)
 _DEFAULT_GC_THRESHOLD = gc.get_threshold()
 VIEWS = (("run", "Run"), ("speedup", "Speedup vs K"), ("sweep", "Sweep"))
-VIEWS += (("analysis", "Analysis"), ("plots", "Plots"))
+VIEWS += (("analysis", "Analysis"), ("plots", "Plots"), ("regime", "Regime"))
 
 # One list drives the bindings and the command palette: (key, action, title, help, footer?).
 ACTIONS: tuple[tuple[str, str, str, str, bool], ...] = (
@@ -124,6 +124,8 @@ class SpectuiApp(App[None]):
                     yield Static("loading…", classes="lazy")
                 with TabPane("5 Plots", id="plots"):
                     yield Static("loading…", classes="lazy")
+                with TabPane("6 Regime", id="regime"):
+                    yield Static("loading…", classes="lazy")
         yield Footer()
 
     def on_load(self) -> None:
@@ -175,6 +177,8 @@ class SpectuiApp(App[None]):
         speedup = self._speedup_view()
         if speedup is not None:
             speedup.set_config(message.config)
+        for regime in self.query("#regime-view"):
+            regime.set_config(message.config)  # type: ignore[attr-defined]
 
     @work(thread=True, exclusive=True, group="exact", exit_on_error=False)
     def _exact(self, config: SpecConfig) -> None:
@@ -226,6 +230,12 @@ class SpectuiApp(App[None]):
             await pane.mount(SweepView(self._sweep_preset, id="sweep-view"))
         elif pane_id == "analysis":  # picks up self.sweep_frame itself
             await pane.mount(AnalysisView(id="analysis-view", classes="main-view"))
+        elif pane_id == "regime":
+            from spectui.widgets.regime_view import RegimeView
+
+            regime = RegimeView(id="regime-view")
+            regime.config = self.config
+            await pane.mount(regime)
         elif pane_id == "speedup":
             from spectui.widgets.speedup_view import SpeedupView
 
@@ -256,6 +266,10 @@ class SpectuiApp(App[None]):
         elif pane_id == "analysis":
             for analysis in self.query(AnalysisView):
                 analysis.render_now()
+        elif pane_id == "regime":
+            for regime in self.query("#regime-view"):
+                if regime.dirty:  # type: ignore[attr-defined]
+                    regime.refresh_map()  # type: ignore[attr-defined]
 
     async def action_show_view(self, view: str) -> None:
         self.query_one(TabbedContent).active = view

@@ -16,6 +16,7 @@ from typing import Any
 from engine.config import FIELD_SPECS, SpecConfig
 from engine.presets import load_preset
 from spectui.errors import UsageError
+from spectui.regime_command import cmd_regime  # noqa: F401 (main() finds commands here)
 
 
 def _config_from_args(args: argparse.Namespace) -> SpecConfig:

@@ -180,6 +180,23 @@ def _parse_entries(
     return entries
 
 
+# Parsed files by (file name, origin, text): a cost model is built per configuration (a
+# regime map builds over a thousand), and parsing TOML each time cost ~15 ms a build. Keyed
+# by the text itself, so an edited user file is parsed again.
+_PARSED: dict[tuple[str, str, str], dict[str, Any]] = {}
+
+
+def _parse_cached(
+    file_name: str, text: str, origin: str, fields: Mapping[str, tuple[str, bool]], cls: type
+) -> dict[str, Any]:
+    key = (file_name, origin, text)
+    if key not in _PARSED:
+        if len(_PARSED) > 32:
+            _PARSED.clear()
+        _PARSED[key] = _parse_entries(text, origin, fields, cls)
+    return dict(_PARSED[key])
+
+
 def _load(
     file_name: str,
     fields: Mapping[str, tuple[str, bool]],
@@ -187,8 +204,12 @@ def _load(
     config_dir: Path | None,
 ) -> dict[str, Any]:
     shipped = resources.files("engine.cost").joinpath("data", file_name)
-    entries = _parse_entries(
-        shipped.read_text(encoding="utf-8"), f"engine/cost/data/{file_name}", fields, cls
+    entries = _parse_cached(
+        file_name,
+        shipped.read_text(encoding="utf-8"),
+        f"engine/cost/data/{file_name}",
+        fields,
+        cls,
     )
     user_file = (config_dir if config_dir is not None else user_config_dir()) / file_name
     if user_file.is_file():
@@ -197,7 +218,7 @@ def _load(
         except (OSError, UnicodeDecodeError) as error:
             raise SpecError(f"{user_file}: cannot read: {error}") from None
         # Same id replaces the shipped entry whole (no field-by-field merge).
-        entries.update(_parse_entries(text, str(user_file), fields, cls))
+        entries.update(_parse_cached(file_name, text, str(user_file), fields, cls))
     return entries
 
 

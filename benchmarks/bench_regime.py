@@ -1,0 +1,79 @@
+"""Time the exact regime map and print seconds and peak memory (not part of the test run).
+
+    .venv/bin/python benchmarks/bench_regime.py [--repeat N] [--tokens T] [--compare-scalar]
+
+The map of issue #10: 10 batch sizes (1..512) x 8 context lengths (1k..128k) x K 1..16 at
+T = 128, Llama-3.1-8B verifying on an H100 with Llama-3.2-1B drafting (roofline, and the
+ideal roofline), target: under a second. Each map is timed in a fresh state (the cost
+models' caches hold only the last few configurations), after one untimed map that pays
+the imports. Peak RSS is the process's (``ru_maxrss``), imports included; the Python heap
+peak of one map (tracemalloc) is printed beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from engine.config import SpecConfig
+from engine.regime import regime_map
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3, help="timed maps per cost model")
+    parser.add_argument("--tokens", type=int, default=128, help="tokens per sequence (T)")
+    parser.add_argument(
+        "--compare-scalar",
+        action="store_true",
+        help="also time speedup_exact called once per configuration (the unbatched way)",
+    )
+    args = parser.parse_args()
+    base = SpecConfig(
+        cost_model="roofline",
+        gpu="h100",
+        target="llama-3.1-8b",
+        draft="llama-3.2-1b",
+        acceptance_rate=0.8,
+        tokens_per_seq=args.tokens,
+    )
+    regime_map(base.replace(seed=1))  # imports and first-call costs, untimed
+    print(f"regime map 10 batch sizes x 8 contexts x K 1..16, T={args.tokens}")
+    for cost_model in ("roofline", "roofline_max"):
+        config = base.replace(cost_model=cost_model)
+        times = []
+        for _ in range(args.repeat):
+            start = time.perf_counter()
+            regime = regime_map(config)
+            times.append(time.perf_counter() - start)
+        median = sorted(times)[len(times) // 2]
+        print(
+            f"{cost_model:<13} best {min(times):6.3f} s  median {median:6.3f} s"
+            f"  ({regime.speedup.size} configurations)"
+        )
+    if args.compare_scalar:
+        from engine.exact import speedup_exact
+
+        start = time.perf_counter()
+        for b in regime.batch_sizes:
+            for c in regime.contexts:
+                for k in regime.ks:
+                    speedup_exact(base.replace(batch_size=b, prompt_len=c, k=k))
+        print(f"roofline, one speedup_exact per configuration {time.perf_counter() - start:.3f} s")
+    tracemalloc.start()
+    regime_map(base)
+    _, heap = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    print(f"peak RSS {rss:.0f} MiB (process, imports included)")
+    print(f"heap peak of one map {heap / 2**20:.1f} MiB (tracemalloc)")
+
+
+if __name__ == "__main__":
+    main()

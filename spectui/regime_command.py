@@ -1,0 +1,239 @@
+"""``spectui regime``: the optimal K and its speedup over batch size x context length.
+
+A table like the optimal-K heatmap (rows: batch size, columns: context length), each cell
+K* and its exact speedup (engine.regime), cells where no K pays marked; then a legend with
+the scenario and where speculation should turn off. ``--json`` prints the whole map,
+``--csv FILE`` writes one row per cell.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from engine.config import FIELD_SPECS, ConfigError, check_value
+from spectui.errors import UsageError
+
+if TYPE_CHECKING:
+    from engine.regime import RegimeMap
+
+DEFAULT_COST = "roofline"
+# The fields the map varies: their single-value flags make no sense here.
+AXIS_FLAGS = {
+    "workload.batch_size": "--batch-sizes",
+    "workload.prompt_len": "--contexts",
+    "k": "--ks or --k-max",
+}
+LINEAR_NOTE = (
+    "note: the linear cost model has no batch or context dependence: every cell is the same "
+    "(choose --cost roofline, roofline_max or table)"
+)
+
+
+def _list_of(field: str, parse_one: Callable[[str], int]) -> Callable[[str], tuple[int, ...]]:
+    """An argparse type: comma-separated values of ``field``, each checked by the field
+    table; one line naming the field and its range when one is bad."""
+
+    def parse(text: str) -> tuple[int, ...]:
+        items = [t for t in text.split(",") if t.strip()]
+        if not items:
+            raise argparse.ArgumentTypeError(f"{field}: expected a comma-separated list")
+        values = []
+        for item in items:
+            try:
+                value = parse_one(item)
+            except ValueError:
+                value = None
+            try:
+                if value is None:
+                    raise ConfigError(
+                        field,
+                        f"{item.strip()!r} is not an integer; expected "
+                        f"{FIELD_SPECS[field].allowed()}",
+                    )
+                values.append(int(check_value(field, value)))
+            except ConfigError as err:
+                raise argparse.ArgumentTypeError(str(err)) from None
+        return tuple(values)
+
+    parse.__name__ = field
+    return parse
+
+
+def _plain_int(text: str) -> int:
+    text = text.strip()
+    if not text.isascii():
+        raise ValueError(text)
+    return int(text)
+
+
+def _context(text: str) -> int:
+    from engine.regime import parse_context
+
+    return parse_context(text)
+
+
+def add_regime_parser(
+    sub: Any, add_scenario_flags: Callable[[argparse.ArgumentParser], None]
+) -> None:
+    """The ``regime`` subcommand, with every scenario flag (``add_scenario_flags`` of
+    spectui.__main__) and the map's axes."""
+    regime = sub.add_parser(
+        "regime",
+        help="optimal K and its speedup over batch size x context length",
+        description="The regime map: for each batch size and context length, the K that "
+        "maximises the exact speedup and that speedup; cells where no K pays are marked. "
+        f"The cost model defaults to {DEFAULT_COST} (hardware, target and draft from "
+        "--gpu --target --draft).",
+    )
+    add_scenario_flags(regime)
+    for action in regime._actions:
+        if action.dest == "cost.model" and action.help:
+            action.help = action.help.replace("(default: linear)", f"(default: {DEFAULT_COST})")
+    regime.add_argument(
+        "--preset", metavar="NAME|PATH", help="start from a preset; flags override it"
+    )
+    axes = regime.add_argument_group("map axes")
+    axes.add_argument(
+        "--batch-sizes",
+        metavar="LIST",
+        type=_list_of("workload.batch_size", _plain_int),
+        help="batch sizes, comma-separated (default: 1,2,4,...,512)",
+    )
+    axes.add_argument(
+        "--contexts",
+        metavar="LIST",
+        type=_list_of("workload.prompt_len", _context),
+        help="context lengths (prompt tokens), comma-separated; 4k = 4096 "
+        "(default: 1k,2k,4k,...,128k)",
+    )
+    ks = axes.add_mutually_exclusive_group()
+    ks.add_argument("--ks", metavar="LIST", type=_list_of("k", _plain_int), help="K values")
+    ks.add_argument(
+        "--k-max",
+        metavar="N",
+        type=_list_of("k", _plain_int),
+        help="K from 1 to N (default: 16)",
+    )
+    out = regime.add_argument_group("output")
+    out.add_argument("--json", action="store_true", help="print the map as one JSON object")
+    out.add_argument("--csv", metavar="FILE", type=Path, help="also write one CSV row per cell")
+
+
+def _config(args: argparse.Namespace) -> tuple[Any, list[str]]:
+    """The base scenario and notes to print: the preset and flags, roofline by default."""
+    from engine.config import SpecConfig
+    from engine.presets import load_preset
+
+    for field, flag in AXIS_FLAGS.items():
+        if getattr(args, field, None) is not None:
+            given = FIELD_SPECS[field].cli_flag
+            raise UsageError(f"{given}: the map varies this; use {flag}")
+    base = load_preset(args.preset).config if args.preset else SpecConfig()
+    changes = {f: getattr(args, f) for f in FIELD_SPECS if getattr(args, f, None) is not None}
+    if "cost.model" not in changes and base.cost_model == "linear":
+        changes["cost.model"] = DEFAULT_COST
+    config = base.replace(**changes)
+    notes = [LINEAR_NOTE] if config.cost_model == "linear" else []
+    return config, notes
+
+
+def _axes(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
+    from engine.regime import BATCH_SIZES, CONTEXTS, KS
+
+    ks = args.ks or KS
+    if args.k_max is not None:
+        if len(args.k_max) != 1:
+            raise UsageError("--k-max: expected one integer")
+        ks = tuple(range(1, args.k_max[0] + 1))
+    return {
+        "batch_sizes": args.batch_sizes or BATCH_SIZES,
+        "contexts": args.contexts or CONTEXTS,
+        "ks": ks,
+    }
+
+
+def regime_table(regime: RegimeMap, no_color: bool = False) -> Any:
+    """The map as a rich table: a row per batch size, a column per context, each cell
+    :meth:`engine.regime.RegimeMap.cell_text` on the speedup scale of spectui.colours."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    from engine.regime import context_label
+    from spectui.colours import heat_style
+
+    table = Table(box=box.SIMPLE_HEAD, padding=(0, 0), show_edge=False, header_style="bold")
+    table.add_column("batch", justify="right")
+    for context in regime.contexts:
+        table.add_column(context_label(context), justify="right")
+    for i, batch in enumerate(regime.batch_sizes):
+        cells: list[Any] = [f"{batch} "]
+        for j in range(len(regime.contexts)):
+            style = heat_style(float(regime.speedup_opt[i, j]), no_color)
+            cells.append(Text(f" {regime.cell_text(i, j)} ", style=style))
+        table.add_row(*cells)
+    return table
+
+
+def summary_lines(regime: RegimeMap) -> list[str]:
+    """The legend and where speculation turns off (one line each)."""
+    from engine.regime import LEGEND
+
+    return [LEGEND, regime.off_text()]
+
+
+def _json_payload(regime: RegimeMap) -> dict[str, Any]:
+    return {
+        "config": regime.config.to_dict(),
+        "batch_sizes": list(regime.batch_sizes),
+        "contexts": list(regime.contexts),
+        "ks": list(regime.ks),
+        "k_opt": regime.k_opt.tolist(),
+        "speedup_opt": regime.speedup_opt.tolist(),
+        "pays": regime.pays.tolist(),
+        "tie": regime.tie.tolist(),
+        "verify_ratio": regime.verify_ratio.tolist(),
+        "speedup": regime.speedup.tolist(),
+        "off_from_batch": regime.off_from_batch(),
+        "warnings": list(regime.warnings),
+    }
+
+
+def cmd_regime(args: argparse.Namespace) -> int:
+    from engine.regime import regime_map
+
+    config, notes = _config(args)
+    regime = regime_map(config, **_axes(args))
+    if args.csv:
+        import csv
+
+        from engine.files import atomic_open
+
+        rows = regime.cell_rows()
+        with atomic_open(args.csv) as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+    if args.json:
+        print(json.dumps(_json_payload(regime)))
+        return 0
+    from rich.text import Text
+
+    from spectui.render import console
+
+    out = console()
+    no_color = bool(os.environ.get("NO_COLOR"))
+    ks = f"K {regime.ks[0]}..{regime.ks[-1]}" if len(regime.ks) > 1 else f"K {regime.ks[0]}"
+    length, acceptance, cost = regime.legend_lines()
+    out.print(Text(f"Regime map, {ks}, {length}", style="bold"))
+    out.print(Text(f"acceptance: {acceptance}\ncost: {cost}"))
+    out.print(regime_table(regime, no_color))
+    warnings = [f"warning: {w}" for w in regime.warnings]
+    for line in [*summary_lines(regime), *notes, *warnings]:
+        out.print(Text(line))
+    return 0

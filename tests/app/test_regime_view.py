@@ -1,0 +1,172 @@
+"""The Regime view (key 6): the map of the form's configuration at 80x24, no-pay cells
+marked, recomputed when the form changes, failures reported, readable without colour."""
+
+from __future__ import annotations
+
+from textual.widgets import TabbedContent
+
+from engine.config import SpecConfig
+from engine.formatting import LOSE_MARK
+from engine.regime import regime_map
+from spectui.app import create_app
+from spectui.messages import ConfigChanged
+from tests.app.helpers import notifications, settle
+from tests.app.screen import region_text, screen_text
+
+# Weak drafts on an H100: at batch 256-512 and 1k-2k context no K pays (engine.regime tests).
+WEAK = SpecConfig(cost_model="roofline", acceptance_rate=0.4)
+
+
+async def _open_regime(pilot, app) -> None:
+    await settle(pilot, app)
+    await pilot.press("6")
+    await settle(pilot, app, rounds=4)
+    await pilot.pause()
+
+
+def _map_rows(app) -> list[str]:
+    """The map's rows on screen: the header, then one per batch size (no scrollbar)."""
+    lines = region_text(app, app.query_one("#regime-map")).splitlines()
+    return [line for line in lines if line.split() and line.split()[0][0].isalnum()]
+
+
+def _text_of(app, selector: str) -> str:
+    """A widget's text on screen, its wrapped lines joined."""
+    return " ".join(region_text(app, app.query_one(selector)).split())
+
+
+async def test_key_6_shows_the_map_of_the_form_at_80x24():
+    app = create_app("default")  # linear cost: mapped as roofline, with a note
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open_regime(pilot, app)
+        assert app.query_one(TabbedContent).active == "regime"
+        assert app.focused is app.query_one("#regime-map")
+        text = screen_text(app)
+        assert "6 Regime" in text
+        scenario = _text_of(app, "#regime-scenario")
+        assert "the form's linear cost ignores batch and context: mapped as roofline" in scenario
+        expected = regime_map(app.config.replace(cost_model="roofline"))
+        rows = _map_rows(app)
+        assert rows[0].split()[:2] == ["1k", "2k"]
+        for i, batch in enumerate(expected.batch_sizes):  # all 10 rows on screen
+            line = rows[1 + i]
+            assert line.split()[0] == str(batch)
+            assert f"{expected.cell_text(i, 0)}  {expected.cell_text(i, 1)}" in line
+        assert "cell: K* speedup · ≈ tie · ✗ no K pays (off)" in text
+        assert "some K pays in every cell" in text
+        assert "batch 1 · 1k: K*=4 2.03x, verify 1.01 steps" in text
+        await pilot.press("down", "right")  # the cursor describes its cell
+        await pilot.pause()
+        assert f"batch 2 · 2k: K*={expected.k_opt[1, 1]} " in screen_text(app)
+
+
+async def test_no_pay_cells_are_marked_and_the_map_follows_the_form():
+    app = create_app("default")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open_regime(pilot, app)
+        assert LOSE_MARK not in region_text(app, app.query_one("#regime-map"))
+        app.post_message(ConfigChanged(WEAK))
+        await settle(pilot, app, rounds=4)
+        text = screen_text(app)
+        assert "linear cost" not in text
+        off = "no K pays in 3 of 80 cells; off from batch 256 at context 1k; off from batch 512"
+        assert _text_of(app, "#regime-off") == off + " at context 2k"
+        rows = _map_rows(app)
+        assert rows[-1].split()[:3] == ["512", f"1{LOSE_MARK}", "0.93"]
+        assert f"1{LOSE_MARK}" in rows[-2].split()[1]  # batch 256 at 1k
+        assert all(LOSE_MARK not in row for row in rows[1:-2])
+
+
+async def test_readable_without_colour(monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = create_app("default")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open_regime(pilot, app)
+        app.post_message(ConfigChanged(WEAK))
+        await settle(pilot, app, rounds=4)
+        assert app.no_color
+        rows = _map_rows(app)
+        assert rows[-1].split()[:3] == ["512", f"1{LOSE_MARK}", "0.93"]  # the mark carries it
+
+
+async def test_a_newer_form_wins_and_an_invalid_form_says_so():
+    app = create_app("default")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open_regime(pilot, app)
+        eagle = WEAK.replace(draft="eagle-llama-3.1-8b", acceptance_rate=0.8)
+        app.post_message(ConfigChanged(WEAK))
+        app.post_message(ConfigChanged(eagle))  # before the first map is done
+        await settle(pilot, app, rounds=4)
+        view = app.query_one("#regime-view")
+        assert view.shown is not None and view.shown.config == eagle
+        assert "eagle-llama-3.1-8b drafts" in screen_text(app)
+        app.post_message(ConfigChanged(None))
+        await settle(pilot, app)
+        assert "form invalid: nothing to map" in screen_text(app)
+
+
+async def test_a_map_that_cannot_be_computed_is_reported(tmp_path):
+    missing = tmp_path / "gone.csv"
+    missing.write_text("batch_size,tokens,verify_us\n1,1,100\n")
+    broken = SpecConfig(cost_model="table", cost_table=str(missing))
+    missing.unlink()
+    app = create_app("default")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open_regime(pilot, app)
+        app.post_message(ConfigChanged(broken))
+        await settle(pilot, app, rounds=4)
+        assert "could not compute the map (see the notification)" in screen_text(app)
+        assert any(
+            n.startswith("Regime map failed: ConfigError: cost.table") for n in notifications(app)
+        )
+
+
+async def test_a_stale_map_is_not_shown():
+    """A map that arrives after the form moved on (its worker too late to cancel) is dropped."""
+    from spectui.widgets.regime_view import RegimeReady
+
+    app = create_app("default")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open_regime(pilot, app)
+        view = app.query_one("#regime-view")
+        eagle = WEAK.replace(draft="eagle-llama-3.1-8b", acceptance_rate=0.8)
+        app.post_message(ConfigChanged(eagle))
+        await settle(pilot, app, rounds=4)
+        view.post_message(RegimeReady(WEAK, regime_map(WEAK), ""))  # an older form's map
+        await settle(pilot, app)
+        assert view.shown.config == eagle
+        assert "eagle-llama-3.1-8b drafts" in _text_of(app, "#regime-scenario")
+        assert LOSE_MARK not in region_text(app, app.query_one("#regime-map"))
+
+
+async def test_a_form_change_stops_the_running_map(monkeypatch):
+    """A long map (large T) is abandoned when the form changes, not run to its end."""
+    import engine.regime
+    from engine.simulator import RunStopped
+
+    outcomes: list[str] = []
+    real = engine.regime.regime_map
+
+    def recording(config, *args, **kwargs):
+        try:
+            result = real(config, *args, **kwargs)
+        except RunStopped:
+            outcomes.append(f"stopped T={config.tokens_per_seq}")
+            raise
+        outcomes.append(f"done T={config.tokens_per_seq}")
+        return result
+
+    monkeypatch.setattr(engine.regime, "regime_map", recording)
+    app = create_app("default")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open_regime(pilot, app)
+        app.post_message(ConfigChanged(WEAK.replace(tokens_per_seq=50_000)))
+        for _ in range(50):  # until the long map has started
+            await pilot.pause()
+            if "computing the map…" in screen_text(app):
+                break
+        app.post_message(ConfigChanged(WEAK))
+        await settle(pilot, app, rounds=4)
+        assert "stopped T=50000" in outcomes and "done T=50000" not in outcomes
+        assert outcomes.count("done T=128") == 2  # the first form's map, then the last one
+        assert app.query_one("#regime-view").shown.config == WEAK
