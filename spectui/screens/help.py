@@ -17,6 +17,10 @@ verifies them in one pass (`verify_cost_us`). Position *i* is accepted with prob
 accepted drafts plus one token from the verifier. **Speedup** is the time of plain
 decoding (one verify pass per token) over the speculative time, for the same tokens.
 Exact figures come from a dynamic program; Monte Carlo runs sample every accept test.
+The **cost model** prices a cycle: `linear` (the costs above, plus `verify_token_us` per
+draft checked), `roofline` / `roofline_max` (from a GPU's and the models' specs, by batch
+size and context length) or `table` (measured latencies). The **Regime** view maps the
+optimal K over batch size and context length, and marks where no K pays.
 
 ## Keys
 
@@ -24,7 +28,7 @@ Exact figures come from a dynamic program; Monte Carlo runs sample every accept 
 | --- | --- | --- |
 | `F1` `?` | anywhere | this help |
 | `ctrl+p` | anywhere | command palette: every action, every preset |
-| `1` … `5` | outside a field | Run, Speedup vs K, Sweep, Analysis, Plots |
+| `1` … `6` | outside a field | Run, Speedup vs K, Sweep, Analysis, Plots, Regime |
 | `F2` | anywhere | focus the parameter form |
 | `F3` | anywhere | focus the current view |
 | `ctrl+b` | anywhere | hide / show the form panel (more room at 80x24) |
