@@ -15,7 +15,14 @@ import numpy as np
 import pandas as pd
 
 from . import draft_models
-from .config import CONFIG_FIELDS, FIELD_SPECS, SCENARIO_FIELDS, ConfigError, check_value
+from .config import (
+    CONFIG_FIELDS,
+    FIELD_SPECS,
+    SCENARIO_FIELDS,
+    ConfigError,
+    SpecConfig,
+    check_value,
+)
 from .draft_models import DRAFT_MODELS, MODEL_PARAMETERS, get_model, inert_parameters
 from .simulator import METRIC_NAMES
 
@@ -33,6 +40,17 @@ def config_columns(frame: pd.DataFrame) -> list[str]:
     newer ones (dotted keys, ``workload.batch_size``) the sweep wrote because some of its
     configurations set them (:func:`engine.sweep.sweep_columns`)."""
     return [key for key in FIELD_SPECS if key in frame.columns]
+
+
+def row_config(row: pd.Series) -> SpecConfig:
+    """The configuration of one sweep row, from every configuration column it has."""
+    return SpecConfig.from_dict(
+        {
+            key: value.item() if hasattr(value, "item") else value
+            for key, value in row.items()
+            if key in FIELD_SPECS
+        }
+    )
 
 
 def scenario_columns(frame: pd.DataFrame) -> list[str]:

@@ -317,7 +317,7 @@ class SweepView(ReportsWorkerErrors, Vertical):
 
     def on_data_table_cell_selected(self, event: DataTable.CellSelected) -> None:
         event.stop()
-        from engine.analysis import config_columns
+        from engine.analysis import row_config
         from engine.plot_data import heatmap_cell_rows
 
         heatmap = self.query_one(Heatmap)
@@ -333,7 +333,7 @@ class SweepView(ReportsWorkerErrors, Vertical):
             return
         # The configuration at the K* the cell shows (the grid's rule, ties to the smaller K).
         best = rows[rows["k"] == int(shown["k_opt"].iloc[0])].iloc[0]
-        config = SpecConfig.from_dict({f: _plain(best[f]) for f in config_columns(rows)})
+        config = row_config(best)
         self.post_message(CellChosen(config, rows))
 
 
@@ -371,8 +371,3 @@ def _short_path(path: Path, room: int) -> str:
 
 def _value(value: Any) -> str:
     return f"{value:g}" if isinstance(value, int | float) else str(value)
-
-
-def _plain(value: Any) -> Any:
-    """numpy scalars to Python ones, for SpecConfig's strict checks."""
-    return value.item() if hasattr(value, "item") else value
