@@ -5,8 +5,10 @@ pool, a process pool, anything with ``submit``); a configuration's rows do not d
 which, since each draws from its own generator. :class:`SweepPool` is the process pool the
 front ends use:
 
-* processes are started with "spawn" (a fork of a process with threads, such as the app's
-  or a progress bar's, may deadlock), lazily, and every one of them has imported the engine
+* processes are started lazily, by default with "spawn" (a fork of a process with threads,
+  such as the app's, may deadlock; ``start_method=None`` takes the platform's default, fork
+  on Linux, which starts in milliseconds instead of seconds: the CLI's choice, as it starts
+  the pool before any thread of its own), and every one of them has imported the engine
   before :meth:`SweepPool.executor` returns, so a sweep's first batch does not pay for it;
 * in a worker, Ctrl-C is ignored (the parent stops the sweep and keeps the rows finished)
   and nothing reaches the terminal (stdout and stderr go to /dev/null);
@@ -109,11 +111,13 @@ class SweepPool:
     """A lazily started process pool for :func:`engine.sweep.run_sweep`; thread-safe.
 
     ``SweepPool(0)`` never starts processes (:meth:`executor` is None: run serially). Use it
-    as a context manager, or call :meth:`shutdown` when done.
+    as a context manager, or call :meth:`shutdown` when done. ``start_method``: see the
+    module's notes ("spawn" unless the caller has no threads).
     """
 
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, start_method: str | None = "spawn") -> None:
         self.workers = check_workers(workers)
+        self.start_method = start_method  # None: multiprocessing's default
         self.problem: str | None = None  # why sweeps run in the calling thread, if they do
         self._executor: ProcessPoolExecutor | None = None
         self._lock = threading.Lock()
@@ -147,7 +151,7 @@ class SweepPool:
                     with _stderr_with_a_file_descriptor():  # starts the resource tracker
                         executor = ProcessPoolExecutor(
                             self.workers,
-                            mp_context=multiprocessing.get_context("spawn"),
+                            mp_context=multiprocessing.get_context(self.start_method),
                             initializer=_init_worker,
                         )
                 except Exception as err:  # no processes on this system: threads it is

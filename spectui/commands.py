@@ -145,8 +145,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     writer = SweepWriter(args.out, sweep_columns(configs))
     stop = threading.Event()
     previous = signal.signal(signal.SIGINT, lambda *_: stop.set())
-    # --workers 1: this process alone; more: the engine's pool (Ctrl-C stays with us).
-    pool = SweepPool(min(args.workers, len(configs)) if args.workers > 1 else 0)
+    # --workers 1: this process alone; more: the engine's pool (Ctrl-C stays with us),
+    # started by the platform's default method: no thread of ours runs yet.
+    pool = SweepPool(min(args.workers, len(configs)) if args.workers > 1 else 0, None)
     from spectui.render import SweepProgressBar
 
     started = time.perf_counter()

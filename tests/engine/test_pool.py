@@ -31,12 +31,13 @@ def _configs():
     return load_preset("tiny").sweep.configs()
 
 
-def test_run_sweep_on_threads_and_on_the_engine_pool_equals_serial():
+@pytest.mark.parametrize("start_method", ["spawn", None])  # the app's, the CLI's
+def test_run_sweep_on_threads_and_on_the_engine_pool_equals_serial(start_method):
     configs = _configs()
     serial = run_sweep(configs)
     with ThreadPoolExecutor(2) as threads:
         threaded = run_sweep(configs, executor=threads, batch_size=5)
-    with SweepPool(2) as pool:
+    with SweepPool(2, start_method) as pool:
         executor = pool.executor()
         assert executor is not None, pool.problem
         pooled = run_sweep(configs, executor=executor, batch_size=batch_size(configs, 2))
