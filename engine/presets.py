@@ -142,7 +142,23 @@ def parse_preset(path: Path, data: dict[str, Any]) -> Preset:
             axes[key] = tuple(_typed(path, where, key, v) for v in values_list)
         grids.append(axes)
     sweep = SweepSpec(config, tuple(grids))
+    if any(key in _PART_CHECKED for grid in grids for key in grid):
+        try:  # a hardware id, a file name: checked only where the chosen part reads it
+            sweep.configs()
+        except ConfigError as err:
+            raise PresetError(f"{path}: grid: {err}") from None
     return Preset(path.stem, path, description, config, sweep)
+
+
+# Grid axes whose values are checked only in combination (an id of the chosen cost model's,
+# a file it needs), and the fields that choose those parts: a grid over them is expanded
+# once on loading, so that a bad combination is the preset's error, not a later crash.
+_PART_CHECKED = frozenset(
+    key
+    for spec in FIELD_SPECS.values()
+    if spec.kind in ("spec", "path")
+    for key in (spec.key, *((spec.part[0],) if spec.part else ()))
+)
 
 
 def load_preset_file(path: Path) -> Preset:

@@ -93,6 +93,14 @@ def test_presets_read_newer_keys_in_every_spelling(tmp_path, text):
             '[config]\ncost.model = "roofline"\ncost.gpu = "nope"\n',
             "config.cost.gpu: unknown hardware 'nope'",
         ),
+        (
+            '[config]\ncost.model = "roofline"\n[[grid]]\ncost.gpu = ["h100", "nope"]\n',
+            "grid: cost.gpu: unknown hardware 'nope'",
+        ),
+        (
+            '[[grid]]\ncost.model = ["linear", "table"]\n',
+            "grid: cost.table: a file is required by this cost model",
+        ),
     ],
 )
 def test_bad_newer_keys_are_one_line_naming_the_key(tmp_path, text, expected):
