@@ -15,7 +15,14 @@ import numpy as np
 import pandas as pd
 
 from . import draft_models
-from .config import CONFIG_FIELDS, ConfigError, check_value
+from .config import (
+    CONFIG_FIELDS,
+    FIELD_SPECS,
+    SCENARIO_FIELDS,
+    ConfigError,
+    SpecConfig,
+    check_value,
+)
 from .draft_models import DRAFT_MODELS, MODEL_PARAMETERS, get_model, inert_parameters
 from .simulator import METRIC_NAMES
 
@@ -26,6 +33,29 @@ CELL_COLUMNS = ("draft_cost_us", "verify_cost_us", "tokens_per_seq", "n_sequence
 
 class SweepDataError(ValueError):
     """A sweep file or frame lacks what the analysis needs."""
+
+
+def config_columns(frame: pd.DataFrame) -> list[str]:
+    """The frame's configuration columns, in table order: the original's 14 fields and the
+    newer ones (dotted keys, ``workload.batch_size``) the sweep wrote because some of its
+    configurations set them (:func:`engine.sweep.sweep_columns`)."""
+    return [key for key in FIELD_SPECS if key in frame.columns]
+
+
+def row_config(row: pd.Series) -> SpecConfig:
+    """The configuration of one sweep row, from every configuration column it has."""
+    return SpecConfig.from_dict(
+        {
+            key: value.item() if hasattr(value, "item") else value
+            for key, value in row.items()
+            if key in FIELD_SPECS
+        }
+    )
+
+
+def scenario_columns(frame: pd.DataFrame) -> list[str]:
+    """The newer fields (dotted keys) among the frame's columns, in table order."""
+    return [key for key in SCENARIO_FIELDS if key in frame.columns]
 
 
 def read_sweep_csv(path: Path) -> pd.DataFrame:
@@ -41,15 +71,19 @@ def read_sweep_csv(path: Path) -> pd.DataFrame:
         raise SweepDataError(f"{path}: not a sweep file; missing columns: {', '.join(missing)}")
     if frame.empty:
         raise SweepDataError(f"{path}: holds no configurations")
+    for name in scenario_columns(frame):  # an empty file name is written as an empty cell
+        if FIELD_SPECS[name].kind == "path":
+            frame[name] = frame[name].fillna("")
     check_sweep_frame(frame, str(path))
     return frame
 
 
 def check_sweep_frame(frame: pd.DataFrame, where: str) -> None:
-    """Every configuration cell present and valid, every metric column numeric."""
-    for name in CONFIG_FIELDS:
+    """Every configuration cell present and valid (the newer fields' columns too), every
+    metric column numeric."""
+    for name in config_columns(frame):
         column = frame[name]
-        if name not in ("draft_model", "tail") and not pd.api.types.is_numeric_dtype(column):
+        if FIELD_SPECS[name].numeric and not pd.api.types.is_numeric_dtype(column):
             numeric = pd.to_numeric(column, errors="coerce")
             text = column[numeric.isna() & column.notna()]
             if len(text):
@@ -100,8 +134,7 @@ def effective(frame: pd.DataFrame) -> pd.DataFrame:
             )
             values[rows] = np.nan
             out[column] = values
-    keys = [c for c in CONFIG_FIELDS if c in out.columns]
-    return out.drop_duplicates(subset=keys).reset_index(drop=True)
+    return out.drop_duplicates(subset=config_columns(out)).reset_index(drop=True)
 
 
 def quality_parameter(model: str, frame: pd.DataFrame | None = None) -> str:
@@ -157,7 +190,8 @@ def optimal_k(frame: pd.DataFrame) -> pd.DataFrame:
     rows: list[dict[str, Any]] = []
     eff = effective(frame)
     for model_name, model_rows in eff.groupby("draft_model", sort=False):
-        keys = [*get_model(str(model_name)).reads, *CELL_COLUMNS]
+        # A newer field the sweep varies (workload.batch_size) makes cells of its own.
+        keys = [*get_model(str(model_name)).reads, *CELL_COLUMNS, *scenario_columns(eff)]
         # One sort for every cell (keys ascending, then speedup descending, then K), not one
         # per cell: this runs on every heatmap snapshot of a live sweep.
         ranked = model_rows.assign(_position=np.arange(len(model_rows))).sort_values(
@@ -178,7 +212,7 @@ def optimal_k(frame: pd.DataFrame) -> pd.DataFrame:
         )
         exact_all = ranked["speedup_exact"].to_numpy(dtype=float)
         position_all = ranked["_position"].to_numpy()
-        ratio_all = (ranked["draft_cost_us"] / ranked["verify_cost_us"]).to_numpy(dtype=float)
+        ratio_all = ranked["cost_ratio"].to_numpy(dtype=float)  # the cost model's
         key_rows = ranked[keys].to_numpy(dtype=object)
         for start, end in zip(starts, ends, strict=True):
             ks, speedup = ks_all[start:end], speedup_all[start:end]

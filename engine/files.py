@@ -91,6 +91,9 @@ def append_csv_row(path: Path, row: Mapping[str, Any]) -> None:
 class SweepWriter:
     """Streams sweep rows to ``<out>.partial`` as they finish; ``finish`` writes ``out``.
 
+    ``columns`` are the sweep's (:func:`engine.sweep.sweep_columns`: the original's, then
+    any newer field the sweep sets, then the metrics); a row's other keys are not written.
+
     If the process dies, the ``.partial`` file still holds every row finished so far.
     ``finish`` replaces ``out`` atomically with the rows sorted by configuration, then
     removes the partial file.

@@ -7,14 +7,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .config import CONFIG_FIELDS, ConfigError, SpecConfig
+from .config import FIELD_SPECS, ConfigError, SpecConfig
 
 Grid = Mapping[str, Sequence[Any]]
 
 
 @dataclass(frozen=True)
 class SweepSpec:
-    """A union of grids over a base configuration. Unlisted parameters take the base's value."""
+    """A union of grids over a base configuration. Unlisted parameters take the base's value.
+
+    An axis may be any field, by its key (the original's ``k``, a newer ``workload.batch_size``).
+    """
 
     base: SpecConfig
     grids: tuple[Grid, ...]
@@ -22,8 +25,10 @@ class SweepSpec:
     def __post_init__(self) -> None:
         for grid in self.grids:
             for name, values in grid.items():
-                if name not in CONFIG_FIELDS:
-                    raise ConfigError(name, "unknown parameter in grid")
+                if name not in FIELD_SPECS:
+                    raise ConfigError(
+                        name, "unknown parameter in grid; known: " + ", ".join(FIELD_SPECS)
+                    )
                 if isinstance(values, str) or not isinstance(values, Sequence) or not values:
                     raise ConfigError(name, "a grid axis must be a non-empty list of values")
 

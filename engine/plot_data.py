@@ -28,8 +28,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .analysis import effective, optimal_k, pareto_front, speedup_column
-from .config import CONFIG_FIELDS
+from .analysis import config_columns, effective, optimal_k, pareto_front, speedup_column
+from .analysis import scenario_columns as scenario_columns_of
+from .config import FIELD_SPECS
 from .draft_models import DRAFT_MODELS, MODEL_PARAMETERS, inert_parameters
 
 # Short names of the quality parameters, for line labels.
@@ -125,8 +126,8 @@ def _held_values(rows: pd.DataFrame, shown: Sequence[str]) -> tuple[dict[str, An
     """
     held: dict[str, Any] = {}
     notes: list[str] = []
-    for column in CONFIG_FIELDS:
-        if column in shown or column == "draft_model" or column not in rows.columns:
+    for column in config_columns(rows):
+        if column in shown or column == "draft_model":
             continue
         counts = rows[column].dropna().value_counts()
         if len(counts) <= 1:
@@ -194,6 +195,14 @@ def speedup_vs_k_fixed(frame: pd.DataFrame) -> pd.DataFrame:
     out = out[list(SPEEDUP_VS_K_COLUMNS)]
     out.attrs.update(notes=notes, speedup_column=col)
     return out
+
+
+def _short_name(parameter: str) -> str:
+    """A parameter's name in a label: the model's short names, a newer field's form label."""
+    if parameter in SHORT_NAMES:
+        return SHORT_NAMES[parameter]
+    spec = FIELD_SPECS.get(parameter)
+    return spec.label if spec is not None and "." in parameter and spec.label else parameter
 
 
 def _line_label(model: str, params: dict[str, Any], varying: Sequence[str]) -> str:
@@ -424,7 +433,8 @@ def optimal_k_heatmap(
     cell's own rows by the same rule.
 
     One row per grid cell that has results (cells still pending are absent). Rows of the grid
-    are the distinct values of the model's parameters that vary in the sweep, all of them
+    are the distinct values of the model's parameters that vary in the sweep, then of the
+    newer fields that vary (``workload.batch_size``: one K* per batch size), all of them
     together (``decay_base`` x ``decay_factor`` gives one row per pair; the first parameter it
     reads if none varies): ``row`` (0 = first) and ``row_label``. ``column`` indexes
     ``draft_cost_us`` (us). Every other configuration axis that varies (``tokens_per_seq``,
@@ -436,7 +446,7 @@ def optimal_k_heatmap(
     the cell has and ``complete`` is false while it lacks some K of the grid (a running sweep:
     K* is the best so far).
 
-    ``planned`` (the configurations of the whole sweep, at least the CONFIG_FIELDS columns)
+    ``planned`` (the configurations of the whole sweep, :func:`engine.sweep.config_frame`)
     fixes the grid's shape before results arrive: rows, columns, held values and K count come
     from it, so a running sweep's grid does not change shape as it fills. ``model`` defaults
     to :func:`heatmap_model`. ``attrs``: ``model``, ``row_labels``, ``row_keys`` (tuples of
@@ -449,14 +459,16 @@ def optimal_k_heatmap(
         return _empty(HEATMAP_COLUMNS, model=model)
     reads = list(DRAFT_MODELS[model].reads)
     shape_rows = effective(basis[basis["draft_model"] == model])
-    held, notes = _held_values(shape_rows, ("k", *reads, "draft_cost_us"))
+    newer = [c for c in scenario_columns_of(shape_rows) if shape_rows[c].nunique() > 1]
+    held, notes = _held_values(shape_rows, ("k", *reads, *newer, "draft_cost_us"))
     shape_rows = _keep(shape_rows, held)
-    varying = [p for p in reads if shape_rows[p].nunique() > 1] or reads[:1]
+    varying = [p for p in reads if shape_rows[p].nunique() > 1]
+    varying = [*varying, *newer] if varying or newer else reads[:1]
     row_keys = sorted(set(shape_rows[varying].itertuples(index=False, name=None)))
     costs = sorted(float(c) for c in shape_rows["draft_cost_us"].unique())
     k_count = int(shape_rows["k"].nunique())
     row_labels = [
-        ", ".join(f"{SHORT_NAMES.get(p, p)}={_fmt(v)}" for p, v in zip(varying, key, strict=True))
+        ", ".join(f"{_short_name(p)}={_fmt(v)}" for p, v in zip(varying, key, strict=True))
         for key in row_keys
     ]
     attrs = {

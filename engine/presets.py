@@ -5,8 +5,14 @@ Format::
     description = "one line"
     [config]            # any SpecConfig fields; the rest take the defaults
     k = 5
+    "workload.batch_size" = 8
     [[grid]]            # zero or more; each a cartesian product of lists
     k = [1, 2, 3]
+
+Newer fields have dotted keys (``workload.batch_size``, ``cost.gpu``). Quoted, as above, or
+as TOML's own dotted keys and tables, which it reads as nested tables: ``workload.batch_size
+= 8`` in ``[config]``, or ``batch_size = 8`` under ``[config.workload]`` (and the same in a
+``[[grid]]``). Both spellings are read alike; saving writes the quoted one.
 
 Loading is strict: unknown keys, wrong types and out-of-range values are errors that name
 the file, the key and the problem.
@@ -21,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .config import CONFIG_FIELDS, FIELD_SPECS, ConfigError, SpecConfig, check_value
+from .config import FIELD_SPECS, ConfigError, SpecConfig, check_value
 from .files import atomic_write_text
 from .grid import SweepSpec
 
@@ -64,9 +70,10 @@ def _typed(path: Path, key: str, field: str, value: Any) -> Any:
     wrong = None
     if kind in ("int", "seed") and (isinstance(value, bool) or not isinstance(value, int)):
         wrong = "an integer"
-    elif kind == "choice" and not isinstance(value, str):
-        wrong = "a string"
-    elif kind not in ("int", "seed", "choice") and (
+    elif not FIELD_SPECS[field].numeric:  # a choice, a hardware or model id, a file name
+        if not isinstance(value, str):
+            wrong = "a string"
+    elif kind not in ("int", "seed") and (
         isinstance(value, bool) or not isinstance(value, int | float)
     ):
         wrong = "a number"
@@ -76,6 +83,29 @@ def _typed(path: Path, key: str, field: str, value: Any) -> Any:
         return check_value(field, value)
     except ConfigError as err:
         raise PresetError(f"{path}: {key}: {str(err).split(': ', 1)[1]}") from None
+
+
+def _flat(path: Path, where: str, table: dict[str, Any]) -> dict[str, Any]:
+    """A table's keys as dotted names (``{"workload": {"batch_size": 8}}`` gives
+    ``workload.batch_size``), each checked against the table of fields."""
+    out: dict[str, Any] = {}
+
+    def walk(prefix: str, node: dict[str, Any]) -> None:
+        for name, value in node.items():
+            key = f"{prefix}{name}"
+            if isinstance(value, dict):
+                walk(key + ".", value)
+                continue
+            if key not in FIELD_SPECS:
+                raise PresetError(
+                    f"{path}: {where}.{key}: unknown key; known: {', '.join(FIELD_SPECS)}"
+                )
+            if key in out:  # "workload.batch_size" quoted and nested both
+                raise PresetError(f"{path}: {where}.{key}: given twice")
+            out[key] = value
+
+    walk("", table)
+    return out
 
 
 def parse_preset(path: Path, data: dict[str, Any]) -> Preset:
@@ -91,31 +121,44 @@ def parse_preset(path: Path, data: dict[str, Any]) -> Preset:
     table = data.get("config", {})
     if not isinstance(table, dict):
         raise PresetError(f"{path}: config: expected a table")
-    values = {}
-    for key, value in table.items():
-        if key not in CONFIG_FIELDS:
-            raise PresetError(
-                f"{path}: config.{key}: unknown key; known: {', '.join(CONFIG_FIELDS)}"
-            )
-        values[key] = _typed(path, f"config.{key}", key, value)
-    config = SpecConfig(**values)
+    values = {
+        key: _typed(path, f"config.{key}", key, value)
+        for key, value in _flat(path, "config", table).items()
+    }
+    try:
+        config = SpecConfig().replace(**values)
+    except ConfigError as err:  # a value the chosen part checks (an unknown gpu id)
+        raise PresetError(f"{path}: config.{err}") from None
     grids_raw = data.get("grid", [])
     if not isinstance(grids_raw, list) or not all(isinstance(g, dict) for g in grids_raw):
         raise PresetError(f"{path}: grid: expected an array of tables ([[grid]])")
     grids = []
     for number, grid in enumerate(grids_raw, start=1):
         axes: dict[str, tuple[Any, ...]] = {}
-        for key, values_list in grid.items():
+        for key, values_list in _flat(path, f"grid[{number}]", grid).items():
             where = f"grid[{number}].{key}"
-            if key not in CONFIG_FIELDS:
-                raise PresetError(
-                    f"{path}: {where}: unknown key; known: {', '.join(CONFIG_FIELDS)}"
-                )
             if not isinstance(values_list, list) or not values_list:
                 raise PresetError(f"{path}: {where}: expected a non-empty list of values")
             axes[key] = tuple(_typed(path, where, key, v) for v in values_list)
         grids.append(axes)
-    return Preset(path.stem, path, description, config, SweepSpec(config, tuple(grids)))
+    sweep = SweepSpec(config, tuple(grids))
+    if any(key in _PART_CHECKED for grid in grids for key in grid):
+        try:  # a hardware id, a file name: checked only where the chosen part reads it
+            sweep.configs()
+        except ConfigError as err:
+            raise PresetError(f"{path}: grid: {err}") from None
+    return Preset(path.stem, path, description, config, sweep)
+
+
+# Grid axes whose values are checked only in combination (an id of the chosen cost model's,
+# a file it needs), and the fields that choose those parts: a grid over them is expanded
+# once on loading, so that a bad combination is the preset's error, not a later crash.
+_PART_CHECKED = frozenset(
+    key
+    for spec in FIELD_SPECS.values()
+    if spec.kind in ("spec", "path")
+    for key in (spec.key, *((spec.part[0],) if spec.part else ()))
+)
 
 
 def load_preset_file(path: Path) -> Preset:
@@ -183,15 +226,21 @@ def _toml_value(value: Any) -> str:
     return str(value)
 
 
+def _toml_key(name: str) -> str:
+    """A field's key in TOML: a dotted key quoted ("workload.batch_size"), so that it reads
+    back as one key."""
+    return _toml_value(name) if "." in name else name
+
+
 def preset_to_toml(
     config: SpecConfig, description: str = "", grids: tuple[dict[str, Any], ...] = ()
 ) -> str:
     """The TOML text of a preset (round-trips through :func:`parse_preset`)."""
     lines = [f"description = {_toml_value(description)}", "", "[config]"]
-    lines += [f"{name} = {_toml_value(value)}" for name, value in config.to_dict().items()]
+    lines += [f"{_toml_key(k)} = {_toml_value(v)}" for k, v in config.to_dict().items()]
     for grid in grids:
         lines += ["", "[[grid]]"]
-        lines += [f"{name} = {_toml_value(list(values))}" for name, values in grid.items()]
+        lines += [f"{_toml_key(k)} = {_toml_value(list(v))}" for k, v in grid.items()]
     return "\n".join(lines) + "\n"
 
 

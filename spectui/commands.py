@@ -9,7 +9,6 @@ import signal
 import sys
 import threading
 import time
-from concurrent.futures import Executor, ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -139,28 +138,26 @@ def _cycles_csv(chunk: Any, config: SpecConfig, handle: Any, header: bool) -> No
     out.to_csv(handle, index=False, header=header)
 
 
-def _ignore_sigint() -> None:
-    # Worker processes leave Ctrl-C to the parent, which stops the sweep cleanly.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
 def cmd_sweep(args: argparse.Namespace) -> int:
     from engine.files import SweepWriter
-    from engine.sweep import SWEEP_COLUMNS, run_sweep
+    from engine.pool import SweepPool, batch_size
+    from engine.sweep import run_sweep, sweep_columns
 
     preset = load_preset(args.preset)
     configs = preset.sweep.configs()
-    writer = SweepWriter(args.out, SWEEP_COLUMNS)
+    writer = SweepWriter(args.out, sweep_columns(configs))
     stop = threading.Event()
     previous = signal.signal(signal.SIGINT, lambda *_: stop.set())
-    executor: Executor | None = None
-    if args.workers > 1:
-        workers = min(args.workers, max(1, len(configs)))
-        executor = ProcessPoolExecutor(workers, initializer=_ignore_sigint)
+    # --workers 1: this process alone; more: the engine's pool (Ctrl-C stays with us),
+    # started by the platform's default method: no thread of ours runs yet.
+    pool = SweepPool(min(args.workers, len(configs)) if args.workers > 1 else 0, None)
     from spectui.render import SweepProgressBar
 
     started = time.perf_counter()
     try:
+        executor = pool.executor()
+        if executor is None and pool.problem:
+            print(f"running in one process (no worker processes: {pool.problem})", file=sys.stderr)
         with SweepProgressBar(len(configs), f"{preset.name} → {args.out}") as progress:
 
             def on_result(row: dict[str, Any], done: int, total: int) -> None:
@@ -174,11 +171,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                 executor=executor,
                 on_result=on_result,
                 should_stop=stop.is_set,
+                batch_size=batch_size(configs, pool.workers) if executor is not None else 1,
             )
     finally:
         signal.signal(signal.SIGINT, previous)
-        if executor is not None:
-            executor.shutdown(wait=True, cancel_futures=True)
+        pool.shutdown()
         writer.close()
     writer.finish(frame)
     elapsed = time.perf_counter() - started

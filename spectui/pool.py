@@ -1,9 +1,11 @@
-"""Worker processes for sweeps started in the app.
+"""The app's sweep workers: how many, from the environment.
 
-A sweep run in a thread of the app shares one interpreter lock with the UI: every redraw
-slows the sweep and every batch of simulation delays a key. In worker processes the two
-run side by side. The pool starts (``warm``) shortly after the app's first screen, so a
-sweep does not wait for numpy and pandas to import; it is shut down with the app.
+The pool itself is the engine's (:class:`engine.pool.SweepPool`, also used by
+``spectui sweep --workers N``). A sweep run in a thread of the app shares one interpreter
+lock with the UI: every redraw slows the sweep and every batch of simulation delays a key.
+In worker processes the two run side by side. The app starts the pool (``warm``) shortly
+after its first screen, so a sweep does not wait for numpy and pandas to import, and shuts
+it down when it quits.
 
 ``SPECTUI_SWEEP_WORKERS`` sets the number of processes (0: run sweeps in a thread of the
 app); the default leaves one core to the UI, up to :data:`DEFAULT_MAX_WORKERS`. If
@@ -12,36 +14,24 @@ processes cannot be started, sweeps run in a thread and :attr:`SweepPool.problem
 
 from __future__ import annotations
 
-import contextlib
-import math
-import multiprocessing
 import os
-import signal
-import sys
-import threading
-from collections.abc import Iterator, Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 
-from engine.config import SpecConfig
+from engine import pool as engine_pool
+from engine.pool import BATCH_TOKENS, MAX_WORKERS, SweepPool, batch_size
 from spectui.errors import UsageError
 
+__all__ = [
+    "BATCH_TOKENS",
+    "DEFAULT_MAX_WORKERS",
+    "MAX_WORKERS",
+    "WORKERS_ENV",
+    "SweepPool",
+    "batch_size",
+    "worker_count",
+]
+
 WORKERS_ENV = "SPECTUI_SWEEP_WORKERS"
-MAX_WORKERS = 64
 DEFAULT_MAX_WORKERS = 8  # each holds numpy and pandas (about 70 MB)
-# Simulated tokens per batch sent to a worker: roughly 50-100 ms of work. Each worker holds
-# at most two batches, so a batch must outlast a busy moment of the UI (a redraw), which
-# also delays handing out the next one; yet stay small enough that the heatmap fills
-# gradually.
-BATCH_TOKENS = 2_000_000
-BATCHES_PER_WORKER = 8
-
-
-def _usable_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # not on Linux
-        return os.cpu_count() or 1
 
 
 def worker_count() -> int:
@@ -49,137 +39,10 @@ def worker_count() -> int:
     least 1 and at most :data:`DEFAULT_MAX_WORKERS`."""
     text = os.environ.get(WORKERS_ENV, "").strip()
     if not text:
-        return max(1, min(DEFAULT_MAX_WORKERS, _usable_cores() - 1))
+        return max(1, min(DEFAULT_MAX_WORKERS, engine_pool.usable_cores() - 1))
     try:
-        value = int(text)
+        return engine_pool.check_workers(int(text), WORKERS_ENV)
     except ValueError:
-        value = -1
-    if not 0 <= value <= MAX_WORKERS:
-        raise UsageError(f"{WORKERS_ENV}: {text!r} is not an integer in [0, {MAX_WORKERS}]")
-    return value
-
-
-def batch_size(configs: Sequence[SpecConfig], workers: int) -> int:
-    """Configurations per batch for ``workers`` processes (see :data:`BATCH_TOKENS`).
-
-    A multiple of the number of K values when that fits: the sweep runs cell by cell
-    (:func:`engine.sweep.cell_order`, all K of a cell together), so each batch completes
-    whole cells of the heatmap.
-    """
-    if not configs:
-        return 1
-    tokens = sum(c.n_sequences * c.tokens_per_seq for c in configs) / len(configs)
-    by_work = int(BATCH_TOKENS // max(tokens, 1))
-    by_progress = math.ceil(len(configs) / (BATCHES_PER_WORKER * max(workers, 1)))
-    size = max(1, min(by_work, by_progress))
-    cell = len({c.k for c in configs})
-    return size // cell * cell if size >= cell else size
-
-
-def _init_worker() -> None:
-    """In each worker: Ctrl-C is the app's business, and nothing may write on the terminal."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 1)
-    os.dup2(devnull, 2)
-    os.close(devnull)
-    import engine.sweep  # noqa: F401  (the first batch should not pay for the imports)
-
-
-def _ready() -> int:
-    return os.getpid()
-
-
-@contextlib.contextmanager
-def _stderr_with_a_file_descriptor() -> Iterator[None]:
-    """Textual replaces sys.stderr with an object whose fileno() is -1; multiprocessing hands
-    that descriptor to its resource tracker and fails. Lend it /dev/null meanwhile."""
-    saved = sys.stderr
-    with open(os.devnull, "w") as devnull:
-        sys.stderr = devnull
-        try:
-            yield
-        finally:
-            sys.stderr = saved
-
-
-class SweepPool:
-    """A lazily started process pool; thread-safe."""
-
-    def __init__(self, workers: int) -> None:
-        self.workers = workers
-        self.problem: str | None = None  # why sweeps run in a thread, if they do
-        self._executor: ProcessPoolExecutor | None = None
-        self._lock = threading.Lock()
-        self._closed = False
-
-    def executor(self) -> Executor | None:
-        """The pool (started now if needed), or None: run the sweep in the calling thread.
-
-        Returns once every process has started and imported the engine. The lock is held
-        only to look at and update the pool, so a shutdown never waits for a start.
-        """
-        with self._lock:
-            if self._closed or self.workers == 0 or self.problem is not None:
-                return None
-            executor = self._executor
-            if executor is not None and getattr(executor, "_broken", False):
-                self._executor = executor = None  # a worker died while idle
-            if executor is None:
-                try:
-                    with _stderr_with_a_file_descriptor():  # starts the resource tracker
-                        executor = ProcessPoolExecutor(
-                            self.workers,
-                            mp_context=multiprocessing.get_context("spawn"),
-                            initializer=_init_worker,
-                        )
-                except Exception as err:  # no processes on this system: threads it is
-                    self.problem = f"{type(err).__name__}: {err}"
-                    return None
-                self._executor = executor
-        try:  # start every process now; each imports the engine once
-            for future in [executor.submit(_ready) for _ in range(self.workers)]:
-                future.result()
-        except Exception as err:
-            with self._lock:
-                if self._closed:  # shut down meanwhile (the app quit)
-                    return None
-                ours = self._executor is executor
-                if ours:
-                    self._executor = None
-            if not ours:  # discarded meanwhile (a cancel, a broken pool): take the new one
-                return self.executor()
-            _stop(executor)
-            if isinstance(err, BrokenProcessPool | OSError):  # could not start processes
-                self.problem = f"{type(err).__name__}: {err}"
-                return None
-            raise
-        return executor
-
-    def warm(self) -> None:
-        """Start the processes ahead of the first sweep (call from a worker thread)."""
-        self.executor()
-
-    def discard(self) -> None:
-        """Stop the pool's processes (work in progress is dropped); the next sweep starts a
-        fresh pool. For a pool that broke, or after a cancel: heavy batches still running
-        would otherwise delay the next sweep."""
-        with self._lock:
-            executor, self._executor = self._executor, None
-        _stop(executor)
-
-    def shutdown(self) -> None:
-        with self._lock:
-            self._closed = True
-            executor, self._executor = self._executor, None
-        _stop(executor)
-
-
-def _stop(executor: ProcessPoolExecutor | None) -> None:
-    if executor is None:
-        return
-    processes = list(getattr(executor, "_processes", {}).values())
-    executor.shutdown(wait=False, cancel_futures=True)
-    for process in processes:  # do not wait for a batch in progress
-        with contextlib.suppress(Exception):
-            process.terminate()
+        raise UsageError(
+            f"{WORKERS_ENV}: {text!r} is not an integer in [0, {MAX_WORKERS}]"
+        ) from None

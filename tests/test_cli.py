@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -211,6 +212,86 @@ def test_ctrl_c_keeps_finished_rows(tmp_path):
     assert frame["speedup"].notna().all()
     assert f"{len(frame)} of 576 configurations finished" in stderr
     assert not partial.exists()
+
+
+def _stat(pid: int) -> list[str] | None:
+    """State, parent pid, ... of a process from /proc (None once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+
+def _children(pid: int) -> set[int]:
+    found = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            fields = _stat(int(entry))
+            if fields is not None and int(fields[1]) == pid:
+                found.add(int(entry))
+    return found
+
+
+def _running(pid: int) -> bool:
+    fields = _stat(pid)
+    return fields is not None and fields[0] != "Z"  # a zombie has exited, unreaped
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads /proc")
+def test_ctrl_c_with_workers_keeps_finished_rows_and_stops_the_workers(tmp_path):
+    """--workers N runs on the engine's pool: workers ignore Ctrl-C, the parent writes the
+    rows finished, exits with 130 and leaves no worker behind."""
+    out = tmp_path / "s.csv"
+    partial = tmp_path / "s.csv.partial"
+    command = [sys.executable, "-m", "spectui", "sweep", "--preset", "seed-576"]
+    command += ["--engine", "reference", "--workers", "2", "--out", str(out)]
+    proc = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "NO_COLOR": "1"},
+        start_new_session=True,  # its own process group, as a terminal's foreground job
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if partial.exists() and len(partial.read_text().splitlines()) >= 4:
+            break
+        time.sleep(0.1)
+    workers = _children(proc.pid)
+    assert len(workers) >= 2, "the pool's two workers"
+    os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C reaches the whole group, workers included
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
+    frame = pd.read_csv(out)
+    assert 3 <= len(frame) < 576
+    assert f"{len(frame)} of 576 configurations finished" in stderr
+    deadline = time.monotonic() + 30
+    while any(_running(pid) for pid in workers):
+        assert time.monotonic() < deadline, "a worker outlived the sweep"
+        time.sleep(0.1)
+
+
+def test_sweep_over_batch_sizes_writes_their_column_and_analyze_shows_k_star_per_batch(
+    tmp_path,
+):
+    out = tmp_path / "batch.csv"
+    spectui("sweep", "--preset", "batch-size", "--exact-only", "--out", str(out))
+    header = out.read_text().splitlines()[0].split(",")
+    assert "workload.batch_size" in header and "cost.model" in header
+    frame = pd.read_csv(out)
+    assert sorted(frame["workload.batch_size"].unique()) == [1, 8, 32, 128]
+    assert (frame["cost.model"] == "roofline").all()
+    assert frame["speedup"].isna().all() and frame["speedup_exact"].notna().all()
+    shown = spectui("analyze", str(out)).stdout
+    assert "rows: workload.batch_size;" in shown
+    for batch in (1, 8, 32, 128):  # one K* per batch size, with the value computed here
+        rows = frame[frame["workload.batch_size"] == batch]
+        best = rows.loc[rows["speedup_exact"].idxmax()]
+        cell = rf"batch={batch} │\s+{int(best['k'])} {best['speedup_exact']:.2f}\s"
+        assert re.search(cell, shown), cell
 
 
 def test_presets_lists_shipped_presets():

@@ -171,8 +171,8 @@ class SweepView(ReportsWorkerErrors, Vertical):
         import pandas as pd
 
         from engine.files import SweepWriter
-        from engine.sweep import SWEEP_COLUMNS, run_sweep
-        from spectui.pool import batch_size
+        from engine.pool import batch_size
+        from engine.sweep import run_sweep, sweep_columns
 
         worker = get_current_worker()
         pool = getattr(self.app, "pool", None)
@@ -186,7 +186,8 @@ class SweepView(ReportsWorkerErrors, Vertical):
         # Serially (no executor) every configuration is its own step; batches are for workers.
         batch = batch_size(configs, pool.workers) if pool is not None and executor else 1
         spacing = 10 if executor is None else 3
-        writer = SweepWriter(out_path, SWEEP_COLUMNS)
+        columns = list(sweep_columns(configs))
+        writer = SweepWriter(out_path, columns)
         rows: list[dict[str, Any]] = []
         start = time.perf_counter()
         last = [start, start]  # last snapshot, last progress message
@@ -201,7 +202,7 @@ class SweepView(ReportsWorkerErrors, Vertical):
                 last[1] = now
                 self.post_message(SweepProgress(done, total, now - start))
             if now - last[0] >= interval[0] and done < total:
-                frame = pd.DataFrame(rows, columns=list(SWEEP_COLUMNS))
+                frame = pd.DataFrame(rows, columns=columns)
                 # Only the model on screen: the others are built when shown (m).
                 shown = self.model
                 grids = _grids(frame, planned, [shown] if shown else None)
@@ -316,7 +317,7 @@ class SweepView(ReportsWorkerErrors, Vertical):
 
     def on_data_table_cell_selected(self, event: DataTable.CellSelected) -> None:
         event.stop()
-        from engine.config import CONFIG_FIELDS
+        from engine.analysis import row_config
         from engine.plot_data import heatmap_cell_rows
 
         heatmap = self.query_one(Heatmap)
@@ -332,14 +333,14 @@ class SweepView(ReportsWorkerErrors, Vertical):
             return
         # The configuration at the K* the cell shows (the grid's rule, ties to the smaller K).
         best = rows[rows["k"] == int(shown["k_opt"].iloc[0])].iloc[0]
-        config = SpecConfig.from_dict({f: _plain(best[f]) for f in CONFIG_FIELDS})
+        config = row_config(best)
         self.post_message(CellChosen(config, rows))
 
 
 def _planned(configs: list[SpecConfig]) -> Any:
-    import pandas as pd
+    from engine.sweep import config_frame
 
-    return pd.DataFrame([c.to_dict() for c in configs])
+    return config_frame(configs)
 
 
 def _grids(frame: Any, planned: Any, models: list[str] | None = None) -> dict[str, Any]:
@@ -370,8 +371,3 @@ def _short_path(path: Path, room: int) -> str:
 
 def _value(value: Any) -> str:
     return f"{value:g}" if isinstance(value, int | float) else str(value)
-
-
-def _plain(value: Any) -> Any:
-    """numpy scalars to Python ones, for SpecConfig's strict checks."""
-    return value.item() if hasattr(value, "item") else value
