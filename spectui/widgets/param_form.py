@@ -409,14 +409,17 @@ class ParamForm(VerticalScroll, can_focus=False):
         except ConfigError as err:  # e.g. the table cost model without a table file
             return None, {err.field: _reason(err)}
 
-    def reject(self, config: SpecConfig, field: str, reason: str) -> None:
+    def reject(self, config: SpecConfig, field: str, reason: str) -> bool:
         """``config`` cannot be used because of ``field`` (e.g. its cost table cannot be read):
         if the form still holds it, mark the field and post the form as invalid. The mark
-        goes with the next edit (and comes back if the next configuration fails the same way)."""
-        if field not in IDS or self.current_config()[0] != config:
-            return
-        self._rejected = (config, {field: reason})
-        self._emit()
+        goes with the next edit (and comes back if the next configuration fails the same way).
+        False if the form has no such field (the caller tells the person otherwise)."""
+        if field not in IDS:
+            return False
+        if self.current_config()[0] == config:
+            self._rejected = (config, {field: reason})
+            self._emit()
+        return True
 
     def on_input_changed(self, event: Input.Changed) -> None:
         event.stop()
