@@ -190,39 +190,61 @@ class ParamForm(VerticalScroll, can_focus=False):
         self.errors: dict[str, str] = {}
         self._whole: dict[str, str] = {}  # errors of the whole configuration, by field
         self._rejected: tuple[SpecConfig, dict[str, str]] | None = None
+        # Rows by field key. A row is built the first time its field is shown: the
+        # start-up builds only the chosen parts' fields.
+        self._rows: dict[str, Horizontal] = {}
+        self._labels: dict[str, Label] = {}
+        self._fields: dict[str, Input | Select[str]] = {}
+        self._fresh: dict[str, str] = {}  # rows built later: their first Changed is no edit
+
+    def _row(self, key: str, text: str) -> Horizontal:
+        """A field's row: its label and its input (or select), showing ``text``."""
+        widget_id = IDS[key]
+        label = Label(label_text(key, False, False), classes="field-label")
+        field: Input | Select[str]
+        if _is_select(key):
+            options = _options(key, text)
+            long_names = max(len(name) for name in options) + SELECT_CHROME > SELECT_WIDTH
+            if long_names:  # a narrower label column
+                label.styles.width = max(NARROW_LABEL_WIDTH, len(LABELS[key]) + 2)
+            field = Select(
+                [(name, name) for name in options],
+                value=text,
+                allow_blank=False,
+                compact=True,
+                id=widget_id,
+                tooltip=tooltip_text(key),
+                classes="-long-names" if long_names else "",
+            )
+        else:
+            field = Input(
+                text,
+                id=widget_id,
+                compact=True,
+                validators=[FieldValidator(key)],
+                validate_on=["changed"],
+                tooltip=tooltip_text(key),
+            )
+        row = Horizontal(label, field, classes="field", id=f"row-{widget_id}")
+        self._rows[key], self._labels[key], self._fields[key] = row, label, field
+        return row
+
+    def _add_row(self, key: str, text: str | None = None) -> None:
+        """Build and mount a field's row in its place (the base's value, or ``text``)."""
+        if text is None:
+            text = _text(self._base.get(key))
+            self._fresh[key] = text
+        row = self._row(key, text)
+        later = FORM_FIELDS[FORM_FIELDS.index(key) + 1 :]
+        before = next((self._rows[k] for k in later if k in self._rows), None)
+        self.mount(row, before=before or self.query_one("#form-status"))
 
     def compose(self) -> ComposeResult:
         base = self._composed_from = self._base
+        chosen = {selector: base.get(selector) for selector in SELECTORS}
         for key in FORM_FIELDS:
-            widget_id = IDS[key]
-            value = base.get(key)
-            with Horizontal(classes="field", id=f"row-{widget_id}"):
-                label = Label(label_text(key, False, False), classes="field-label")
-                if _is_select(key):
-                    options = _options(key, value)
-                    long_names = max(len(name) for name in options) + SELECT_CHROME > SELECT_WIDTH
-                    if long_names:  # a narrower label column
-                        label.styles.width = max(NARROW_LABEL_WIDTH, len(LABELS[key]) + 2)
-                    yield label
-                    yield Select(
-                        [(name, name) for name in options],
-                        value=value,
-                        allow_blank=False,
-                        compact=True,
-                        id=widget_id,
-                        tooltip=tooltip_text(key),
-                        classes="-long-names" if long_names else "",
-                    )
-                    continue
-                yield label
-                yield Input(
-                    _text(value),
-                    id=widget_id,
-                    compact=True,
-                    validators=[FieldValidator(key)],
-                    validate_on=["changed"],
-                    tooltip=tooltip_text(key),
-                )
+            if self._reads(key, chosen):  # the other fields' rows are built when shown
+                yield self._row(key, _text(base.get(key)))
         # Below the fields, in sight however far the form is scrolled; shown when wrong.
         status = Static("", id="form-status")
         status.styles.dock = "bottom"
@@ -236,7 +258,7 @@ class ParamForm(VerticalScroll, can_focus=False):
         self.watch(self.app, "theme", lambda _: self._paint_border(), init=False)
         self._mounted = True
         if self.screen.focused is None or self._pending_focus != "draft_model":
-            self.query_one(f"#{self._pending_focus}").focus()
+            self.focus_field(self._pending_focus)
         if self._base is not self._composed_from:  # a preset loaded while the form mounted
             self.load_config(self._base)
         self.call_after_refresh(self._ready)
@@ -249,11 +271,12 @@ class ParamForm(VerticalScroll, can_focus=False):
     def focus_field(self, name: str) -> None:
         """Focus one field, by key or widget id (before the form has mounted: as soon as it
         has)."""
-        widget_id = IDS[_key(name)]
+        key = _key(name)
         if not self._mounted:
-            self._pending_focus = widget_id
+            self._pending_focus = key
             return
-        self.query_one(f"#{widget_id}").focus()
+        if key in self._fields:  # (a field whose row is not built is not shown)
+            self._fields[key].focus()
 
     def _focus_moved(self, focused: Widget | None) -> None:
         row = None  # the field whose row holds the focus (a select's open list included)
@@ -276,10 +299,10 @@ class ParamForm(VerticalScroll, can_focus=False):
     def _paint_row(self, key: str) -> None:
         """The row's classes and label marker, from its focus and its error."""
         focused, invalid = key == self._focused_row, self._reason_of(key) is not None
-        row = self.query_one(f"#row-{IDS[key]}")
+        row = self._rows[key]
         row.set_class(focused, "-focused")
         row.set_class(invalid, "-invalid")
-        row.query_one(".field-label", Label).update(label_text(key, focused, invalid))
+        self._labels[key].update(label_text(key, focused, invalid))
 
     def _paint_border(self) -> None:
         if self._focus_within:  # as app.tcss's ParamForm border, at full strength
@@ -298,25 +321,29 @@ class ParamForm(VerticalScroll, can_focus=False):
     def _chosen(self) -> dict[str, Any]:
         """The parts chosen now: each selector's value (the form's, else the base's)."""
         return {
-            selector: str(self.query_one(f"#{IDS[selector]}", Select).value)
-            if selector in IDS
+            selector: str(self._fields[selector].value)
+            if selector in self._fields
             else self._base.get(selector)
             for selector in SELECTORS
         }
 
-    def _reads(self, key: str, chosen: Mapping[str, Any]) -> bool:
+    @staticmethod
+    def _reads(key: str, chosen: Mapping[str, Any]) -> bool:
         # engine.config.reads looks only at the chosen parts, through .get(selector).
         return reads(cast(SpecConfig, chosen), key)
 
     def _show_part_fields(self) -> None:
+        """Show the fields the chosen parts read (building rows shown for the first time)."""
         chosen = self._chosen()
         for key in FORM_FIELDS:
-            if FIELD_SPECS[key].part is None:
-                continue
             shown = self._reads(key, chosen)
-            widget_id = IDS[key]
-            self.query_one(f"#row-{widget_id}").display = shown
-            for error in self.query(f"#error-{widget_id}"):  # back with its row, reason and all
+            row = self._rows.get(key)
+            if row is None:
+                if shown:
+                    self._add_row(key)
+                continue
+            row.display = shown
+            for error in self.query(f"#error-{IDS[key]}"):  # back with its row, reason and all
                 error.display = shown and self._reason_of(key) is not None
 
     def visible_fields(self) -> list[str]:
@@ -326,7 +353,7 @@ class ParamForm(VerticalScroll, can_focus=False):
 
     @property
     def model(self) -> str:
-        return str(self.query_one("#draft_model", Select).value)
+        return str(self._fields["draft_model"].value)
 
     # --- values in and out -----------------------------------------------------------------
     def load_config(self, config: SpecConfig) -> None:
@@ -338,19 +365,17 @@ class ParamForm(VerticalScroll, can_focus=False):
         try:
             self._base = config
             self._rejected = None
-            for key in FORM_FIELDS:
+            for key, field in self._fields.items():  # rows not built yet start from the base
                 value = config.get(key)
-                if _is_select(key):
-                    select = self.query_one(f"#{IDS[key]}", Select)
+                if isinstance(field, Select):
                     try:
-                        select.value = value
+                        field.value = value
                     except InvalidSelectValueError:  # an id the list lacks: added
-                        select.set_options([(n, n) for n in _options(key, value)])
-                        select.value = value
+                        field.set_options([(n, n) for n in _options(key, value)])
+                        field.value = value
                     continue
-                field_input = self.query_one(f"#{IDS[key]}", Input)
-                field_input.value = _text(value)
-                field_input.validate(field_input.value)
+                field.value = _text(value)
+                field.validate(field.value)
                 self.reasons.pop(key, None)
                 self._show_error(key)
             self._show_part_fields()
@@ -362,10 +387,11 @@ class ParamForm(VerticalScroll, can_focus=False):
         """Type ``text`` into one field, by key or widget id (used by tests and the sweep's
         cell selection); a select takes one of its options."""
         key = _key(name)
-        if _is_select(key):
-            self.query_one(f"#{IDS[key]}", Select).value = text
+        if key not in self._fields:
+            self._add_row(key, text)  # shown if the chosen parts read it
+            self._show_part_fields()
         else:
-            self.query_one(f"#{IDS[key]}", Input).value = text
+            self._fields[key].value = text
 
     def _reason_of(self, key: str) -> str | None:
         return self.reasons.get(key) or self._whole.get(key) or None
@@ -380,23 +406,23 @@ class ParamForm(VerticalScroll, can_focus=False):
             if not message:
                 return
             box = Static("", classes="field-error", id=f"error-{widget_id}")
-            self.mount(box, after=self.query_one(f"#row-{widget_id}"))
+            self.mount(box, after=self._rows[key])
         else:
             box = found.first(Static)
         box.update(f"{MARK_INVALID} {message}" if message else "")
-        box.display = bool(message) and bool(self.query_one(f"#row-{widget_id}").display)
+        box.display = bool(message) and bool(self._rows[key].display)
 
     def current_config(self) -> tuple[SpecConfig | None, dict[str, str]]:
         """The configuration the form holds, or None and the reasons per field (by key)."""
         values: dict[str, Any] = self._base.values()  # fields without a row keep theirs
         errors: dict[str, str] = {}
         visible = set(self.visible_fields())
-        for key in FORM_FIELDS:
-            if _is_select(key):
-                values[key] = str(self.query_one(f"#{IDS[key]}", Select).value)
+        for key, field in self._fields.items():
+            if isinstance(field, Select):
+                values[key] = str(field.value)
                 continue
             try:
-                values[key] = parse_field(key, self.query_one(f"#{IDS[key]}", Input).value)
+                values[key] = parse_field(key, field.value)
             except ConfigError as err:
                 if key in visible:
                     errors[key] = _reason(err)
@@ -414,7 +440,7 @@ class ParamForm(VerticalScroll, can_focus=False):
         if the form still holds it, mark the field and post the form as invalid. The mark
         goes with the next edit (and comes back if the next configuration fails the same way).
         False if the form has no such field (the caller tells the person otherwise)."""
-        if field not in IDS:
+        if field not in self._rows:
             return False
         if self.current_config()[0] == config:
             self._rejected = (config, {field: reason})
@@ -424,6 +450,7 @@ class ParamForm(VerticalScroll, can_focus=False):
     def on_input_changed(self, event: Input.Changed) -> None:
         event.stop()
         key = _KEYS[event.input.id or ""]
+        first = self._fresh.pop(key, None) == event.value  # a new row's own value: no edit
         result = event.validation_result
         failure = None if result is None or result.is_valid else result.failure_descriptions[0]
         if failure:
@@ -431,7 +458,7 @@ class ParamForm(VerticalScroll, can_focus=False):
         else:
             self.reasons.pop(key, None)
         self._show_error(key)
-        if not self._loading:
+        if not self._loading and not first:
             self._emit()
 
     def on_select_changed(self, event: Select.Changed) -> None:
@@ -449,7 +476,7 @@ class ParamForm(VerticalScroll, can_focus=False):
             else:  # edited since: the next computation says whether it is still wrong
                 self._rejected = None
         # Errors of the whole configuration that name a field: shown at that field.
-        whole = {k: why for k, why in errors.items() if k in IDS and k not in self.reasons}
+        whole = {k: why for k, why in errors.items() if k in self._rows and k not in self.reasons}
         previous, self._whole = self._whole, whole
         for key in previous.keys() | whole.keys():
             if previous.get(key) != whole.get(key):
