@@ -233,7 +233,8 @@ class ParamForm(VerticalScroll, can_focus=False):
         """Build and mount a field's row in its place (the base's value, or ``text``)."""
         if text is None:
             text = _text(self._base.get(key))
-            self._fresh[key] = text
+            if not _is_select(key):
+                self._fresh[key] = text  # the first Changed of an input, if it is its own
         row = self._row(key, text)
         later = FORM_FIELDS[FORM_FIELDS.index(key) + 1 :]
         before = next((self._rows[k] for k in later if k in self._rows), None)
