@@ -214,3 +214,20 @@ async def test_a_cost_table_that_cannot_be_read_is_marked_not_a_crash(tmp_path):
         assert app.config is not None and app.config.cost_table == str(table)
         assert "✗table" not in screen_text(app)
         await _exact_panel_shows_cycle_costs(app, app.config)
+
+
+async def test_a_loaded_configuration_shows_its_cost_model_and_values():
+    """A preset or a sweep cell with newer fields: its parts' rows are built with its values."""
+    app = create_app("tiny")
+    wanted = app.config.replace(
+        **{"cost.model": "roofline", "cost.gpu": "mi300x", "cost.eta_kv": 0.9},
+        batch_size=32,
+    )
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        app.form.load_config(wanted)
+        await settle(pilot, app)
+        assert app.config == wanted and app.form.current_config() == (wanted, {})
+        rows = await form_rows(pilot, app)
+        assert any("mi300x" in row for row in rows) and any("0.9" in row for row in rows)
+        assert labelled(rows, "η kv") and not labelled(rows, "verify us")
