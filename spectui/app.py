@@ -22,7 +22,7 @@ from spectui.messages import CellChosen, ConfigChanged, ExactReady, SweepFinishe
 from spectui.pool import SweepPool, worker_count
 from spectui.widgets.analysis_view import AnalysisView
 from spectui.widgets.common import failure_reason, report_worker_error
-from spectui.widgets.exact_panel import ExactPanel
+from spectui.widgets.exact_panel import ERROR_FIELD, ERROR_REASON, ExactPanel, exact_figures
 from spectui.widgets.param_form import ParamForm
 from spectui.widgets.run_view import RunView
 from spectui.widgets.sweep_view import SweepView
@@ -182,14 +182,15 @@ class SpectuiApp(App[None]):
 
     @work(thread=True, exclusive=True, group="exact", exit_on_error=False)
     def _exact(self, config: SpecConfig) -> None:
-        from engine.exact import exact_metrics
-
-        self.post_message(ExactReady(config, exact_metrics(config)))
+        self.post_message(ExactReady(config, exact_figures(config)))
 
     def on_exact_ready(self, message: ExactReady) -> None:
         panel = self.query(ExactPanel)  # gone if the app is closing
         if panel and message.config == self.config:
             panel.first().show_figures(message.config, message.figures)
+            field, reason = message.figures.get(ERROR_FIELD), message.figures.get(ERROR_REASON)
+            if field is not None and not self.form.reject(message.config, str(field), str(reason)):
+                self.notify(f"Exact figures: {field}: {reason}", severity="error", timeout=10)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         # The app's own workers; each view reports its own (common.ReportsWorkerErrors).

@@ -2,23 +2,65 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.table import Table
 from textual.widgets import Static
 
 from engine.config import SpecConfig
 from spectui.widgets.common import fmt
 
+# Where a configuration's cost model cannot be built (an unreadable cost table): the field
+# and the reason, in place of the figures.
+ERROR_FIELD, ERROR_REASON = "error_field", "error"
+TIMES_HELP = (
+    "Times per cycle, in microseconds, at the prompt's context, for a full cycle (K drafts): "
+    "draft: the K draft passes; verify: the target's pass over K+1 tokens per sequence "
+    "(bound: whether it is memory- or compute-bound); step: one plain decoding step, "
+    "what the baseline pays per token. cost ratio: one draft pass / one decoding step."
+)
+
+
+def exact_figures(config: SpecConfig) -> dict[str, Any]:
+    """Every figure the panel shows (run off the UI thread: it loads the engine).
+
+    :func:`engine.exact.exact_metrics`, and from :func:`engine.kernel.cycle_costs` the
+    times of a full cycle at the prompt's context (``limit_draft_us``, ``limit_verify_us``,
+    ``limit_step_us``), the cost ratio and the verify pass's ``bound``. When the cost model
+    cannot be built, only :data:`ERROR_FIELD` and :data:`ERROR_REASON`.
+    """
+    from engine.config import ConfigError
+    from engine.exact import exact_metrics
+    from engine.kernel import cycle_costs
+
+    try:
+        costs = cycle_costs(config)
+    except ConfigError as err:
+        return {ERROR_FIELD: err.field, ERROR_REASON: str(err).split(": ", 1)[-1]}
+    return {
+        **exact_metrics(config),
+        "limit_draft_us": costs.limit_draft_us,
+        "limit_verify_us": costs.limit_verify_us,
+        "limit_step_us": costs.limit_step_us,
+        "cost_ratio": costs.cost_ratio,
+        "bound": costs.bound,
+    }
+
 
 class ExactPanel(Static):
-    """Shows :func:`engine.exact.exact_metrics` of the current configuration."""
+    """Shows :func:`exact_figures` of the current configuration."""
 
     def on_mount(self) -> None:
         self.border_title = "Exact"
+        self.tooltip = TIMES_HELP
 
     def show_invalid(self) -> None:
         self.update("form invalid: fix the marked fields")
 
-    def show_figures(self, config: SpecConfig, figures: dict[str, float]) -> None:
+    def show_figures(self, config: SpecConfig, figures: dict[str, Any]) -> None:
+        if ERROR_FIELD in figures:
+            self.show_failed(f"{figures[ERROR_FIELD]}: {figures[ERROR_REASON]}")
+            return
         # 21 columns inside the side panel: labels of at most 11, a space, fmt()'s 9.
         table = Table.grid(padding=(0, 1))
         table.add_column(style="bold", no_wrap=True)
@@ -26,8 +68,13 @@ class ExactPanel(Static):
         table.add_row("speedup", fmt(figures["speedup_exact"], speedup=True))
         table.add_row("speedup T→∞", fmt(figures["speedup_limit"], speedup=True))
         table.add_row("tokens/cyc", fmt(figures["tokens_per_cycle_exact"]))
-        table.add_row("cost ratio", fmt(config.cost_ratio))
+        table.add_row("cost ratio", fmt(figures["cost_ratio"]))
         table.add_row("breakeven c", fmt(figures["breakeven_cost_ratio"]))
+        table.add_row("draft us", fmt(figures["limit_draft_us"]))
+        table.add_row("verify us", fmt(figures["limit_verify_us"]))
+        if figures["bound"] != "-":  # the cost model says what bounds the verify pass
+            table.add_row(" bound", figures["bound"])
+        table.add_row("step us", fmt(figures["limit_step_us"]))
         self.update(table)
 
     def show_failed(self, reason: str) -> None:

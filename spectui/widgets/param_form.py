@@ -1,8 +1,16 @@
-"""The parameter form: one field per configuration value, validated as the person types."""
+"""The parameter form, generated from the field table (``engine.config.FIELD_SPECS``).
+
+Each field a person can choose gets a row whose label, tooltip (help, unit, allowed values),
+kind (a select among the field's choices or the known hardware/model ids, else a text field)
+and visibility (shown only while the chosen parts read it: :func:`engine.config.reads`) come
+from the table, so a new field or cost model appears here with no edit. Values are validated
+as the person types.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, cast
 
 from textual.app import ComposeResult
 from textual.color import Color
@@ -10,51 +18,76 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.validation import ValidationResult, Validator
 from textual.widget import Widget
 from textual.widgets import Input, Label, Select, Static
+from textual.widgets.select import InvalidSelectValueError
 
 # engine.config, not engine.draft_models: the form must not pull numpy into the start-up.
 from engine.config import (
+    CONFIG_FIELDS,
     FIELD_SPECS,
-    MODEL_PARAMETERS,
-    MODEL_READS,
+    PARTS,
     ConfigError,
+    FieldSpec,
     SpecConfig,
+    known_spec_ids,
     parse_value,
+    reads,
 )
 from spectui.messages import ConfigChanged
 
-# Text fields in form order; the model's own parameters sit right after the acceptance rate.
-TEXT_FIELDS: tuple[str, ...] = (
-    "k",
-    "acceptance_rate",
-    "decay_base",
-    "decay_factor",
-    "entropy_high",
-    "entropy_low",
-    "entropy_frac",
-    "draft_cost_us",
-    "verify_cost_us",
-    "n_sequences",
-    "tokens_per_seq",
-    "seed",
-)
+# The fields that choose a part of the scenario (draft model, cost model, policy, shape).
+SELECTORS: frozenset[str] = frozenset(selector for selector, _ in PARTS.values())
+
+
+def _has_row(spec: FieldSpec) -> bool:
+    """A choice among fewer than two names has nothing to choose: no row."""
+    return spec.kind != "choice" or len(spec.choices) >= 2
+
+
+def _form_order() -> tuple[str, ...]:
+    """The form's fields: the original's first (as it always showed them), then the workload,
+    then each newer part's selector and its fields.
+
+    Within a section, fields in table order, except that the fields a part reads sit
+    together where the first of them is (the draft models' parameters after the acceptance
+    rate, the linear costs after them).
+    """
+    keys = list(FIELD_SPECS)
+
+    def section(key: str) -> int:
+        spec = FIELD_SPECS[key]
+        if key in CONFIG_FIELDS:
+            return 0
+        return 1 if spec.part is None and key not in SELECTORS else 2
+
+    def place(key: str) -> tuple[int, int, int]:
+        spec = FIELD_SPECS[key]
+        anchor = keys.index(key)
+        if spec.part is not None:  # first field of the same part in the same section
+            anchor = min(
+                i
+                for i, other in enumerate(keys)
+                if section(other) == section(key)
+                and (part := FIELD_SPECS[other].part) is not None
+                and part[0] == spec.part[0]
+            )
+        return section(key), anchor, keys.index(key)
+
+    return tuple(sorted((k for k in keys if _has_row(FIELD_SPECS[k])), key=place))
+
+
+FORM_FIELDS: tuple[str, ...] = _form_order()
+# A field's widget id: its attribute name (a dotted key is not a valid id).
+IDS: dict[str, str] = {key: FIELD_SPECS[key].attr for key in FORM_FIELDS}
+_KEYS: dict[str, str] = {widget_id: key for key, widget_id in IDS.items()}
 # At most LABEL_CHARS characters each: a label never wraps (a wrapped label shows its first line).
 LABEL_CHARS = 9
 LABELS: dict[str, str] = {
-    "draft_model": "model",
-    "k": "K",
-    "acceptance_rate": "accept",
-    "decay_base": "first p",
-    "decay_factor": "decay ×",
-    "entropy_high": "p easy",
-    "entropy_low": "p hard",
-    "entropy_frac": "hard frac",
-    "draft_cost_us": "draft us",
-    "verify_cost_us": "verify us",
-    "n_sequences": "sequences",
-    "tokens_per_seq": "tok/seq",
-    "seed": "seed",
-    "tail": "tail",
+    key: FIELD_SPECS[key].label or key.rsplit(".", 1)[-1][:LABEL_CHARS] for key in FIELD_SPECS
 }
+LABEL_WIDTH = 11  # the label column: marker glyph, label, a space (app.tcss)
+SELECT_WIDTH = 11  # what is left of the side panel (and its scrollbar) beside a full label
+NARROW_LABEL_WIDTH = 7  # beside a select of long names (as app.tcss's for the draft model)
+SELECT_CHROME = 2  # a compact select's arrow and the space before it
 
 
 # The glyph before a label: it carries focus and errors where colours do not (16 colours,
@@ -66,12 +99,28 @@ MARK_FOCUS = "▶"
 def label_text(name: str, focused: bool, invalid: bool) -> str:
     """A field's label with its marker glyph (a space when neither focused nor invalid)."""
     mark = MARK_INVALID if invalid else MARK_FOCUS if focused else " "
-    return mark + LABELS[name]
+    return mark + LABELS[_key(name)]
+
+
+def tooltip_text(key: str) -> str:
+    """A field's help, its unit and what it allows, from the table."""
+    spec = FIELD_SPECS[key]
+    unit = f" ({spec.unit})" if spec.unit else ""
+    return f"{spec.help}{unit}\n{key}: {spec.allowed()}"
+
+
+def _key(name: str) -> str:
+    """A field's key from its key or its widget id (attribute name)."""
+    return name if name in FIELD_SPECS else _KEYS[name]
 
 
 def parse_field(name: str, text: str) -> Any:
     """The value of one field from its text; ConfigError (naming the field) if wrong."""
-    return parse_value(name, text)
+    return parse_value(_key(name), text)
+
+
+def _reason(err: ConfigError) -> str:
+    return str(err).split(": ", 1)[1]
 
 
 class FieldValidator(Validator):
@@ -85,7 +134,7 @@ class FieldValidator(Validator):
         try:
             parse_field(self.field_name, value)
         except ConfigError as err:
-            return self.failure(str(err).split(": ", 1)[1])
+            return self.failure(_reason(err))
         return self.success()
 
 
@@ -93,6 +142,18 @@ def _text(value: Any) -> str:
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
         return repr(value)
     return str(value)
+
+
+def _options(key: str, value: str) -> list[str]:
+    """What a select offers: the field's choices, or the known ids of its kind (with the
+    current value, should it not be among them)."""
+    spec = FIELD_SPECS[key]
+    names = list(spec.choices if spec.kind == "choice" else known_spec_ids(spec.choices[0]))
+    return names if value in names else [*names, value]
+
+
+def _is_select(key: str) -> bool:
+    return FIELD_SPECS[key].kind in ("choice", "spec")
 
 
 class ParamForm(VerticalScroll, can_focus=False):
@@ -103,6 +164,18 @@ class ParamForm(VerticalScroll, can_focus=False):
     rule (that rule re-styles every widget in the form on each focus move). The focused row
     and every invalid row carry a class and a marker glyph in their label (see
     :func:`label_text`), so they show in any terminal, with or without colours.
+
+    Errors are kept by field key: ``reasons`` (a field's own text is wrong), and errors of
+    the configuration as a whole that name a field (a cost table required but not given,
+    or one that cannot be read: :meth:`reject`).
+    """
+
+    # A select of long names (position_decay, roofline_max, model ids) keeps every column
+    # for the name: no space before its arrow, so the name stays whole beside the scrollbar.
+    DEFAULT_CSS = """
+    ParamForm Select.-long-names > SelectCurrent .arrow {
+        padding: 0;
+    }
     """
 
     def __init__(self, config: SpecConfig, **kwargs: Any) -> None:
@@ -115,47 +188,78 @@ class ParamForm(VerticalScroll, can_focus=False):
         self._focused_row: str | None = None  # the field whose row shows the focus marker
         self.reasons: dict[str, str] = {}  # why each wrong field is wrong, shown or not
         self.errors: dict[str, str] = {}
+        self._whole: dict[str, str] = {}  # errors of the whole configuration, by field
+        self._rejected: tuple[SpecConfig, dict[str, str]] | None = None
+        # Rows by field key. A row is built the first time its field is shown: the
+        # start-up builds only the chosen parts' fields.
+        self._rows: dict[str, Horizontal] = {}
+        self._labels: dict[str, Label] = {}
+        self._fields: dict[str, Input | Select[str]] = {}
+        self._fresh: dict[str, str] = {}  # rows built later: their first Changed is no edit
+
+    def _row(self, key: str, text: str) -> Horizontal:
+        """A field's row: its label and its input (or select), showing ``text``."""
+        widget_id = IDS[key]
+        label = Label(label_text(key, False, False), classes="field-label")
+        field: Input | Select[str]
+        if _is_select(key):
+            options = _options(key, text)
+            long_names = max(len(name) for name in options) + SELECT_CHROME > SELECT_WIDTH
+            if long_names:  # a narrower label column
+                label.styles.width = max(NARROW_LABEL_WIDTH, len(LABELS[key]) + 2)
+            field = Select(
+                [(name, name) for name in options],
+                value=text,
+                allow_blank=False,
+                compact=True,
+                id=widget_id,
+                tooltip=tooltip_text(key),
+                classes="-long-names" if long_names else "",
+            )
+        else:
+            field = Input(
+                text,
+                id=widget_id,
+                compact=True,
+                validators=[FieldValidator(key)],
+                validate_on=["changed"],
+                tooltip=tooltip_text(key),
+            )
+        row = Horizontal(label, field, classes="field", id=f"row-{widget_id}")
+        self._rows[key], self._labels[key], self._fields[key] = row, label, field
+        return row
+
+    def _add_row(self, key: str, text: str | None = None) -> None:
+        """Build and mount a field's row in its place (the base's value, or ``text``)."""
+        if text is None:
+            text = _text(self._base.get(key))
+            if not _is_select(key):
+                self._fresh[key] = text  # the first Changed of an input, if it is its own
+        row = self._row(key, text)
+        later = FORM_FIELDS[FORM_FIELDS.index(key) + 1 :]
+        before = next((self._rows[k] for k in later if k in self._rows), None)
+        self.mount(row, before=before or self.query_one("#form-status"))
 
     def compose(self) -> ComposeResult:
         base = self._composed_from = self._base
-        yield from self._choice_row("draft_model", base.draft_model)
-        for name in TEXT_FIELDS:
-            spec = FIELD_SPECS[name]
-            with Horizontal(classes="field", id=f"row-{name}"):
-                yield Label(label_text(name, False, False), classes="field-label")
-                yield Input(
-                    _text(getattr(base, name)),
-                    id=name,
-                    compact=True,
-                    validators=[FieldValidator(name)],
-                    validate_on=["changed"],
-                    tooltip=spec.help + (f" ({spec.unit})" if spec.unit else ""),
-                )
-        yield from self._choice_row("tail", base.tail)
-        yield Static("", id="form-status")
-
-    @staticmethod
-    def _choice_row(name: str, value: str) -> ComposeResult:
-        """A select among the field's choices (the draft model, the tail rule)."""
-        with Horizontal(classes="field", id=f"row-{name}"):
-            yield Label(label_text(name, False, False), classes="field-label")
-            yield Select(
-                [(c, c) for c in FIELD_SPECS[name].choices],
-                value=value,
-                allow_blank=False,
-                compact=True,
-                id=name,
-                tooltip=FIELD_SPECS[name].help,
-            )
+        chosen = {selector: base.get(selector) for selector in SELECTORS}
+        for key in FORM_FIELDS:
+            if self._reads(key, chosen):  # the other fields' rows are built when shown
+                yield self._row(key, _text(base.get(key)))
+        # Below the fields, in sight however far the form is scrolled; shown when wrong.
+        status = Static("", id="form-status")
+        status.styles.dock = "bottom"
+        status.display = False
+        yield status
 
     def on_mount(self) -> None:
         self.border_title = "Configuration"
-        self._show_model_fields(self._base.draft_model)
+        self._show_part_fields()
         self.watch(self.screen, "focused", self._focus_moved)
         self.watch(self.app, "theme", lambda _: self._paint_border(), init=False)
         self._mounted = True
         if self.screen.focused is None or self._pending_focus != "draft_model":
-            self.query_one(f"#{self._pending_focus}").focus()
+            self.focus_field(self._pending_focus)
         if self._base is not self._composed_from:  # a preset loaded while the form mounted
             self.load_config(self._base)
         self.call_after_refresh(self._ready)
@@ -166,11 +270,14 @@ class ParamForm(VerticalScroll, can_focus=False):
         return self._mounted
 
     def focus_field(self, name: str) -> None:
-        """Focus one field (before the form has mounted: as soon as it has)."""
+        """Focus one field, by key or widget id (before the form has mounted: as soon as it
+        has)."""
+        key = _key(name)
         if not self._mounted:
-            self._pending_focus = name
+            self._pending_focus = key
             return
-        self.query_one(f"#{name}").focus()
+        if key in self._fields:  # (a field whose row is not built is not shown)
+            self._fields[key].focus()
 
     def _focus_moved(self, focused: Widget | None) -> None:
         row = None  # the field whose row holds the focus (a select's open list included)
@@ -178,25 +285,25 @@ class ParamForm(VerticalScroll, can_focus=False):
             if node is self:
                 break
             if node.id and node.id.startswith("row-"):
-                row = node.id[4:]
+                row = _KEYS[node.id[4:]]
         if row != self._focused_row:
             previous, self._focused_row = self._focused_row, row
-            for name in (previous, row):
-                if name is not None:
-                    self._paint_row(name)
+            for key in (previous, row):
+                if key is not None:
+                    self._paint_row(key)
         within = focused is not None and self in focused.ancestors
         if within == self._focus_within:
             return
         self._focus_within = within
         self._paint_border()
 
-    def _paint_row(self, name: str) -> None:
+    def _paint_row(self, key: str) -> None:
         """The row's classes and label marker, from its focus and its error."""
-        focused, invalid = name == self._focused_row, name in self.reasons
-        row = self.query_one(f"#row-{name}")
+        focused, invalid = key == self._focused_row, self._reason_of(key) is not None
+        row = self._rows[key]
         row.set_class(focused, "-focused")
         row.set_class(invalid, "-invalid")
-        row.query_one(".field-label", Label).update(label_text(name, focused, invalid))
+        self._labels[key].update(label_text(key, focused, invalid))
 
     def _paint_border(self) -> None:
         if self._focus_within:  # as app.tcss's ParamForm border, at full strength
@@ -211,21 +318,45 @@ class ParamForm(VerticalScroll, can_focus=False):
         self._loading = False
         self._emit()
 
-    def _show_model_fields(self, model: str) -> None:
-        reads = set(MODEL_READS[model])
-        for name in MODEL_PARAMETERS:
-            self.query_one(f"#row-{name}").display = name in reads
-            for error in self.query(f"#error-{name}"):  # back with its row, reason and all
-                error.display = name in reads and name in self.reasons
+    # --- what is chosen and what is shown --------------------------------------------------
+    def _chosen(self) -> dict[str, Any]:
+        """The parts chosen now: each selector's value (the form's, else the base's)."""
+        return {
+            selector: str(self._fields[selector].value)
+            if selector in self._fields
+            else self._base.get(selector)
+            for selector in SELECTORS
+        }
+
+    @staticmethod
+    def _reads(key: str, chosen: Mapping[str, Any]) -> bool:
+        # engine.config.reads looks only at the chosen parts, through .get(selector).
+        return reads(cast(SpecConfig, chosen), key)
+
+    def _show_part_fields(self) -> None:
+        """Show the fields the chosen parts read (building rows shown for the first time)."""
+        chosen = self._chosen()
+        for key in FORM_FIELDS:
+            shown = self._reads(key, chosen)
+            row = self._rows.get(key)
+            if row is None:
+                if shown:
+                    self._add_row(key)
+                continue
+            row.display = shown
+            for error in self.query(f"#error-{IDS[key]}"):  # back with its row, reason and all
+                error.display = shown and self._reason_of(key) is not None
 
     def visible_fields(self) -> list[str]:
-        reads = set(MODEL_READS[self.model])
-        return [n for n in TEXT_FIELDS if n not in MODEL_PARAMETERS or n in reads]
+        """The keys of the fields shown now (the chosen parts read them), in form order."""
+        chosen = self._chosen()
+        return [key for key in FORM_FIELDS if self._reads(key, chosen)]
 
     @property
     def model(self) -> str:
-        return str(self.query_one("#draft_model", Select).value)
+        return str(self._fields["draft_model"].value)
 
+    # --- values in and out -----------------------------------------------------------------
     def load_config(self, config: SpecConfig) -> None:
         """Show ``config`` in every field (e.g. a loaded preset)."""
         if not self._mounted:  # compose, or on_mount, picks it up
@@ -234,87 +365,132 @@ class ParamForm(VerticalScroll, can_focus=False):
         self._loading = True
         try:
             self._base = config
-            self.query_one("#draft_model", Select).value = config.draft_model
-            self.query_one("#tail", Select).value = config.tail
-            for name in TEXT_FIELDS:
-                field_input = self.query_one(f"#{name}", Input)
-                field_input.value = _text(getattr(config, name))
-                field_input.validate(field_input.value)
-                self._set_error(name, None)
-            self._show_model_fields(config.draft_model)
+            self._rejected = None
+            for key, field in self._fields.items():  # rows not built yet start from the base
+                value = config.get(key)
+                if isinstance(field, Select):
+                    try:
+                        field.value = value
+                    except InvalidSelectValueError:  # an id the list lacks: added
+                        field.set_options([(n, n) for n in _options(key, value)])
+                        field.value = value
+                    continue
+                field.value = _text(value)
+                field.validate(field.value)
+                self.reasons.pop(key, None)
+                self._show_error(key)
+            self._show_part_fields()
         finally:
             self._loading = False
         self._emit()
 
     def set_field(self, name: str, text: str) -> None:
-        """Type ``text`` into one field (used by tests and the sweep's cell selection)."""
-        self.query_one(f"#{name}", Input).value = text
-
-    def _set_error(self, name: str, message: str | None) -> None:
-        if message:
-            self.reasons[name] = message
+        """Type ``text`` into one field, by key or widget id (used by tests and the sweep's
+        cell selection); a select takes one of its options."""
+        key = _key(name)
+        if key not in self._fields:
+            self._add_row(key, text)  # shown if the chosen parts read it
+            self._show_part_fields()
         else:
-            self.reasons.pop(name, None)
-        self._paint_row(name)
-        found = self.query(f"#error-{name}")
+            self._fields[key].value = text
+
+    def _reason_of(self, key: str) -> str | None:
+        return self.reasons.get(key) or self._whole.get(key) or None
+
+    def _show_error(self, key: str) -> None:
+        """The row's marker and its error line, from the field's reason (if any)."""
+        message = self._reason_of(key)
+        self._paint_row(key)
+        widget_id = IDS[key]
+        found = self.query(f"#error-{widget_id}")
         if not found:
             if not message:
                 return
-            box = Static("", classes="field-error", id=f"error-{name}")
-            self.mount(box, after=self.query_one(f"#row-{name}"))
+            box = Static("", classes="field-error", id=f"error-{widget_id}")
+            self.mount(box, after=self._rows[key])
         else:
             box = found.first(Static)
         box.update(f"{MARK_INVALID} {message}" if message else "")
-        box.display = bool(message) and bool(self.query_one(f"#row-{name}").display)
+        box.display = bool(message) and bool(self._rows[key].display)
 
     def current_config(self) -> tuple[SpecConfig | None, dict[str, str]]:
-        """The configuration the form holds, or None and the reasons per field."""
-        values: dict[str, Any] = {
-            "draft_model": self.model,
-            "tail": str(self.query_one("#tail", Select).value),
-        }
+        """The configuration the form holds, or None and the reasons per field (by key)."""
+        values: dict[str, Any] = self._base.values()  # fields without a row keep theirs
         errors: dict[str, str] = {}
-        for name in TEXT_FIELDS:
-            text = self.query_one(f"#{name}", Input).value
+        visible = set(self.visible_fields())
+        for key, field in self._fields.items():
+            if isinstance(field, Select):
+                values[key] = str(field.value)
+                continue
             try:
-                values[name] = parse_field(name, text)
+                values[key] = parse_field(key, field.value)
             except ConfigError as err:
-                if name in self.visible_fields():
-                    errors[name] = str(err).split(": ", 1)[1]
+                if key in visible:
+                    errors[key] = _reason(err)
                 else:  # an inert, hidden field keeps its last valid value
-                    values[name] = getattr(self._base, name)
+                    values[key] = self._base.get(key)
         if errors:
             return None, errors
         try:
-            return SpecConfig(**values), {}
-        except ConfigError as err:  # pragma: no cover - fields are checked one by one above
-            return None, {err.field: str(err)}
+            return self._base.replace(**values), {}
+        except ConfigError as err:  # e.g. the table cost model without a table file
+            return None, {err.field: _reason(err)}
+
+    def reject(self, config: SpecConfig, field: str, reason: str) -> bool:
+        """``config`` cannot be used because of ``field`` (e.g. its cost table cannot be read):
+        if the form still holds it, mark the field and post the form as invalid. The mark
+        goes with the next edit (and comes back if the next configuration fails the same way).
+        False if the form has no such field (the caller tells the person otherwise)."""
+        if field not in self._rows:
+            return False
+        if self.current_config()[0] == config:
+            self._rejected = (config, {field: reason})
+            self._emit()
+        return True
 
     def on_input_changed(self, event: Input.Changed) -> None:
         event.stop()
-        name = event.input.id or ""
+        key = _KEYS[event.input.id or ""]
+        first = self._fresh.pop(key, None) == event.value  # a new row's own value: no edit
         result = event.validation_result
         failure = None if result is None or result.is_valid else result.failure_descriptions[0]
-        self._set_error(name, failure)
-        if not self._loading:
+        if failure:
+            self.reasons[key] = failure
+        else:
+            self.reasons.pop(key, None)
+        self._show_error(key)
+        if not self._loading and not first:
             self._emit()
 
     def on_select_changed(self, event: Select.Changed) -> None:
         event.stop()
-        if event.select.id == "draft_model" and event.value != Select.NULL:
-            self._show_model_fields(str(event.value))
+        if _KEYS.get(event.select.id or "") in SELECTORS and event.value != Select.NULL:
+            self._show_part_fields()
         if not self._loading:
             self._emit()
 
     def _emit(self) -> None:
         config, errors = self.current_config()
+        if self._rejected is not None and config is not None:
+            if config == self._rejected[0]:
+                config, errors = None, dict(self._rejected[1])
+            else:  # edited since: the next computation says whether it is still wrong
+                self._rejected = None
+        # Errors of the whole configuration that name a field: shown at that field.
+        whole = {k: why for k, why in errors.items() if k in self._rows and k not in self.reasons}
+        previous, self._whole = self._whole, whole
+        for key in previous.keys() | whole.keys():
+            if previous.get(key) != whole.get(key):
+                self._show_error(key)
         self.errors = errors
         status = self.query_one("#form-status", Static)
         if errors:
-            names = ", ".join(LABELS[n] for n in errors)
+            names = ", ".join(LABELS.get(n, n) for n in errors)
             status.update(f"{MARK_INVALID} invalid: {names} — fix to run")
             status.add_class("-invalid")
+            status.display = True
         else:
+            status.display = False
             status.update("")
             status.remove_class("-invalid")
         self.post_message(ConfigChanged(config, errors))

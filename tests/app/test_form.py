@@ -11,6 +11,7 @@ from spectui.widgets.exact_panel import ExactPanel
 from spectui.widgets.run_view import RunView
 from tests.app.helpers import notifications, settle, type_into
 from tests.app.screen import row_with, screen_lines, screen_text, style_of
+from tests.app.test_form_cost import shown
 
 
 async def test_valid_edit_recomputes_exact_figures():
@@ -80,18 +81,18 @@ async def test_only_the_chosen_models_parameters_are_shown():
     app = create_app("tiny")
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot, app)
-        assert app.query_one("#row-acceptance_rate").display
-        assert not app.query_one("#row-decay_base").display
+        assert shown(app, "acceptance_rate")
+        assert not shown(app, "decay_base")
         app.query_one("#draft_model", Select).value = "position_decay"
         await settle(pilot, app)
-        assert not app.query_one("#row-acceptance_rate").display
-        assert app.query_one("#row-decay_base").display
-        assert app.query_one("#row-decay_factor").display
-        assert not app.query_one("#row-entropy_high").display
+        assert not shown(app, "acceptance_rate")
+        assert shown(app, "decay_base")
+        assert shown(app, "decay_factor")
+        assert not shown(app, "entropy_high")
         assert app.config is not None and app.config.draft_model == "position_decay"
         app.query_one("#draft_model", Select).value = "entropy_aware"
         await settle(pilot, app)
-        assert app.query_one("#row-entropy_frac").display
+        assert shown(app, "entropy_frac")
         assert app.config is not None and app.config.draft_model == "entropy_aware"
         # An invalid value in a field the model does not read does not block the form...
         app.query_one("#draft_model", Select).value = "fixed"
@@ -101,7 +102,7 @@ async def test_only_the_chosen_models_parameters_are_shown():
         assert app.config is None  # ...while it is shown, it does
         app.query_one("#draft_model", Select).value = "position_decay"
         await settle(pilot, app)
-        assert not app.query_one("#row-acceptance_rate").display
+        assert not shown(app, "acceptance_rate")
         assert app.config is not None and app.config.draft_model == "position_decay"
 
 
@@ -189,6 +190,7 @@ async def test_labels_and_model_names_are_whole_at_80x24():
             assert name in text, text
         await pilot.press("escape")
         select.value = "entropy_aware"
+        await settle(pilot, app)  # its fields' rows are built when first shown
         await type_into(pilot, app, "entropy_high", "2")  # errors make the form scroll
         await type_into(pilot, app, "entropy_low", "2")
         await settle(pilot, app)

@@ -56,6 +56,11 @@ async def test_exact_panel_at_extreme_values_keeps_one_line_per_figure():
         "speedup_limit": 2.0000000001e-12,
         "tokens_per_cycle_exact": 1024.9999,
         "breakeven_cost_ratio": 1.999999999e300,
+        "cost_ratio": config.cost_ratio,
+        "limit_draft_us": 5 * 1e9,
+        "limit_verify_us": 1e-3,
+        "limit_step_us": 1e-3,
+        "bound": "compute",  # the widest word
     }
     panel = ExactPanel(id="exact")
 
@@ -70,7 +75,7 @@ async def test_exact_panel_at_extreme_values_keeps_one_line_per_figure():
         panel.show_figures(config, figures)
         await pilot.pause()
         lines = [line[:26] for line in screen_lines(pilot.app)]
-        assert panel.size.height == 5  # one row per figure: nothing wrapped
+        assert panel.size.height == 9  # one row per figure: nothing wrapped
         shown = "\n".join(lines)
         for label, value in (
             ("speedup ", "36.4e-300"),
@@ -78,6 +83,10 @@ async def test_exact_panel_at_extreme_values_keeps_one_line_per_figure():
             ("tokens/cyc", "1025.000"),
             ("cost ratio", "1.00e12"),
             ("breakeven c", "2.00e300"),
+            ("draft us", "5.00e9"),
+            ("verify us", "0.001"),
+            (" bound", "compute"),
+            ("step us", "0.001"),
         ):
             assert any(label in line and value in line for line in lines), shown
 

@@ -1,0 +1,233 @@
+"""The form generated from the field table: the cost model's own fields, the workload, and the
+Exact panel's draft and verify times per cycle (issue #10)."""
+
+from __future__ import annotations
+
+from textual.widgets import Input, Select
+
+from engine.config import FIELD_SPECS, SpecConfig, known_spec_ids, reads
+from engine.kernel import cycle_costs
+from spectui.app import create_app
+from spectui.widgets.common import fmt
+from spectui.widgets.exact_panel import ExactPanel
+from spectui.widgets.param_form import FORM_FIELDS, IDS, LABELS
+from tests.app.helpers import notifications, settle, type_into
+from tests.app.screen import screen_lines, screen_text
+
+
+def region_lines(app, widget) -> list[str]:
+    """The screen rows a widget covers, cut to its columns."""
+    region = widget.region
+    lines = screen_lines(app)[region.y : region.y + region.height]
+    return [line[region.x : region.x + region.width] for line in lines]
+
+
+async def form_rows(pilot, app) -> list[str]:
+    """Every row of the form as a person sees it, scrolling from top to bottom."""
+    form = app.form
+    seen: list[str] = []
+    form.scroll_home(animate=False)
+    await pilot.pause()
+    while True:
+        for line in region_lines(app, form)[1:-1]:  # inside the border
+            if line not in seen:
+                seen.append(line)
+        if form.scroll_y >= form.max_scroll_y:
+            return seen
+        form.scroll_to(y=form.scroll_y + form.scrollable_content_region.height, animate=False)
+        await pilot.pause()
+
+
+def labelled(rows: list[str], label: str) -> bool:
+    """Whether a form row shows ``label`` (after its marker glyph, before its value)."""
+    return any(row[2:].startswith(label + " ") for row in rows)
+
+
+def shown(app, key: str) -> bool:
+    """Whether a field's row is shown (a row is built the first time its field shows)."""
+    found = app.query(f"#row-{IDS.get(key, key)}")
+    return bool(found) and bool(found.first().display)
+
+
+async def choose(pilot, app, key: str, value: str) -> None:
+    app.query_one(f"#{IDS[key]}", Select).value = value
+    await settle(pilot, app)
+
+
+async def test_choosing_roofline_shows_its_fields_and_hides_the_linear_costs():
+    app = create_app("tiny")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        rows = await form_rows(pilot, app)
+        for label in ("draft us", "verify us", "verify/tk", "prompt", "batch", "cost "):
+            assert labelled(rows, label.strip()), rows
+        assert not labelled(rows, "gpu") and not labelled(rows, "η weights")
+        await choose(pilot, app, "cost.model", "roofline")
+        rows = await form_rows(pilot, app)
+        for label in ("gpu", "target", "draft", "t0 us", "kv bytes", "η weights", "η kv"):
+            assert labelled(rows, label), rows
+        assert labelled(rows, "η flops")
+        for gone in ("draft us", "verify us", "verify/tk", "table"):
+            assert not labelled(rows, gone), rows
+        # The workload shows whatever the cost model; the choices are whole on screen.
+        assert labelled(rows, "prompt") and labelled(rows, "batch")
+        assert any("roofline" in row for row in rows)
+        assert any("llama-3.1-8b" in row for row in rows)
+        assert app.config is not None and app.config.cost_model == "roofline"
+        # roofline_max reads its own efficiencies, not roofline's.
+        await choose(pilot, app, "cost.model", "roofline_max")
+        rows = await form_rows(pilot, app)
+        assert labelled(rows, "η bw") and not labelled(rows, "η weights")
+        assert any("roofline_max" in row for row in rows)
+
+
+async def test_every_cost_model_shows_exactly_the_fields_it_reads():
+    """Visibility comes from engine.config.reads: a new field or cost model needs no form edit."""
+    app = create_app("tiny")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        for name in FIELD_SPECS["cost.model"].choices:
+            await choose(pilot, app, "cost.model", name)
+            config = SpecConfig(cost_model=name, cost_table="t.csv")
+            for key in FORM_FIELDS:
+                assert shown(app, key) == reads(config, key), (name, key)
+        # Fields with more than one choice, and every other field, have a row.
+        assert set(FORM_FIELDS) == {
+            k for k, s in FIELD_SPECS.items() if s.kind != "choice" or len(s.choices) > 1
+        }
+
+
+async def test_hardware_and_models_are_chosen_from_the_known_ids():
+    app = create_app("tiny")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        await choose(pilot, app, "cost.model", "roofline")
+        gpu = app.query_one("#gpu", Select)
+        assert [str(option[1]) for option in gpu._options] == list(known_spec_ids("hardware"))
+        await choose(pilot, app, "cost.gpu", "a100-80gb")
+        await choose(pilot, app, "cost.target", "llama-3.1-70b")
+        assert app.config is not None
+        assert (app.config.gpu, app.config.target) == ("a100-80gb", "llama-3.1-70b")
+        tooltip = str(app.query_one("#eta_w", Input).tooltip)
+        assert FIELD_SPECS["cost.eta_w"].help in tooltip and "(0, 1]" in tooltip
+        tooltip = str(app.query_one("#t0_us", Input).tooltip)
+        assert "(us)" in tooltip and "[0, 1e6]" in tooltip
+
+
+async def test_an_invalid_efficiency_is_marked_and_blocks_the_run():
+    app = create_app("tiny")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        await choose(pilot, app, "cost.model", "roofline")
+        await type_into(pilot, app, "eta_w", "0")
+        await settle(pilot, app)
+        app.form.scroll_to_widget(app.query_one("#eta_w"), animate=False)
+        await settle(pilot, app)
+        text = screen_text(app)
+        assert f"✗{LABELS['cost.eta_w']}" in text, text
+        assert "▌✗ 0.0 is not allowed" in text and "(0, 1]" in text
+        assert "▌✗ invalid: η weights" in text  # the status line stays in sight
+        assert app.config is None and app.form.errors.keys() == {"cost.eta_w"}
+        await pilot.press("f5")
+        await settle(pilot, app)
+        assert any("Cannot run: fix cost.eta_w" in m for m in notifications(app))
+        # Another cost model does not read it: the form is valid again.
+        await choose(pilot, app, "cost.model", "roofline_max")
+        assert app.config is not None and app.config.cost_model == "roofline_max"
+        assert "✗η weights" not in screen_text(app)
+
+
+async def test_batch_size_and_prompt_reach_the_configuration_and_the_exact_panel():
+    app = create_app("tiny")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        await choose(pilot, app, "cost.model", "roofline")
+        await type_into(pilot, app, "batch_size", "64")
+        await type_into(pilot, app, "prompt_len", "8192")
+        await settle(pilot, app)
+        assert app.config is not None
+        assert (app.config.batch_size, app.config.prompt_len) == (64, 8192)
+        await _exact_panel_shows_cycle_costs(app, app.config)
+        await type_into(pilot, app, "batch_size", "0")
+        await settle(pilot, app)
+        assert app.config is None and "[1, 4096]" in screen_text(app)
+
+
+async def _exact_panel_shows_cycle_costs(app, config) -> None:
+    costs = cycle_costs(config)
+    lines = region_lines(app, app.query_one(ExactPanel))
+    text = "\n".join(lines)
+
+    def value(label: str) -> str:
+        row = next(line for line in lines if line[2:].startswith(label))
+        return row[2:].removeprefix(label).strip(" │")
+
+    assert value("draft us") == fmt(costs.limit_draft_us), text
+    assert value("verify us") == fmt(costs.limit_verify_us), text
+    assert value("step us") == fmt(costs.limit_step_us), text
+    assert value("cost ratio") == fmt(costs.cost_ratio), text
+    if costs.bound == "-":
+        assert "bound" not in text
+    else:
+        assert value(" bound") == costs.bound
+
+
+async def test_exact_panel_shows_draft_and_verify_times_of_every_cost_model():
+    app = create_app("tiny")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        config = app.config
+        assert config is not None
+        await _exact_panel_shows_cycle_costs(app, config)  # linear: K drafts, one verify
+        assert cycle_costs(config).limit_draft_us == config.k * config.draft_cost_us
+        await choose(pilot, app, "cost.model", "roofline")
+        assert app.config is not None and cycle_costs(app.config).bound == "memory"
+        await _exact_panel_shows_cycle_costs(app, app.config)
+        await type_into(pilot, app, "batch_size", "512")
+        await settle(pilot, app)
+        assert app.config is not None and cycle_costs(app.config).bound == "compute"
+        await _exact_panel_shows_cycle_costs(app, app.config)
+
+
+async def test_a_cost_table_that_cannot_be_read_is_marked_not_a_crash(tmp_path):
+    app = create_app("tiny")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        await choose(pilot, app, "cost.model", "table")
+        # No file yet: the field says one is required.
+        assert app.config is None and "cost.table" in app.form.errors
+        assert "a file is required" in app.form.errors["cost.table"]
+        missing = tmp_path / "missing.csv"
+        app.form.set_field("cost.table", str(missing))
+        await settle(pilot, app)
+        app.form.scroll_to_widget(app.query_one("#cost_table"), animate=False)
+        await settle(pilot, app)
+        text = screen_text(app)
+        assert "✗table" in text and "▌✗ invalid: table" in text, text
+        assert app.config is None and "missing.csv" in app.form.errors["cost.table"]
+        assert "form invalid" in "\n".join(region_lines(app, app.query_one(ExactPanel)))
+        # A readable table: the mark goes, and the panel shows the table's times.
+        table = tmp_path / "latency.csv"
+        table.write_text("batch_size,tokens,verify_us,draft_us\n1,1,100,0\n1,8,150,70\n")
+        app.form.set_field("cost.table", str(table))
+        await settle(pilot, app, rounds=5)
+        assert app.config is not None and app.config.cost_table == str(table)
+        assert "✗table" not in screen_text(app)
+        await _exact_panel_shows_cycle_costs(app, app.config)
+
+
+async def test_a_loaded_configuration_shows_its_cost_model_and_values():
+    """A preset or a sweep cell with newer fields: its parts' rows are built with its values."""
+    app = create_app("tiny")
+    wanted = app.config.replace(
+        **{"cost.model": "roofline", "cost.gpu": "mi300x", "cost.eta_kv": 0.9},
+        batch_size=32,
+    )
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        app.form.load_config(wanted)
+        await settle(pilot, app)
+        assert app.config == wanted and app.form.current_config() == (wanted, {})
+        rows = await form_rows(pilot, app)
+        assert any("mi300x" in row for row in rows) and any("0.9" in row for row in rows)
+        assert labelled(rows, "η kv") and not labelled(rows, "verify us")
