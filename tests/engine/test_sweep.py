@@ -1,4 +1,4 @@
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 
 import numpy as np
 import pandas as pd
@@ -90,19 +90,35 @@ def test_progress_callback_and_stop_keep_finished_rows():
     pd.testing.assert_frame_equal(partial, full.iloc[:stop_after])
 
 
+class _TwoThenIdle(Executor):
+    """Runs the first two batches at once; the others stay queued until cancelled (no
+    timing involved: a real pool may finish a small sweep before anyone asks to stop)."""
+
+    def __init__(self) -> None:
+        self.queued: list[Future] = []
+
+    def submit(self, fn, /, *args, **kwargs):
+        future: Future = Future()
+        if len(self.queued) < 2:
+            future.set_result(fn(*args, **kwargs))
+        self.queued.append(future)
+        return future
+
+
 def test_stop_with_an_executor_cancels_the_rest():
     configs = small_configs() * 1  # 8 configs
     count = []
-    with ThreadPoolExecutor(1) as pool:
-        partial = run_sweep(
-            configs,
-            executor=pool,
-            batch_size=1,
-            on_result=lambda *a: count.append(1),
-            should_stop=lambda: len(count) >= 2,
-        )
-    assert 2 <= len(partial) < len(configs)
+    executor = _TwoThenIdle()
+    partial = run_sweep(
+        configs,
+        executor=executor,
+        batch_size=1,
+        on_result=lambda *a: count.append(1),
+        should_stop=lambda: len(count) >= 2,
+    )
+    assert len(partial) == 2
     assert partial["speedup"].notna().all()
+    assert all(f.cancelled() for f in executor.queued[2:])
 
 
 def test_exact_only_and_reference_engine():
