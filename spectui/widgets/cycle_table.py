@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
+    from engine.config import SpecConfig
+
 MAX_ROWS = 2000
 PACES: tuple[int, ...] = (5, 20, 100, 250, 500)  # rows per second: readable, then skimmable
 TICK_S = 0.2
@@ -210,15 +212,21 @@ class CycleTable(ScrollView, can_focus=True):
     def total(self) -> int:
         return 0 if self._records is None else len(self._records)
 
-    def start(self, records: pd.DataFrame, verify_cost_us: float) -> None:
-        """Replay ``records`` (the engine's per-cycle frame) from the first row."""
+    def start(self, records: pd.DataFrame, config: SpecConfig) -> None:
+        """Replay ``records`` (the engine's per-cycle frame of a run of ``config``) from the
+        first row."""
         import numpy as np  # here, not at import: numpy is not needed for the first screen
 
+        from engine.kernel import baseline_time_us
+
         self._records = records
-        kept = records["kept"].to_numpy(dtype=float)
+        tokens = records["cum_tokens"].to_numpy()
+        kept = records["kept"].to_numpy()
+        # The baseline's time for the tokens each cycle kept, at their own contexts.
+        baseline = baseline_time_us(config, tokens) - baseline_time_us(config, tokens - kept)
         time_us = records["cycle_time_us"].to_numpy(dtype=float)
         with np.errstate(invalid="ignore", divide="ignore"):
-            self._speedup_so_far = verify_cost_us * np.cumsum(kept) / np.cumsum(time_us)
+            self._speedup_so_far = np.cumsum(baseline) / np.cumsum(time_us)
         self._set_columns(self._column_widths(records))
         self._next = 0
         self._credit = 0.0

@@ -196,7 +196,7 @@ class RunView(ReportsWorkerErrors, Vertical):
         cards.show(message.metrics)
         cards.set_class(self.stale, "-stale")
         self.query_one(PositionBar).show(message.observed, message.model_probs)
-        self.table.start(message.cycles, message.config.verify_cost_us)
+        self.table.start(message.cycles, message.config)
         self._refresh_status()
         self.app.refresh_bindings()
 
