@@ -194,18 +194,9 @@ LINEAR_FIELDS = {"draft_cost_us", "verify_cost_us", "verify_token_us"}
 # Restatements found when this guard was written, reported to their owners and tolerated
 # until fixed: (path, rule) -> how many. A new one anywhere fails; fixing one needs no edit.
 KNOWN = {
-    # exact-only rows take the linear cost ratio, whatever the cost model
-    ("engine/sweep.py", "config.cost_ratio"): 1,
-    # the optimal-K tie rule's cost ratio from the columns, linear only
-    ("engine/analysis.py", "linear cost field in arithmetic"): 1,
-    # --cycles-out's running_speedup: cum_tokens x verify_cost_us / cum_time_us
-    ("spectui/commands.py", "linear cost field in arithmetic"): 1,
-    # the run view's running speedup: verify_cost_us x cumsum(kept) / cumsum(time)
-    ("spectui/widgets/cycle_table.py", "linear cost field in arithmetic"): 1,
-    # the speedup view's "costs" overlay scales draft_cost_us, inert under other cost models
+    # the speedup view's "costs" overlay scales draft_cost_us: only under the linear cost
+    # model (other cost models overlay the batch size instead)
     ("spectui/widgets/speedup_view.py", "linear cost field in arithmetic"): 1,
-    # the Exact panel's "cost ratio" row
-    ("spectui/widgets/exact_panel.py", "config.cost_ratio"): 1,
 }
 
 
