@@ -14,7 +14,7 @@ import pandas as pd
 
 from . import analysis as A
 from .draft_models import DRAFT_MODELS, get_model
-from .formatting import HEATMAP_LEGEND, cell_text, speedup_text
+from .formatting import HEATMAP_LEGEND, cell_text, cost_setting_text, speedup_text
 from .plot_data import optimal_k_heatmap
 
 # The original's claims, transcribed from its README ("Key Findings").
@@ -57,6 +57,9 @@ def _fmt(x: float, digits: int = 2) -> str:
 def _config_text(row: pd.Series) -> str:
     model = str(row["draft_model"])
     params = ", ".join(f"{p}={row[p]:g}" for p in get_model(model).reads)
+    if row.get("cost.model", "linear") != "linear":
+        config = A.row_config(row)
+        return f"{model}, K={int(row['k'])}, {params}, {cost_setting_text(config)}"
     return (
         f"{model}, K={int(row['k'])}, {params}, "
         f"draft {row['draft_cost_us']:g} us, verify {row['verify_cost_us']:g} us"
