@@ -69,7 +69,8 @@ class ExactPanel(Static):
         table.add_row("speedup T→∞", fmt(figures["speedup_limit"], speedup=True))
         table.add_row("tokens/cyc", fmt(figures["tokens_per_cycle_exact"]))
         table.add_row("cost ratio", fmt(figures["cost_ratio"]))
-        table.add_row("breakeven c", fmt(figures["breakeven_cost_ratio"]))
+        if config.cost_model == "linear":  # a draft/verify ratio of the linear costs
+            table.add_row("breakeven c", fmt(figures["breakeven_cost_ratio"]))
         table.add_row("draft us", fmt(figures["limit_draft_us"]))
         table.add_row("verify us", fmt(figures["limit_verify_us"]))
         if figures["bound"] != "-":  # the cost model says what bounds the verify pass

@@ -54,6 +54,21 @@ async def _shoot(out: Path) -> list[Path]:
         await save("plots")
         app.action_help()
         await save("help")
+        await pilot.press("escape")
+        await settle(pilot, app)
+        # A serving scenario: Llama-3.1-8B on an H100 with a Llama-3.2-1B draft, batch 64.
+        from spectui.widgets.param_form import ParamForm
+
+        form = app.query_one(ParamForm)
+        config, _ = form.current_config()
+        assert config is not None
+        form.load_config(config.replace(cost_model="roofline", batch_size=64, prompt_len=8192))
+        await settle(pilot, app)
+        await app.action_show_view("run")
+        await save("form-roofline")
+        await app.action_show_view("regime")
+        await settle(pilot, app, rounds=8)
+        await save("regime")
     return saved
 
 

@@ -170,6 +170,8 @@ async def _exact_panel_shows_cycle_costs(app, config) -> None:
         assert "bound" not in text
     else:
         assert value(" bound") == costs.bound
+    # The break-even cost ratio is a ratio of the linear costs: shown only under linear.
+    assert ("breakeven" in text) == (config.cost_model == "linear"), text
 
 
 async def test_exact_panel_shows_draft_and_verify_times_of_every_cost_model():

@@ -78,6 +78,20 @@ async def _help(pilot) -> None:
     await _quiet(pilot)
 
 
+async def _regime(pilot) -> None:
+    """The form on a roofline at batch 8, then the regime map of that scenario."""
+    from engine.presets import load_preset
+    from spectui.widgets.param_form import ParamForm
+
+    await settle(pilot, pilot.app)
+    config = load_preset("tiny").config.replace(cost_model="roofline", batch_size=8)
+    pilot.app.query_one(ParamForm).load_config(config)
+    await settle(pilot, pilot.app)
+    await pilot.app.action_show_view("regime")
+    await settle(pilot, pilot.app, rounds=5)
+    await _quiet(pilot)
+
+
 VIEWS = {
     "start": _start,
     "run": _run,
@@ -87,6 +101,7 @@ VIEWS = {
     "plots": _plots,
     "invalid_form": _invalid,
     "help": _help,
+    "regime": _regime,
 }
 
 
