@@ -477,11 +477,12 @@ class SpecConfig:
         """The configuration as a record (CSV row, preset, JSON): the original's 14 fields,
         then each newer field whose value differs from its default. A scenario of the
         original writes exactly the original's columns."""
-        return {
-            spec.key: getattr(self, spec.attr)
-            for spec in FIELD_SPECS.values()
-            if spec.key in CONFIG_FIELDS or getattr(self, spec.attr) != DEFAULTS[spec.key]
-        }
+        record = {key: getattr(self, attr) for key, attr in _ORIGINAL}
+        for key, attr, default in _NEWER:
+            value = getattr(self, attr)
+            if value != default:
+                record[key] = value
+        return record
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> SpecConfig:
@@ -508,6 +509,8 @@ DEFAULTS: dict[str, Any] = {
 CONFIG_FIELDS: tuple[str, ...] = tuple(k for k in FIELD_SPECS if "." not in k)
 # Newer fields (dotted keys): written when set away from their defaults.
 SCENARIO_FIELDS: tuple[str, ...] = tuple(k for k in FIELD_SPECS if "." in k)
+_ORIGINAL = tuple((k, FIELD_SPECS[k].attr) for k in CONFIG_FIELDS)
+_NEWER = tuple((k, FIELD_SPECS[k].attr, DEFAULTS[k]) for k in SCENARIO_FIELDS)
 
 
 def reads(config: SpecConfig, key: str) -> bool:

@@ -126,6 +126,7 @@ class CycleCosts:
 _PRICE_FIELDS = ("k", "tail", "tokens_per_seq", "workload.prompt_len", "workload.batch_size")
 
 
+@lru_cache(maxsize=64)
 def cycle_costs(config: SpecConfig) -> CycleCosts:
     """Every cycle's cost for ``config`` under its cost model (see :class:`CycleCosts`).
 
