@@ -126,14 +126,10 @@ _ROOFLINES = (_COST, ("roofline", "roofline_max"))
 
 
 @lru_cache(maxsize=8)
-def _spec_ids(kind: str, config_dir: str, stamp: tuple[float, ...]) -> tuple[str, ...]:
-    from engine.cost import specs  # tomllib only; loaded when a roofline is chosen
+def _spec_ids(file_name: str, config_dir: str, stamp: tuple[float, ...]) -> tuple[str, ...]:
+    from engine.cost import specs  # the standard library only
 
-    load = specs.load_hardware if kind == "hardware" else specs.load_models
-    try:
-        return tuple(sorted(load(Path(config_dir))))
-    except specs.SpecError:
-        return ()  # the file's own error is reported when the cost model is built
+    return specs.spec_ids(file_name, Path(config_dir))
 
 
 def known_spec_ids(kind: str) -> tuple[str, ...]:
@@ -146,7 +142,7 @@ def known_spec_ids(kind: str) -> tuple[str, ...]:
         stamp: tuple[float, ...] = (os.stat(folder / name).st_mtime,)
     except OSError:
         stamp = ()
-    return _spec_ids(kind, str(folder), stamp)
+    return _spec_ids(name, str(folder), stamp)
 
 
 @dataclass(frozen=True)
@@ -576,41 +572,52 @@ def check_value(field: str, value: Any) -> Any:
     if field not in FIELD_SPECS:
         raise ConfigError(field, "unknown parameter; known: " + ", ".join(FIELD_SPECS))
     spec = FIELD_SPECS[field]
-    bad = f"{value!r} is not allowed; expected {spec.allowed()}"
+    try:
+        return _checked(spec, value)
+    except _Bad:
+        raise ConfigError(field, f"{value!r} is not allowed; expected {spec.allowed()}") from None
+
+
+class _Bad(Exception):
+    """A value outside its field's range (check_value words the message, only then)."""
+
+
+def _checked(spec: FieldSpec, value: Any) -> Any:
+    field = spec.key
     if spec.kind == "choice":
         if not isinstance(value, str) or value not in spec.choices:
-            raise ConfigError(field, bad)
+            raise _Bad
         return value
     if spec.kind == "spec":
         if not isinstance(value, str) or not _SPEC_ID.fullmatch(value):
-            raise ConfigError(field, f"{value!r} is not allowed; expected {spec.allowed()}")
+            raise _Bad
         return value
     if spec.kind == "path":
         if not isinstance(value, str):
             raise ConfigError(field, f"{value!r} is not allowed; expected a file name")
         return value
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ConfigError(field, bad)  # numpy numbers are Real; bools and strings are not
+        raise _Bad  # numpy numbers are Real; bools and strings are not
     if spec.kind in ("int", "seed"):
         if not isinstance(value, numbers.Integral):
             value = float(value)
             if not math.isfinite(value) or not value.is_integer():
-                raise ConfigError(field, bad)
+                raise _Bad
             value = int(value)
         assert spec.low is not None and spec.high is not None
         if not spec.low <= value <= spec.high:
-            raise ConfigError(field, bad)
+            raise _Bad
         return int(value)
     value = float(value)
     if not math.isfinite(value):
-        raise ConfigError(field, bad)
+        raise _Bad
     if spec.kind == "prob" and not 0.0 <= value <= 1.0:
-        raise ConfigError(field, bad)
+        raise _Bad
     if spec.kind == "number":
         assert spec.low is not None and spec.high is not None
         above = value > spec.low if spec.low_open else value >= spec.low
         if not (above and value <= spec.high):
-            raise ConfigError(field, bad)
+            raise _Bad
     return value
 
 

@@ -9,8 +9,10 @@ as one line naming the file, the id and the field.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -220,6 +222,26 @@ def _load(
         # Same id replaces the shipped entry whole (no field-by-field merge).
         entries.update(_parse_cached(file_name, text, str(user_file), fields, cls))
     return entries
+
+
+# A table header: ["quoted.id"] or [plain-id]. Enough to list the ids without parsing the
+# TOML (a scenario checks its ids on construction, which must stay cheap: the app's start-up
+# loads presets); the entries themselves are parsed and checked when a cost model is built.
+_HEADER = re.compile(
+    r'^[ \t]*\[[ \t]*(?:"([^"\n]+)"|([A-Za-z0-9_-]+))[ \t]*\][ \t]*(?:#.*)?$', re.M
+)
+
+
+def spec_ids(file_name: str, config_dir: Path | None = None) -> tuple[str, ...]:
+    """The ids in the shipped ``file_name`` (hardware.toml or models.toml) and the user's,
+    sorted, read from the table headers only. An unreadable user file adds none (building
+    a cost model reports it)."""
+    texts = [resources.files("engine.cost").joinpath("data", file_name).read_text("utf-8")]
+    user_file = (config_dir if config_dir is not None else user_config_dir()) / file_name
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        texts.append(user_file.read_text(encoding="utf-8"))
+    ids = {m.group(1) or m.group(2) for text in texts for m in _HEADER.finditer(text)}
+    return tuple(sorted(ids))
 
 
 def load_hardware(config_dir: Path | None = None) -> dict[str, HardwareSpec]:

@@ -113,6 +113,13 @@ notes = ""
     assert fp8.weight_bytes == 8_030_261_248
     assert fp8.ffn_dim is None
     assert get_model("llama-3.1-8b").weight_bytes == 2 * 8_030_261_248
+    # The ids a scenario checks on construction, read from the headers only, are the same.
+    from engine.config import SpecConfig, known_spec_ids
+    from engine.cost.specs import HARDWARE_FILE, MODELS_FILE, spec_ids
+
+    assert spec_ids(HARDWARE_FILE) == tuple(sorted(hardware)) == known_spec_ids("hardware")
+    assert spec_ids(MODELS_FILE) == tuple(sorted(load_models())) == known_spec_ids("model")
+    assert SpecConfig(cost_model="roofline", gpu="my-gpu", target="my-model-8b-fp8").gpu
 
 
 def test_explicit_config_dir_wins_over_xdg(config_dir, tmp_path):
