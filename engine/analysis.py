@@ -159,7 +159,7 @@ def _noise(ci_a: float, ci_b: float) -> float:
     return math.hypot(ci_a, ci_b)
 
 
-def _tied(speedup: np.ndarray, ci: np.ndarray, exact: np.ndarray) -> np.ndarray:
+def tied_to_best(speedup: np.ndarray, ci: np.ndarray, exact: np.ndarray) -> np.ndarray:
     """Which K of a cell are within sampling noise of the best (index 0 of the arrays).
 
     Where both exact speedups exist, their gap is compared with the Monte Carlo noise of a
@@ -181,7 +181,7 @@ def optimal_k(frame: pd.DataFrame) -> pd.DataFrame:
 
     Columns: the cell's keys, ``k_opt`` and ``speedup_opt`` (with ``speedup_ci95``), the
     runner-up ``k_second``/``speedup_second``, ``tie`` (another K is within sampling noise of
-    the best, by :func:`_tied`: the exact gap within the Monte Carlo noise, or without exact
+    the best, by :func:`tied_to_best`: the exact gap within the Monte Carlo noise, or without exact
     values overlapping Monte Carlo intervals), ``tied_ks`` (every K within noise of the best),
     ``k_opt_exact``/``speedup_exact_opt`` from the exact values, ``loses`` (even K* is
     slower than the baseline) and ``n_k``.
@@ -217,7 +217,7 @@ def optimal_k(frame: pd.DataFrame) -> pd.DataFrame:
         for start, end in zip(starts, ends, strict=True):
             ks, speedup = ks_all[start:end], speedup_all[start:end]
             ci, exact = ci_all[start:end], exact_all[start:end]
-            tied = ks[_tied(speedup, ci, exact)]
+            tied = ks[tied_to_best(speedup, ci, exact)]
             # The exact optimum: the first row of the cell, in the frame's order, with the
             # highest exact speedup.
             in_frame_order = np.argsort(position_all[start:end], kind="stable")

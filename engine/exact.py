@@ -68,7 +68,7 @@ def _expectation(probabilities: Sequence[float], values: Sequence[float]) -> flo
     return total
 
 
-def _expected_over_sequence(
+def expected_over_sequence(
     config: SpecConfig, per_cycle: Callable[[int, int, list[float]], float]
 ) -> list[float]:
     """E[sum over the cycles of one sequence of per_cycle(r, k, P(n = .))], for every length.
@@ -102,7 +102,7 @@ def expected_sequence_time_us(config: SpecConfig) -> float:
     """Expected speculative time of one sequence of tokens_per_seq tokens, in microseconds,
     each cycle priced by the cost model at its own context (engine.kernel.cycle_costs)."""
     cycle_us = cycle_costs(config).cycle_us.tolist()
-    return _expected_over_sequence(config, lambda r, k, dist: cycle_us[r])[-1]
+    return expected_over_sequence(config, lambda r, k, dist: cycle_us[r])[-1]
 
 
 def tokens_per_cycle_at_length(config: SpecConfig) -> float:
@@ -111,10 +111,8 @@ def tokens_per_cycle_at_length(config: SpecConfig) -> float:
     estimates. Equals :func:`tokens_per_cycle` under "full", where every cycle drafts K;
     under "clamp" the short last cycles lower it.
     """
-    cycles = _expected_over_sequence(config, lambda r, k, dist: 1.0)[-1]
-    emitted = _expected_over_sequence(
-        config, lambda r, k, dist: _expectation(dist, range(1, k + 2))
-    )
+    cycles = expected_over_sequence(config, lambda r, k, dist: 1.0)[-1]
+    emitted = expected_over_sequence(config, lambda r, k, dist: _expectation(dist, range(1, k + 2)))
     return emitted[-1] / cycles
 
 

@@ -7,7 +7,7 @@ the exact dynamic program (``engine.exact``) all take a cycle from here:
 - :func:`draft_count` is the tail rule, :func:`emitted_and_kept` what a cycle yields;
 - :func:`cycle_costs` prices every cycle a sequence can run. Under a fixed policy a cycle's
   draft count and context depend only on ``r``, the tokens still needed, so its cost is a
-  table by ``r``. The cycle time ``draft_us + verify_us`` is computed in :func:`_cycle_us`
+  table by ``r``. The cycle time ``draft_us + verify_us`` is computed in :func:`cycle_times`
   and nowhere else;
 - :class:`Totals` adds up a run and :func:`metrics_from_totals` turns it into metrics.
 """
@@ -82,7 +82,7 @@ def context_length(config: SpecConfig, remaining: Any) -> Any:
     return config.prompt_len + (config.tokens_per_seq - remaining)
 
 
-def _cycle_us(cost: CostModel, k: Any, batch: int, context: Any) -> tuple[Any, Any, Any]:
+def cycle_times(cost: CostModel, k: Any, batch: int, context: Any) -> tuple[Any, Any, Any]:
     """(draft_us, verify_us, cycle_us) of cycles drafting ``k`` tokens at context ``context``:
     k draft passes, then one target pass over w = k + 1 tokens per sequence. The one place a
     cycle's time is added up."""
@@ -150,7 +150,7 @@ def _cycle_costs(price: tuple[tuple[str, Any], ...]) -> CycleCosts:
     k = np.asarray(draft_count(config, r), dtype=np.int64)
     context = context_length(config, r)
     draft, verify, cycle = (
-        np.asarray(a, dtype=np.float64) for a in _cycle_us(cost, k, batch, context)
+        np.asarray(a, dtype=np.float64) for a in cycle_times(cost, k, batch, context)
     )
     step = np.asarray(cost.verify_us(np.ones_like(r), batch, context), dtype=np.float64)
     steps = step[1:]
@@ -166,7 +166,7 @@ def _cycle_costs(price: tuple[tuple[str, Any], ...]) -> CycleCosts:
         np.all(draft[1:] == k[1:] * per_token[0])
     )
     prompt = config.prompt_len
-    limit_draft, limit_verify, limit_cycle = _cycle_us(cost, config.k, batch, prompt)
+    limit_draft, limit_verify, limit_cycle = cycle_times(cost, config.k, batch, prompt)
     limit_step = float(cost.verify_us(1, batch, prompt))
     bound_of = getattr(cost, "bound", None)
     bound = str(bound_of(config.k + 1, batch, prompt)) if bound_of is not None else "-"

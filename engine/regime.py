@@ -13,16 +13,16 @@ one per K, over arrays of every cell at once:
 
 - each cell's baseline is :func:`engine.kernel.cycle_costs`'s (one call per cell);
 - the cycle times of every (K, batch, context, r) come from the kernel's one cycle-time
-  function (``engine.kernel._cycle_us``) with the kernel's tail rule and context rule, on
+  function (``engine.kernel.cycle_times``) with the kernel's tail rule and context rule, on
   broadcast arrays;
-- the expected time of a sequence is :func:`engine.exact._expected_over_sequence`, the exact
+- the expected time of a sequence is :func:`engine.exact.expected_over_sequence`, the exact
   DP, fed arrays instead of floats: every addition and product is the same IEEE operation on
   each cell, so each speedup equals ``speedup_exact`` of that cell's configuration bit for bit
   (tests/engine/test_regime.py checks it).
 
 K* is picked by the rule of :func:`engine.analysis.optimal_k` for exact values: the highest
 speedup, ties to the smaller K, ``tie`` when another K has the same speedup
-(:func:`engine.analysis._tied` with no sampling noise).
+(:func:`engine.analysis.tied_to_best` with no sampling noise).
 """
 
 from __future__ import annotations
@@ -35,12 +35,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .analysis import _tied
+from .analysis import tied_to_best
 from .config import ConfigError, SpecConfig, check_value
 from .cost.models import build_cost
-from .exact import _expected_over_sequence
+from .exact import expected_over_sequence
 from .formatting import LOSE_MARK, TIE_MARK, cost_setting_text, k_star_cell
-from .kernel import _cycle_us, context_length, cycle_costs, draft_count
+from .kernel import context_length, cycle_costs, cycle_times, draft_count
 from .simulator import RunStopped
 
 BATCH_SIZES: tuple[int, ...] = tuple(2**i for i in range(10))  # 1, 2, 4, ..., 512
@@ -219,11 +219,11 @@ def check_axis(key: str, values: Sequence[Any]) -> tuple[int, ...]:
 
 def _best_k(ks: IntArray, speedups: FloatArray) -> tuple[int, float, bool]:
     """K*, its speedup and whether another K ties, by engine.analysis.optimal_k's rule for
-    exact values: speedup descending, then K ascending; ties by :func:`_tied` (no noise)."""
+    exact values: speedup descending, then K ascending; ties by :func:`tied_to_best` (no noise)."""
     order = np.lexsort((ks, -speedups))
     ranked = speedups[order]
     noise = np.full(len(order), math.nan)
-    tied = _tied(ranked, noise, ranked)
+    tied = tied_to_best(ranked, noise, ranked)
     return int(ks[order[0]]), float(ranked[0]), int(np.count_nonzero(tied)) > 1
 
 
@@ -280,7 +280,7 @@ def regime_map(
     for m, k in enumerate(k_values):
         k_config = config.replace(k=k)
         k_r = np.asarray(draft_count(k_config, r), dtype=np.int64)
-        cycle = _cycle_us(cost, k_r[None, None, :], batch, context[None, :, :])[2]
+        cycle = cycle_times(cost, k_r[None, None, :], batch, context[None, :, :])[2]
         cycle = np.broadcast_to(np.asarray(cycle, dtype=np.float64), (*speedup.shape[:2], r.size))
         # cycle_by_r[r] is every cell's cycle time with r tokens to go: contiguous, by r.
         cycle_by_r = np.ascontiguousarray(np.moveaxis(cycle, -1, 0))
@@ -290,7 +290,7 @@ def regime_map(
                 raise RunStopped
             return by_r[r_now]
 
-        expected = _expected_over_sequence(k_config, per_cycle)[-1]
+        expected = expected_over_sequence(k_config, per_cycle)[-1]
         speedup[:, :, m] = baseline / expected
         # The verify pass of a full K cycle at the prompt's context (r = T: L = prompt_len).
         verify_full = np.broadcast_to(
