@@ -423,6 +423,20 @@ def heatmap_model(frame: pd.DataFrame) -> str | None:
     return "fixed" if "fixed" in models else (models[0] if models else None)
 
 
+def column_title(cost_models: set[str]) -> str:
+    """What the K* grid's columns are: the draft cost of the linear cost model (the
+    original's axis); under other cost models that field is inert, and the column says
+    which cost model priced the cycles."""
+    return "draft cost (us)" if "linear" in cost_models else "cost model"
+
+
+def column_label(cost_models: set[str], draft_cost_us: float, compact: bool = False) -> str:
+    """One column's heading: "20 us" ("20us" compact), or the cost model's name."""
+    if "linear" in cost_models:
+        return f"{draft_cost_us:g}us" if compact else f"{draft_cost_us:g} us"
+    return "/".join(sorted(cost_models))
+
+
 def optimal_k_heatmap(
     frame: pd.DataFrame, model: str | None = None, planned: pd.DataFrame | None = None
 ) -> pd.DataFrame:
@@ -471,7 +485,12 @@ def optimal_k_heatmap(
         ", ".join(f"{_short_name(p)}={_fmt(v)}" for p, v in zip(varying, key, strict=True))
         for key in row_keys
     ]
+    cost_models = (
+        set(shape_rows["cost.model"].astype(str)) if "cost.model" in shape_rows else {"linear"}
+    )
     attrs = {
+        "column_title": column_title(cost_models),
+        "column_labels": [column_label(cost_models, c) for c in costs],
         "notes": notes,
         "model": model,
         "k_count": k_count,

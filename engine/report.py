@@ -79,7 +79,8 @@ def heatmap_cells(grid: pd.DataFrame) -> pd.DataFrame:
     (:func:`engine.formatting.cell_text`): a row per row label, a column per draft cost."""
     labels = grid.attrs.get("row_labels", [])
     costs = grid.attrs.get("costs", [])
-    table = pd.DataFrame("", index=pd.Index(labels), columns=[f"{c:g} us" for c in costs])
+    columns = grid.attrs.get("column_labels") or [f"{c:g} us" for c in costs]
+    table = pd.DataFrame("", index=pd.Index(labels), columns=columns)
     table.index.name = ", ".join(grid.attrs.get("row_parameters", []))
     for _, cell in grid.iterrows():
         table.iloc[int(cell["row"]), int(cell["column"])] = cell_text(cell)
@@ -108,7 +109,8 @@ def analysis_sections(frame: pd.DataFrame) -> list[Section]:
         grid = optimal_k_heatmap(frame, model)
         rows = ", ".join(grid.attrs.get("row_parameters", []))
         lines = [
-            f"rows: {rows}; columns: draft cost (us); cell: K* and its speedup. {HEATMAP_LEGEND}.",
+            f"rows: {rows}; columns: {grid.attrs.get('column_title', 'draft cost (us)')}; "
+            f"cell: K* and its speedup. {HEATMAP_LEGEND}.",
             *grid.attrs.get("notes", []),
         ]
         ties = grid[grid["tie"].astype(bool)]

@@ -190,8 +190,8 @@ def heatmap_table(grid: pd.DataFrame, no_color: bool = False) -> Table:
     table = Table(show_header=True, header_style="bold")
     table.add_column(", ".join(grid.attrs.get("row_parameters", [])), justify="right")
     costs = grid.attrs.get("costs", [])
-    for cost in costs:
-        table.add_column(f"{cost:g} us", justify="center")
+    for label in grid.attrs.get("column_labels") or [f"{c:g} us" for c in costs]:
+        table.add_column(label, justify="center")
     found = {(int(r["row"]), int(r["column"])): r for _, r in grid.iterrows()}
     for i, label in enumerate(grid.attrs.get("row_labels", [])):
         cells: list[Any] = []

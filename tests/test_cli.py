@@ -287,6 +287,9 @@ def test_sweep_over_batch_sizes_writes_their_column_and_analyze_shows_k_star_per
     assert frame["speedup"].isna().all() and frame["speedup_exact"].notna().all()
     shown = spectui("analyze", str(out)).stdout
     assert "rows: workload.batch_size;" in shown
+    # The linear draft cost is inert under a roofline: the column names the cost model.
+    assert "columns: cost model;" in shown and "20 us" not in shown
+    assert re.search(r"batch_size ┃ roofline ┃", shown)
     for batch in (1, 8, 32, 128):  # one K* per batch size, with the value computed here
         rows = frame[frame["workload.batch_size"] == batch]
         best = rows.loc[rows["speedup_exact"].idxmax()]
@@ -303,7 +306,7 @@ def test_presets_lists_shipped_presets():
 
 def test_help_lists_every_subcommand():
     out = spectui("--help")
-    for command in ("run", "sweep", "analyze", "plot", "presets", "serve"):
+    for command in ("run", "sweep", "analyze", "plot", "presets", "serve", "regime"):
         assert command in out.stdout
 
 

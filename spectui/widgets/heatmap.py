@@ -49,8 +49,12 @@ class Heatmap(DataTable):
         costs = tuple(float(c) for c in grid.attrs.get("costs", []))
         if (labels, costs) != self._shape:
             self.clear(columns=True)
-            for cost in costs:
-                self.add_column(f"{cost:g}us", key=repr(cost), width=CELL_WIDTH)
+            labels_of = grid.attrs.get("column_labels") or [f"{c:g} us" for c in costs]
+            for cost, heading in zip(costs, labels_of, strict=True):
+                # "20us": a heading fits the cell's width
+                self.add_column(
+                    heading.replace(" us", "us")[:CELL_WIDTH], key=repr(cost), width=CELL_WIDTH
+                )
             for i, label in enumerate(labels):
                 self.add_row(*[""] * len(costs), key=str(i), label=Text(label, style="bold"))
             self._shape = (labels, costs)

@@ -80,25 +80,42 @@ class RegimeMapTable(Heatmap):
         from engine.regime import context_label
 
         self.regime = regime
+        no_color = bool(getattr(self.app, "no_color", False))
+        shape = (
+            tuple(str(b) for b in regime.batch_sizes),
+            tuple(float(c) for c in regime.contexts),
+        )
+
+        def cell(i: int, j: int) -> Text:
+            return Text(
+                regime.cell_text(i, j).rjust(CELL_WIDTH),
+                style=heat_style(float(regime.speedup_opt[i, j]), no_color),
+            )
+
+        if shape == self._shape:
+            # Same axes (the usual case when the form changes): update the cells in place. A
+            # rebuild here could lose the row labels' width to the table's deferred layout.
+            for i, batch in enumerate(regime.batch_sizes):
+                for j, context in enumerate(regime.contexts):
+                    self.update_cell(str(batch), str(context), cell(i, j))
+            return
         self.clear(columns=True)
         for context in regime.contexts:
             label = Text(context_label(context).rjust(CELL_WIDTH), style="bold")
             self.add_column(label, key=str(context), width=CELL_WIDTH)
-        no_color = bool(getattr(self.app, "no_color", False))
         for i, batch in enumerate(regime.batch_sizes):
-            cells = [
-                Text(
-                    regime.cell_text(i, j).rjust(CELL_WIDTH),
-                    style=heat_style(float(regime.speedup_opt[i, j]), no_color),
-                )
-                for j in range(len(regime.contexts))
-            ]
+            cells = [cell(i, j) for j in range(len(regime.contexts))]
             label = Text(str(batch).rjust(len(str(regime.batch_sizes[-1]))), style="bold")
             self.add_row(*cells, key=str(batch), label=label)
-        self._shape = (
-            tuple(str(b) for b in regime.batch_sizes),
-            tuple(float(c) for c in regime.contexts),
-        )
+        self._shape = shape  # type: ignore[assignment]
+        # The labels' width, now: DataTable measures row labels in a deferred pass, and in
+        # about one map in five (Textual 8.2, cause not pinned down) the label column came
+        # out zero columns wide and the batch sizes vanished.
+        width = max(len(str(b)) for b in regime.batch_sizes)
+        self._label_column.content_width = max(self._label_column.content_width, width)
+        # A new map starts at its first cell, scrolled home.
+        self.move_cursor(row=0, column=0, animate=False)
+        self.scroll_to(x=0, y=0, animate=False, immediate=True)
 
     def describe(self, i: int, j: int) -> str:
         """The cell (i, j) in words: where, K*, speedup, verify pass, whether K pays."""

@@ -89,6 +89,7 @@ async def _regime(pilot) -> None:
     await settle(pilot, pilot.app)
     await pilot.app.action_show_view("regime")
     await settle(pilot, pilot.app, rounds=5)
+    await pilot.pause(0.1)  # the map laid out (and scrolled home) before the screenshot
     await _quiet(pilot)
 
 
