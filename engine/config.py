@@ -36,6 +36,7 @@ COST_MAX_US = 1e9  # a thousand seconds per forward pass; beyond that totals ove
 VERIFY_MIN_US = 1e-3
 SEED_MAX = 2**63 - 1
 BATCH_MAX = 4096
+WORKERS_MAX = 64  # sweep worker processes (engine.pool, spectui sweep --workers)
 PROMPT_MAX = 10**7
 T0_MAX_US = 1e6
 TAIL_RULES = ("full", "clamp")

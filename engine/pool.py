@@ -35,9 +35,9 @@ from concurrent.futures import Executor, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from types import TracebackType
 
-from .config import SpecConfig
+from .config import WORKERS_MAX, SpecConfig
 
-MAX_WORKERS = 64
+MAX_WORKERS = WORKERS_MAX
 # Simulated tokens per batch sent to a worker: roughly 50-100 ms of work. Each worker holds
 # at most two batches, so a batch must outlast a busy moment of the caller (a redraw of the
 # app), which also delays handing out the next one; yet stay small enough that a heatmap

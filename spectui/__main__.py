@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from engine.config import FIELD_SPECS, ConfigError, parse_value
+from engine.config import FIELD_SPECS, WORKERS_MAX, ConfigError, parse_value
 from spectui.errors import UsageError
 
 DEFAULT_SWEEP_OUT = Path("results/sweep_summary.csv")
@@ -22,7 +22,6 @@ ENGINE_HELP = (
     "They use the seed's random stream differently, so for the same seed they give "
     "different Monte Carlo numbers, equal in distribution; exact values are the same"
 )
-MAX_WORKERS = 64
 
 
 class Parser(argparse.ArgumentParser):
@@ -115,7 +114,7 @@ def build_parser() -> Parser:
     sweep.add_argument("--preset", metavar="NAME|PATH", default="seed-576")
     sweep.add_argument("--out", metavar="FILE", type=_file_path, default=DEFAULT_SWEEP_OUT)
     sweep.add_argument(
-        "--workers", metavar="N", type=_bounded_int("--workers", MAX_WORKERS), default=1
+        "--workers", metavar="N", type=_bounded_int("--workers", WORKERS_MAX), default=1
     )
     sweep.add_argument("--engine", choices=ENGINES, default="fast", help=ENGINE_HELP)
     sweep.add_argument("--exact-only", action="store_true", help="exact values only, no sampling")
