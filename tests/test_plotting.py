@@ -96,6 +96,14 @@ def test_heatmap_in_the_terminal_shows_k_star_and_the_legend(tiny_frame):
     assert SHORT_LEGEND in text  # the one legend of every K* grid
 
 
+def test_heatmap_of_a_roofline_sweep_names_the_cost_model_not_the_draft_cost():
+    frame = run_sweep(load_preset("batch-size").sweep.configs(), exact_only=True)
+    text = render_text("06_optimal_k_heatmap", frame, width=110, height=30)
+    assert "roofline" in text and "cost model" in text
+    assert "20us" not in text  # the linear draft cost is inert under a roofline
+    assert "batch=128" in text
+
+
 def test_empty_frame_draws_an_empty_message(tiny_frame):
     text = render_text("01_speedup_vs_k_fixed", tiny_frame.iloc[:0], width=80, height=20)
     assert "No data for this plot" in text

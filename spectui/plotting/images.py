@@ -364,12 +364,18 @@ def _heatmap(figure_class: Any, spec: PlotSpec, data: pd.DataFrame) -> Any:
     axes = figure.add_subplot()
     image = axes.imshow(np.ma.masked_invalid(grid), cmap=cmap, norm=norm, aspect="auto")
     ratios = data.groupby("column")["cost_ratio"].first()
-    axes.set_xticks(
-        range(len(costs)),
-        [f"{c:g} us\n(cost ratio {ratios.get(i, math.nan):g})" for i, c in enumerate(costs)],
-    )
+    ticks = [f"{c:g} us\n(cost ratio {ratios.get(i, math.nan):g})" for i, c in enumerate(costs)]
+    xlabel = "draft cost per forward pass"
+    if data.attrs.get("column_title", "draft cost (us)") != "draft cost (us)":
+        # The draft cost is inert under this cost model: the column is the cost model.
+        ticks = [
+            f"{label}\n(cost ratio {ratios.get(i, math.nan):.3g})"
+            for i, label in enumerate(data.attrs.get("column_labels", ticks))
+        ]
+        xlabel = "cost model"
+    axes.set_xticks(range(len(costs)), ticks)
     axes.set_yticks(range(len(row_labels)), row_labels)
-    axes.set_xlabel("draft cost per forward pass")
+    axes.set_xlabel(xlabel)
     axes.set_ylabel(", ".join(data.attrs.get("row_parameters", [])))
     axes.set_xticks(np.arange(-0.5, len(costs)), minor=True)
     axes.set_yticks(np.arange(-0.5, len(row_labels)), minor=True)

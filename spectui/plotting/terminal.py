@@ -496,8 +496,11 @@ def _heatmap(figure: Any, data: pd.DataFrame, style: _Style, width: int | None) 
     figure.xlim(-0.5, n_cols - 0.5)
     figure.ylim(-0.5, n_rows - 0.5)
     ratios = data.groupby("column")["cost_ratio"].first()
+    linear = data.attrs.get("column_title", "draft cost (us)") == "draft cost (us)"
     ticks = [f"{c:g}us r={ratios.get(i, math.nan):g}" for i, c in enumerate(costs)]
-    if max(len(t) for t in ticks) >= cell_width - 1:  # plotext drops ticks that collide
+    if not linear:  # the draft cost is inert: the column is the cost model
+        ticks = list(data.attrs.get("column_labels", ticks))
+    elif max(len(t) for t in ticks) >= cell_width - 1:  # plotext drops ticks that collide
         ticks = [f"{c:g}us" for c in costs]
     figure.xticks(list(range(n_cols)), ticks)
     # Row 0 (lowest quality) at the top, as in the PNG and the original's table.
@@ -522,9 +525,10 @@ def _heatmap(figure: Any, data: pd.DataFrame, style: _Style, width: int | None) 
     model = data.attrs.get("model", "fixed")
     held = "".join(f", {k}={v:g} only" for k, v in data.attrs.get("held", {}).items())
     figure.title(f"K* and its speedup, {model} model{held}")
-    legend = f"draft cost · {SHORT_LEGEND}"
+    axis = "draft cost" if linear else "cost model"
+    legend = f"{axis} · {SHORT_LEGEND}"
     if len(legend) > (width or 100) - 2:  # plotext drops a label that does not fit
-        legend = f"draft cost · {MARKS_LEGEND}"
+        legend = f"{axis} · {MARKS_LEGEND}"
     figure.xlabel(legend)
 
 
