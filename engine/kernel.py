@@ -126,22 +126,42 @@ class CycleCosts:
 _PRICE_FIELDS = ("k", "tail", "tokens_per_seq", "workload.prompt_len", "workload.batch_size")
 
 
-@lru_cache(maxsize=64)
+# Cycle costs are kept for recent configurations while they are small: a table holds five
+# arrays of T + 1 floats, and a sweep of long sequences must not pile them up in memory.
+CACHED_TOKENS_MAX = 65_536
+
+
 def cycle_costs(config: SpecConfig) -> CycleCosts:
     """Every cycle's cost for ``config`` under its cost model (see :class:`CycleCosts`).
 
     Configurations that differ only in what does not price a cycle (the acceptance model,
     the seed, the number of sequences) share one computation: a sweep over acceptance
-    rates prices its cycles once per cost setting.
+    rates prices its cycles once per cost setting. Sequences longer than
+    :data:`CACHED_TOKENS_MAX` are priced afresh on each call (bounded memory).
 
     Raises :class:`engine.config.ConfigError` when the cost model cannot be built (an
     unknown hardware id, an unreadable table)."""
+    if config.tokens_per_seq > CACHED_TOKENS_MAX:
+        return _price(_price_key(config))
+    return _cycle_costs_of(config)
+
+
+def _price_key(config: SpecConfig) -> tuple[tuple[str, Any], ...]:
     keys = (*_PRICE_FIELDS, "cost.model", *part_fields("cost.model", config.cost_model))
-    return _cycle_costs(tuple((key, config.get(key)) for key in keys))
+    return tuple((key, config.get(key)) for key in keys)
 
 
-@lru_cache(maxsize=64)
-def _cycle_costs(price: tuple[tuple[str, Any], ...]) -> CycleCosts:
+@lru_cache(maxsize=32)
+def _cycle_costs_of(config: SpecConfig) -> CycleCosts:
+    return _price_cached(_price_key(config))
+
+
+@lru_cache(maxsize=16)
+def _price_cached(price: tuple[tuple[str, Any], ...]) -> CycleCosts:
+    return _price(price)
+
+
+def _price(price: tuple[tuple[str, Any], ...]) -> CycleCosts:
     config = SpecConfig().replace(**dict(price))
     cost = build_cost(config)
     total, batch = config.tokens_per_seq, config.batch_size

@@ -325,3 +325,25 @@ def test_no_module_outside_the_kernel_restates_a_cycle_cost():
         "cycle costs restated outside engine/kernel.py (take them from "
         f"engine.kernel.cycle_costs): {sorted(unexpected)}"
     )
+
+
+def test_long_sequences_cycle_costs_do_not_pile_up_in_memory():
+    """Five arrays of T + 1 floats per configuration: a sweep of long sequences keeps none."""
+    import gc
+    import tracemalloc
+
+    from engine.kernel import CACHED_TOKENS_MAX, cycle_costs
+
+    tokens = 4 * CACHED_TOKENS_MAX  # 2 MB an array
+    gc.collect()
+    tracemalloc.start()
+    try:
+        for k in range(1, 11):
+            costs = cycle_costs(SpecConfig(tokens_per_seq=tokens, k=k))
+            assert costs.cycle_us.size == tokens + 1
+        del costs
+        gc.collect()
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert held < 5 * 8 * tokens  # less than one configuration's table left behind
