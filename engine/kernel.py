@@ -128,7 +128,7 @@ _PRICE_FIELDS = ("k", "tail", "tokens_per_seq", "workload.prompt_len", "workload
 
 # Cycle costs are kept for recent configurations while they are small: a table holds five
 # arrays of T + 1 floats, and a sweep of long sequences must not pile them up in memory.
-CACHED_TOKENS_MAX = 65_536
+CACHED_TOKENS_MAX = 16_384
 
 
 def cycle_costs(config: SpecConfig) -> CycleCosts:
@@ -151,12 +151,12 @@ def _price_key(config: SpecConfig) -> tuple[tuple[str, Any], ...]:
     return tuple((key, config.get(key)) for key in keys)
 
 
-@lru_cache(maxsize=32)
+@lru_cache(maxsize=64)
 def _cycle_costs_of(config: SpecConfig) -> CycleCosts:
     return _price_cached(_price_key(config))
 
 
-@lru_cache(maxsize=16)
+@lru_cache(maxsize=64)  # at most 64 x 0.7 MB; a sweep cycles through its cost settings
 def _price_cached(price: tuple[tuple[str, Any], ...]) -> CycleCosts:
     return _price(price)
 
