@@ -6,6 +6,7 @@ See docs/model.md, "Exact values". Times are in microseconds, lengths in tokens.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -69,9 +70,13 @@ def _expectation(probabilities: Sequence[float], values: Sequence[float]) -> flo
 
 
 def expected_over_sequence(
-    config: SpecConfig, per_cycle: Callable[[int, int, list[float]], float]
-) -> list[float]:
+    config: SpecConfig, per_cycle: Callable[[int, int, list[float]], Any] | Sequence[Any]
+) -> list[Any]:
     """E[sum over the cycles of one sequence of per_cycle(r, k, P(n = .))], for every length.
+
+    ``per_cycle`` is a function of (r, k_r, P_r), or a sequence indexed by r when the value
+    depends on r only (a cycle's time: :func:`engine.kernel.cycle_costs`), which spares a
+    call per r in this O(T * K) loop.
 
     Dynamic program over r, the tokens still needed: f(0) = 0,
     f(r) = per_cycle(r, k_r, P_r) + sum_j P_r(n = j) f(max(r - j - 1, 0)), where k_r is the
@@ -82,27 +87,27 @@ def expected_over_sequence(
     # Distributions for every k the tail rule can use (0..K), from one survival vector.
     surv = [1.0, *survival(config, big_k).tolist()]
     full_dist = accepted_distribution(config, big_k).tolist()
-    f = [0.0] * (total + 1)  # f(r) for r <= 0 is f(0) = 0
+    by_r = None if callable(per_cycle) else per_cycle
+    f: list[Any] = [0.0] * (total + 1)  # f(r) for r <= 0 is f(0) = 0
     for r in range(1, total + 1):
         if r > big_k + 1:
             # Both rules draft K here, and every outcome leaves r - j - 1 >= 0 tokens.
-            f[r] = per_cycle(r, big_k, full_dist) + _expectation(
-                full_dist, f[r - 1 : r - 2 - big_k : -1]
-            )
+            value = by_r[r] if by_r is not None else per_cycle(r, big_k, full_dist)  # type: ignore[operator]
+            f[r] = value + _expectation(full_dist, f[r - 1 : r - 2 - big_k : -1])
             continue
         k = draft_count(config, r)
         dist = [surv[j] - surv[j + 1] for j in range(k)] + [surv[k]]
         # n = j leaves max(r - j - 1, 0) tokens to produce.
         remaining = [f[max(r - 1 - j, 0)] for j in range(k + 1)]
-        f[r] = per_cycle(r, k, dist) + _expectation(dist, remaining)
+        value = by_r[r] if by_r is not None else per_cycle(r, k, dist)  # type: ignore[operator]
+        f[r] = value + _expectation(dist, remaining)
     return f
 
 
 def expected_sequence_time_us(config: SpecConfig) -> float:
     """Expected speculative time of one sequence of tokens_per_seq tokens, in microseconds,
     each cycle priced by the cost model at its own context (engine.kernel.cycle_costs)."""
-    cycle_us = cycle_costs(config).cycle_us.tolist()
-    return expected_over_sequence(config, lambda r, k, dist: cycle_us[r])[-1]
+    return float(expected_over_sequence(config, cycle_costs(config).cycle_us.tolist())[-1])
 
 
 def tokens_per_cycle_at_length(config: SpecConfig) -> float:

@@ -52,9 +52,9 @@ SWEEP_COLUMNS: tuple[str, ...] = ("config_id", *CONFIG_FIELDS, *METRIC_NAMES)
 def scenario_columns(configs: Iterable[SpecConfig]) -> tuple[str, ...]:
     """The newer fields (dotted keys) that some configuration sets away from its default,
     in table order: the ones :meth:`SpecConfig.to_dict` writes for it."""
-    found: set[str] = set()
-    for config in configs:
-        found.update(config.to_dict())
+    found = {
+        key for config in configs for key in SCENARIO_FIELDS if config.get(key) != DEFAULTS[key]
+    }
     return tuple(key for key in SCENARIO_FIELDS if key in found)
 
 
@@ -143,8 +143,9 @@ def run_sweep(
     indexed = [(i, configs[i]) for i in cell_order(configs)]
     batches = [indexed[i : i + batch_size] for i in range(0, total, batch_size)]
     rows: list[dict[str, Any]] = []
-    columns = sweep_columns(configs)
-    defaults = {key: DEFAULTS[key] for key in scenario_columns(configs)}
+    newer = scenario_columns(configs)
+    columns = ("config_id", *CONFIG_FIELDS, *newer, *METRIC_NAMES)
+    defaults = {key: DEFAULTS[key] for key in newer}
 
     def stopped() -> bool:
         return should_stop is not None and should_stop()
