@@ -96,7 +96,7 @@ def run_summary(result: RunResult) -> Panel:
         ("verify time / cycle", _us(costs.limit_verify_us), f"{c.k + 1} tokens/seq"),
         ("decode step", _us(costs.limit_step_us), "the baseline's, same context"),
     ]
-    if c.cost_model not in ("linear",):
+    if c.cost_model != "linear":
         rows = [r for r in rows if r[0] != "break-even cost ratio"]
     if costs.bound != "-":
         rows.append(("verify pass", f"{costs.bound}-bound", f"batch {c.batch_size}"))

@@ -15,7 +15,7 @@ from engine.config import ConfigError, SpecConfig
 from engine.cost.base import CostModel
 from engine.cost.linear import LinearCost
 from engine.cost.roofline import RooflineCost, RooflineMaxCost
-from engine.cost.specs import SpecError, get_hardware, get_model
+from engine.cost.specs import HardwareSpec, ModelSpec, SpecError, get_hardware, get_model
 from engine.cost.table import TableCost, TableError, read_table
 
 
@@ -23,26 +23,24 @@ def _linear(config: SpecConfig) -> LinearCost:
     return LinearCost(config.draft_cost_us, config.verify_cost_us, config.verify_token_us)
 
 
-def _specs(config: SpecConfig) -> dict[str, object]:
-    values: dict[str, object] = {}
-    for key, field, get in (
-        ("cost.gpu", "gpu", get_hardware),
-        ("cost.target", "target", get_model),
-        ("cost.draft", "draft", get_model),
-    ):
+def _specs(config: SpecConfig) -> tuple[HardwareSpec, ModelSpec, ModelSpec]:
+    """The hardware, target and draft a roofline reads; an unknown id names its field."""
+    try:
+        hardware = get_hardware(config.gpu)
+    except SpecError as err:
+        raise ConfigError("cost.gpu", str(err)) from None
+    models = []
+    for key, spec_id in (("cost.target", config.target), ("cost.draft", config.draft)):
         try:
-            values[key] = get(getattr(config, field))
+            models.append(get_model(spec_id))
         except SpecError as err:
             raise ConfigError(key, str(err)) from None
-    return values
+    return hardware, models[0], models[1]
 
 
 def _roofline(config: SpecConfig) -> RooflineCost:
-    specs = _specs(config)
     return RooflineCost(
-        specs["cost.gpu"],  # type: ignore[arg-type]
-        specs["cost.target"],  # type: ignore[arg-type]
-        specs["cost.draft"],  # type: ignore[arg-type]
+        *_specs(config),
         eta_w=config.eta_w,
         eta_kv=config.eta_kv,
         eta_f=config.eta_f,
@@ -52,11 +50,8 @@ def _roofline(config: SpecConfig) -> RooflineCost:
 
 
 def _roofline_max(config: SpecConfig) -> RooflineMaxCost:
-    specs = _specs(config)
     return RooflineMaxCost(
-        specs["cost.gpu"],  # type: ignore[arg-type]
-        specs["cost.target"],  # type: ignore[arg-type]
-        specs["cost.draft"],  # type: ignore[arg-type]
+        *_specs(config),
         eta_f=config.max_eta_f,
         eta_bw=config.max_eta_bw,
         t0_us=config.t0_us,

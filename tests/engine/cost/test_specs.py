@@ -232,7 +232,7 @@ def test_data_files_are_package_resources():
 def test_cost_modules_stay_pure():
     code = (
         "import sys, engine.cost.specs, engine.cost.roofline, engine.cost.table, "
-        "engine.cost.linear\n"
+        "engine.cost.linear, engine.cost.models, engine.kernel\n"
         "bad = [m for m in ('textual', 'rich', 'plotext', 'textual_plotext', 'spectui', "
         "'matplotlib', 'pandas') if m in sys.modules]\n"
         "print(','.join(bad))"
