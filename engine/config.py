@@ -189,7 +189,6 @@ class SpecConfig:
         unit="us",
         help="linear: cost of one draft forward pass",
         part=_LINEAR,
-        seed_key=True,
     )
     verify_cost_us: float = _field(
         200.0,
@@ -200,7 +199,6 @@ class SpecConfig:
         unit="us",
         help="linear: cost of one target (verify) pass",
         part=_LINEAR,
-        seed_key=True,
     )
     decay_base: float = _field(
         0.9,
@@ -529,24 +527,19 @@ def part_fields(selector: str, name: str) -> tuple[str, ...]:
 def seed_key_values(config: SpecConfig) -> dict[str, str]:
     """The fields that key a configuration's random stream, as repr strings.
 
-    Those marked ``seed_key`` that the configuration reads. They are the original's fields
-    (its two linear costs among them: they do not change the draws, but the original's
-    results were drawn with them in the key, and keep being so; under another cost model
-    they are keyed at their defaults); no newer field enters, so adding a field never
-    changes a result, and a parameter a model ignores never splits two configurations'
-    draws.
+    Those marked ``seed_key`` that the configuration reads: the acceptance model and its
+    parameters, K, the length, the number of sequences and the tail rule. No cost field
+    enters (a cycle's price never changes the draws: configurations that differ only in
+    cost draw the same numbers, and a sweep draws them once, see
+    :func:`engine.simulator.simulate_shared`), nor any newer field, and a parameter a
+    model ignores never splits two configurations' draws. (Up to sampler 1 the two linear
+    costs were keyed, as the original keyed them.)
     """
     return {
-        key: repr(getattr(config, spec.attr) if reads(config, key) else DEFAULTS[key])
+        key: repr(getattr(config, spec.attr))
         for key, spec in sorted(FIELD_SPECS.items())
-        if spec.seed_key and (reads(config, key) or _keyed_at_default(spec))
+        if spec.seed_key and reads(config, key)
     }
-
-
-def _keyed_at_default(spec: FieldSpec) -> bool:
-    """The linear costs stay in the seed key at their defaults under other cost models:
-    the draws never depend on the cost model, and an inert cost never splits them."""
-    return spec.part is not None and spec.part[0] == _COST
 
 
 # The parameters each draft model reads (engine.draft_models uses these as the models'

@@ -290,8 +290,11 @@ def _ratio(num: float, den: float) -> float:
     return num / den if den else math.nan
 
 
-def metrics_from_totals(config: SpecConfig, totals: Totals) -> dict[str, float]:
-    """Monte Carlo metrics of docs/model.md from a run's totals, plus the exact figures."""
+def metrics_from_totals(
+    config: SpecConfig, totals: Totals, exact: dict[str, float] | None = None
+) -> dict[str, float]:
+    """Monte Carlo metrics of docs/model.md from a run's totals, plus the exact figures
+    (``exact``: :func:`engine.exact.exact_metrics` of the configuration, when known)."""
     from .exact import exact_metrics
 
     costs = cycle_costs(config)
@@ -321,5 +324,5 @@ def metrics_from_totals(config: SpecConfig, totals: Totals) -> dict[str, float]:
         "drafted_tokens": totals.drafted,
         "accepted_tokens": totals.accepted,
     }
-    metrics.update(exact_metrics(config))
+    metrics.update(exact_metrics(config) if exact is None else exact)
     return {name: metrics[name] for name in METRIC_NAMES}

@@ -1,8 +1,11 @@
 """Vectorised Monte Carlo simulation of speculative decoding (numpy).
 
-All sequences of a chunk advance together, one cycle per step; each step draws the
-token-level accept tests of every active sequence at once. Aggregates are always
-computed; per-cycle records only on request, in compact numpy columns.
+One uniform draw per cycle gives its accepted prefix (:class:`engine.draft_models.
+PrefixSampler`, sampler :data:`SAMPLER`). The sequences of a chunk each get a row of cycles
+at once; a sequence uses its row up to the cycle that completes it (see
+:func:`_simulate_chunk`). Aggregates are always computed; per-cycle records only on request,
+in compact numpy columns. Configurations that differ only in their cost share the draws
+(:func:`simulate_shared`).
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import hashlib
 import json
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,15 +22,13 @@ import numpy as np
 import pandas as pd
 
 from .config import SpecConfig, seed_key_values
-from .draft_models import get_model
-from .exact import tokens_per_cycle
+from .draft_models import SAMPLER, PrefixSampler, get_model
 from .kernel import (
     METRIC_NAMES,
     Z95,
     CycleCosts,
     Totals,
     cycle_costs,
-    draft_count,
     emitted_and_kept,
     metrics_from_totals,
 )
@@ -35,22 +36,29 @@ from .kernel import (
 __all__ = [
     "METRIC_NAMES",
     "RECORD_DTYPES",
+    "SAMPLER",
     "Z95",
     "RunResult",
     "RunStopped",
     "Totals",
+    "chunk_sequences",
     "config_rng",
+    "draw_key",
     "metrics_from_totals",
     "seed_key",
     "simulate",
+    "simulate_shared",
 ]
 
-# Sequences simulated together. Fixed, so that results never depend on anything but the
-# configuration; it bounds the memory of one step to CHUNK_SEQUENCES x K accept tests.
-CHUNK_SEQUENCES = 4096
-
-# Accept tests drawn at once in the full-tail block sampler (bounds its memory: ~5 bytes each).
-BLOCK_ELEMENTS = 1 << 22
+# Cycles drawn per chunk of sequences (about 10 bytes each while a chunk runs), and at most
+# so many sequences per chunk (:func:`chunk_sequences`).
+BLOCK_CYCLES = 1 << 20
+MAX_CHUNK_SEQUENCES = 16_384
+# At most so many cycles of one sequence per round: a very long sequence takes several
+# rounds, and a run can stop between them.
+ROUND_CYCLES_MAX = 1 << 16
+# Cycles priced at a time when every cycle is looked at (records, a varying price).
+CELL_SLAB = 1 << 16
 
 
 # How often a run asks ``should_stop`` and reports progress (seconds of simulation work).
@@ -151,14 +159,6 @@ class _Checkpoint:
             self.on_progress(self.sequences + sequences, self.tokens + tokens)
 
 
-def _leading_accepts(accepts: np.ndarray) -> np.ndarray:
-    """Per row of accept tests: the index of the first rejection, or the width if none."""
-    n = accepts.argmin(axis=1)
-    # argmin finds the first False; it points at a True only when the row has no False.
-    n[accepts[np.arange(accepts.shape[0]), n]] = accepts.shape[1]
-    return n
-
-
 @dataclass
 class _Recording:
     """Which cycles of a chunk to record: sequences below ``sequences`` (chunk-local index),
@@ -169,74 +169,212 @@ class _Recording:
     cycles: int
 
 
-def _simulate_chunk_stepwise(
+def _width(sampler: PrefixSampler, remaining: int) -> int:
+    """Cycles to draw per sequence in a round for ``remaining`` tokens: the expected number
+    plus two standard deviations (renewal theory: mean r / mu, variance r sigma^2 / mu^3), so
+    that few sequences need another round; never more than ``remaining`` (a cycle emits at
+    least one token) nor :data:`ROUND_CYCLES_MAX`."""
+    mu, var = sampler.mean_emitted, sampler.var_emitted
+    wanted = math.ceil(remaining / mu + 2.0 * math.sqrt(remaining * var / mu**3)) + 1
+    return max(1, min(wanted, remaining, ROUND_CYCLES_MAX))
+
+
+def chunk_sequences(config: SpecConfig) -> int:
+    """Sequences of ``config`` simulated together in one chunk (records stream per chunk)."""
+    sampler = get_model(config.draft_model).prefix_sampler(config)
+    return _chunk_sequences(sampler, config.tokens_per_seq)
+
+
+def _chunk_sequences(sampler: PrefixSampler, tokens: int) -> int:
+    """Sequences simulated together: about :data:`BLOCK_CYCLES` cycles' worth. A function of
+    the configuration only, so a result never depends on anything else."""
+    return max(1, min(MAX_CHUNK_SEQUENCES, BLOCK_CYCLES // _width(sampler, tokens)))
+
+
+@dataclass
+class _Priced:
+    """One configuration's prices, padded so that index 0 (a cell past a sequence's end)
+    costs nothing and drafts nothing."""
+
+    costs: CycleCosts
+    totals: Totals
+    cycle_us: np.ndarray
+    draft_us: np.ndarray
+
+    @classmethod
+    def of(cls, costs: CycleCosts, totals: Totals) -> _Priced:
+        cycle_us, draft_us = costs.cycle_us.copy(), costs.draft_us.copy()
+        cycle_us[0] = draft_us[0] = 0.0
+        return cls(costs, totals, cycle_us, draft_us)
+
+
+def _simulate_chunk(
+    sampler: PrefixSampler,
     config: SpecConfig,
-    costs: CycleCosts,
+    priced: list[_Priced],
     rng: np.random.Generator,
     first_sequence: int,
     n_seq: int,
-    totals: Totals,
     record: _Recording | None,
     check: _Checkpoint,
 ) -> pd.DataFrame | None:
-    model = get_model(config.draft_model)
-    target = config.tokens_per_seq
-    clamp = config.tail == "clamp"
+    """Simulate ``n_seq`` sequences of ``config`` for every configuration in ``priced`` (they
+    share the draws: same acceptance, K, T, tail rule; only their prices differ).
 
-    tokens = np.zeros(n_seq, dtype=np.int64)
-    seq_time = np.zeros(n_seq)
+    Rounds: each still-running sequence gets a row of ``w`` cycles, one uniform each
+    (:meth:`PrefixSampler.emitted`: n_full + 1 tokens for K drafts). A sequence runs through
+    its row until its tokens reach what it still needs; the cycle that gets there is its
+    last. Cycles of a row past that are never used. Sequences that did not finish in their
+    row get another round. The tail rule acts only through the tokens still needed, r, at
+    the start of a cycle: a cycle drafts k_r (the kernel's rule) and accepts
+    min(n_full, k_r) drafts; before the last cycle r - 1 >= n_full + 1 > n_full, so only the
+    last cycle can be cut, and every cycle is priced by r (engine.kernel.cycle_costs).
+    """
+    big_k, target = config.k, config.tokens_per_seq
+    k_by_r = priced[0].costs.k.copy()  # the same for every member: K, T and tail agree
+    k_by_r[0] = 0
+    constant = all(p.costs.constant_cycle_us is not None for p in priced)
+    per_token = all(p.costs.draft_per_token_us is not None for p in priced)
+    positions = priced[0].totals.accepted_counts is not None
+    # Per-cycle work (each cycle's r, price, draft count) only when something needs it.
+    cells_needed = (
+        not constant or config.tail != "full" or not per_token or record is not None or positions
+    )
+
+    remaining = np.full(n_seq, target, dtype=np.int64)
+    cycles_done = np.zeros(n_seq, dtype=np.int64)
+    seq_time = [np.zeros(n_seq) for _ in priced]
     active = np.arange(n_seq)
     parts: list[tuple[np.ndarray, ...]] = []
-    cycle_index = 0
     while active.size:
-        remaining = target - tokens[active]
-        k = draft_count(config, remaining)
-        width = int(k.max()) if clamp else config.k
-        if width:
-            accepts = model.sample_accepts(config, rng, active.size, width)
-            if clamp:
-                accepts &= np.arange(width) < k[:, None]
-            n = _leading_accepts(accepts)
-        else:
-            n = np.zeros(active.size, dtype=np.int64)
-        _, kept = emitted_and_kept(n, remaining)
-        cycle_time = costs.cycle_us[remaining]
-        tokens[active] += kept
-        seq_time[active] += cycle_time
+        rem = remaining[active]
+        rows, width = active.size, _width(sampler, int(rem.max()))
+        emitted = sampler.emitted(rng, rows * width)
+        wide = rows * width * (big_k + 1) + target >= 2**31
+        cum = np.cumsum(emitted, dtype=np.int64 if wide else np.int32)
+        starts = np.arange(0, rows * width, width)
+        offset = np.zeros(rows, dtype=cum.dtype)
+        offset[1:] = cum[starts[1:] - 1]
+        need = offset + rem.astype(cum.dtype)
+        end = np.searchsorted(cum, need, side="left")  # first cycle reaching r tokens
+        last = np.minimum(end, starts + width - 1)
+        finished = end == last
+        used = last - starts + 1
+        gained = (cum[last] - offset).astype(np.int64)
+        n_cycles = int(used.sum())
+        accepted = int(gained.sum()) - n_cycles  # every used cycle, before the tail's cut
+        # The last cycle of a finished sequence: r_last tokens needed when it began.
+        fin = np.flatnonzero(finished)
+        n_full_last = emitted[last[fin]].astype(np.int64) - 1
+        r_last = rem[fin] - (gained[fin] - n_full_last - 1)
+        n_last = np.minimum(n_full_last, k_by_r[r_last])
+        accepted -= int((n_full_last - n_last).sum())
+        _, kept_last = emitted_and_kept(n_last, r_last)  # only the last cycle may discard
+        accepted_kept = accepted - int((n_last - np.minimum(n_last, kept_last)).sum())
 
-        drafted = int(k.sum())
-        totals.add_cycles(
-            active.size,
-            drafted,
-            int(n.sum()),
-            int(np.minimum(n, kept).sum()),
-            drafted * costs.draft_per_token_us
-            if costs.draft_per_token_us is not None
-            else float(costs.draft_us[remaining].sum()),
-        )
-        totals.count_positions(n, n < k)
-        if record is not None and cycle_index < record.cycles:
-            columns: tuple[np.ndarray, ...] = (
-                active + first_sequence,
-                np.full(active.size, cycle_index),
-                k,
-                n,
-                kept,
-                cycle_time,
-                tokens[active],
-                seq_time[active],
-            )
-            if record.sequences < n_seq:
-                keep = active < record.sequences
-                columns = tuple(c[keep] for c in columns)
-            if columns[0].size:
-                parts.append(columns)
-        active = active[tokens[active] < target]
-        cycle_index += 1
-        if check.active and check.due():
-            check(n_seq - active.size, int(tokens.sum()), force=True)
-    totals.add_sequences(seq_time)
+        # Each member's time for this round and its drafting time: from the cycle count
+        # where every cycle costs the same, else cycle by cycle (the same either way,
+        # whatever else asks for the cycles: records never change a result).
+        round_time: list[np.ndarray] = [np.zeros(rows) for _ in priced]
+        draft_time = [0.0 for _ in priced]
+        drafted = n_cycles * big_k
+        if cells_needed:
+            drafted = 0
+            slab = max(1, CELL_SLAB // width)  # rows at a time: bounded memory
+            for lo in range(0, rows, slab):
+                hi = min(rows, lo + slab)
+                cells = slice(lo * width, hi * width)
+                # r at the start of every cell's cycle; <= 0 past a sequence's last cycle.
+                before = np.repeat(need[lo:hi], width) - (cum[cells] - emitted[cells])
+                r_cell = np.maximum(before, 0)
+                k_cell = k_by_r[r_cell]
+                drafted += int(k_cell.sum())
+                for index, member in enumerate(priced):
+                    if member.costs.constant_cycle_us is None:
+                        times = member.cycle_us[r_cell].reshape(hi - lo, width)
+                        round_time[index][lo:hi] = times.sum(axis=1)
+                    if member.costs.draft_per_token_us is None:
+                        draft_time[index] += float(member.draft_us[r_cell].sum())
+                if positions or record is not None:
+                    valid = before > 0
+                    n_cell = np.minimum(emitted[cells].astype(k_cell.dtype) - 1, k_cell)
+                    if positions:
+                        used_n, used_k = n_cell[valid], k_cell[valid]
+                        for member in priced:
+                            member.totals.count_positions(used_n, used_n < used_k)
+                    if record is not None:
+                        part = _records(
+                            record,
+                            first_sequence,
+                            active[lo:hi],
+                            cycles_done,
+                            seq_time[0],
+                            priced[0],
+                            width,
+                            valid,
+                            r_cell,
+                            k_cell,
+                            n_cell,
+                            target,
+                        )
+                        if part is not None:
+                            parts.append(part)
+        for index, member in enumerate(priced):
+            costs = member.costs
+            if costs.constant_cycle_us is not None:
+                round_time[index] = used * costs.constant_cycle_us
+            seq_time[index][active] += round_time[index]
+            if costs.draft_per_token_us is not None:
+                draft_time[index] = drafted * costs.draft_per_token_us
+            member.totals.add_cycles(n_cycles, drafted, accepted, accepted_kept, draft_time[index])
+
+        remaining[active] = np.where(finished, 0, rem - gained)
+        cycles_done[active] += used
+        active = active[~finished]
+        if check.active:
+            check(n_seq - active.size, n_seq * target - int(remaining.sum()))
+    for index, member in enumerate(priced):
+        member.totals.add_sequences(seq_time[index])
     return _sorted_frame(parts) if record is not None else None
+
+
+def _records(
+    record: _Recording,
+    first_sequence: int,
+    active: np.ndarray,
+    cycles_done: np.ndarray,
+    seq_time: np.ndarray,
+    member: _Priced,
+    width: int,
+    valid: np.ndarray,
+    r_cell: np.ndarray,
+    k_cell: np.ndarray,
+    n_cell: np.ndarray,
+    target: int,
+) -> tuple[np.ndarray, ...] | None:
+    """The per-cycle records of some rows of one round (columns of :data:`RECORD_DTYPES`),
+    for the cycles ``record`` asks for; ``active``: those rows' sequences. ``seq_time``:
+    every sequence's time before this round."""
+    rows = active.size
+    col = np.tile(np.arange(width), rows)
+    row = np.repeat(np.arange(rows), width)
+    cycle = cycles_done[active][row] + col
+    wanted = valid & (active[row] < record.sequences) & (cycle < record.cycles)
+    if not wanted.any():
+        return None
+    _, kept = emitted_and_kept(n_cell, r_cell)
+    times = member.cycle_us[r_cell]
+    cum_time = np.cumsum(times.reshape(rows, width), axis=1).ravel()
+    return (
+        (active[row] + first_sequence)[wanted],
+        cycle[wanted],
+        k_cell[wanted],
+        n_cell[wanted],
+        kept[wanted],
+        times[wanted],
+        (target - r_cell + kept)[wanted],
+        (seq_time[active][row] + cum_time)[wanted],
+    )
 
 
 def _sorted_frame(parts: list[tuple[np.ndarray, ...]]) -> pd.DataFrame:
@@ -248,105 +386,6 @@ def _sorted_frame(parts: list[tuple[np.ndarray, ...]]) -> pd.DataFrame:
     }
     order = np.lexsort((columns["cycle"], columns["sequence"]))
     return pd.DataFrame({name: col[order] for name, col in columns.items()})
-
-
-def _simulate_chunk_blocks(
-    config: SpecConfig,
-    costs: CycleCosts,
-    rng: np.random.Generator,
-    first_sequence: int,
-    n_seq: int,
-    totals: Totals,
-    record: _Recording | None,
-    check: _Checkpoint,
-) -> pd.DataFrame | None:
-    """Full tail: every cycle drafts K, so a sequence's cycles are i.i.d. Draw a block of
-    cycles per sequence at once (enough to finish most sequences), keep the cycles each
-    sequence needed, and draw again only for the few that did not finish."""
-    model = get_model(config.draft_model)
-    big_k, target = config.k, config.tokens_per_seq
-    constant = costs.constant_cycle_us
-    mean_emitted = tokens_per_cycle(config)
-
-    tokens = np.zeros(n_seq, dtype=np.int64)
-    seq_time = np.zeros(n_seq)
-    cycles_done = np.zeros(n_seq, dtype=np.int64)
-    active = np.arange(n_seq)
-    parts: list[tuple[np.ndarray, ...]] = []
-    while active.size:
-        remaining = target - tokens[active]
-        wanted = int(np.ceil(remaining.max() / mean_emitted * 1.15)) + 2
-        width = max(1, min(wanted, BLOCK_ELEMENTS // (active.size * big_k)))
-        rows = active.size
-        accepts = model.sample_accepts(config, rng, rows * width, big_k)
-        n = _leading_accepts(accepts).reshape(rows, width)
-        cum = np.cumsum(n, axis=1)
-        cum += np.arange(1, width + 1)  # tokens emitted by the end of each cycle
-        reached = cum >= remaining[:, None]
-        finished = reached[:, -1]
-        used = np.where(finished, reached.argmax(axis=1) + 1, width)
-        valid = np.arange(width) < used[:, None]
-        # Aggregates from each sequence's last used cycle; only it can discard tokens.
-        pick = np.arange(rows), used - 1
-        cum_last, n_last = cum[pick], n[pick]
-        added = np.where(finished, remaining, cum_last)
-        kept_last = added - (cum_last - n_last - 1)
-
-        if constant is None:
-            # Cycles priced by the tokens still needed when each began (its context).
-            before = np.clip(remaining[:, None] - (cum - n - 1), 1, target)
-            times = np.where(valid, costs.cycle_us[before], 0.0)
-            block_time = times.sum(axis=1)
-        else:
-            block_time = used * constant
-        n_cycles = int(used.sum())
-        accepted = int(cum_last.sum()) - n_cycles
-        if costs.draft_per_token_us is not None:
-            draft_time = n_cycles * big_k * costs.draft_per_token_us
-        else:
-            draft_time = float(np.where(valid, costs.draft_us[before], 0.0).sum())
-        totals.add_cycles(
-            n_cycles,
-            n_cycles * big_k,
-            accepted,
-            accepted - int((n_last - np.minimum(n_last, kept_last)).sum()),
-            draft_time,
-        )
-        if totals.accepted_counts is not None:
-            used_n = n[valid]
-            totals.count_positions(used_n, used_n < big_k)
-        if record is not None:
-            wanted_rows = valid & (active < record.sequences)[:, None]
-            wanted_rows &= cycles_done[active][:, None] + np.arange(width) < record.cycles
-            kept = np.where(wanted_rows, np.minimum(n + 1, remaining[:, None] - (cum - n - 1)), 0)
-            row, col = np.nonzero(wanted_rows)
-            if row.size:
-                if constant is None:
-                    cycle_time = times[wanted_rows]
-                    cum_time = seq_time[active][row] + np.cumsum(times, axis=1)[wanted_rows]
-                else:
-                    cycle_time = np.full(row.size, constant)
-                    cum_time = seq_time[active][row] + (col + 1) * constant
-                parts.append(
-                    (
-                        active[row] + first_sequence,
-                        cycles_done[active][row] + col,
-                        np.full(row.size, big_k),
-                        n[wanted_rows],
-                        kept[wanted_rows],
-                        cycle_time,
-                        tokens[active][row] + np.cumsum(kept, axis=1)[wanted_rows],
-                        cum_time,
-                    )
-                )
-        tokens[active] += added
-        seq_time[active] += block_time
-        cycles_done[active] += used
-        active = active[~finished]
-        if check.active:
-            check(n_seq - active.size, int(tokens.sum()))
-    totals.add_sequences(seq_time)
-    return _sorted_frame(parts) if record is not None else None
 
 
 def simulate(
@@ -375,12 +414,13 @@ def simulate(
     tokens)`` is told as often the sequences finished and tokens kept so far. Neither
     changes the random draws: a run that is not stopped gives the same result without them.
     """
-    costs = cycle_costs(config)
+    sampler = get_model(config.draft_model).prefix_sampler(config)
     rng = config_rng(config)
     totals = Totals()
     if position_counts:
         totals.accepted_counts = np.zeros(config.k + 1, dtype=np.int64)
         totals.rejected_counts = np.zeros(config.k + 1, dtype=np.int64)
+    priced = [_Priced.of(cycle_costs(config), totals)]
     check = _Checkpoint(should_stop, on_progress)
     frames: list[pd.DataFrame] = []
     kept_rows = 0
@@ -388,17 +428,17 @@ def simulate(
     record_sequences = config.n_sequences
     if max_records is not None:
         # Enough sequences for about max_records cycles, at the expected cycles per sequence.
-        per_sequence = max(1.0, config.tokens_per_seq / tokens_per_cycle(config))
+        per_sequence = max(1.0, config.tokens_per_seq / sampler.mean_emitted)
         record_sequences = min(record_sequences, math.ceil(max_records / per_sequence) + 1)
-    simulate_chunk = _simulate_chunk_stepwise if config.tail == "clamp" else _simulate_chunk_blocks
-    for first in range(0, config.n_sequences, CHUNK_SEQUENCES):
-        n_seq = min(CHUNK_SEQUENCES, config.n_sequences - first)
+    chunk_size = _chunk_sequences(sampler, config.tokens_per_seq)
+    for first in range(0, config.n_sequences, chunk_size):
+        n_seq = min(chunk_size, config.n_sequences - first)
         record = None
         if on_cycles is not None:
             record = _Recording(n_seq, config.tokens_per_seq)
         elif records and first < record_sequences:
             record = _Recording(min(n_seq, record_sequences - first), record_cycles)
-        chunk = simulate_chunk(config, costs, rng, first, n_seq, totals, record, check)
+        chunk = _simulate_chunk(sampler, config, priced, rng, first, n_seq, record, check)
         check.sequences += n_seq
         check.tokens += n_seq * config.tokens_per_seq
         if check.active:
@@ -415,6 +455,53 @@ def simulate(
     if records:
         cycles = pd.concat(frames, ignore_index=True) if frames else _sorted_frame([])
     return RunResult(config, metrics_from_totals(config, totals), cycles, totals)
+
+
+def draw_key(config: SpecConfig) -> tuple[int, list[int]]:
+    """What a configuration's draws depend on: its seed and its seed key. Configurations
+    with the same draw key draw the same numbers (they differ only in their cost)."""
+    return config.seed, seed_key(config)
+
+
+def simulate_shared(
+    configs: Sequence[SpecConfig],
+    *,
+    should_stop: Callable[[], bool] | None = None,
+    exact: Sequence[dict[str, float]] | None = None,
+) -> list[RunResult]:
+    """Monte Carlo runs of configurations that share their draws (one :func:`draw_key`;
+    they differ only in what prices a cycle): the accepted prefixes are drawn once and
+    priced for each. Every result equals ``simulate(config)`` of that configuration alone.
+
+    ``exact``: each configuration's exact figures, when the caller has them (a sweep
+    computes them for all its configurations at once). ValueError if the configurations
+    do not share their draws.
+    """
+    if not configs:
+        return []
+    first_config = configs[0]
+    key = draw_key(first_config)
+    if any(draw_key(c) != key for c in configs[1:]):
+        raise ValueError("simulate_shared: the configurations do not share their draws")
+    sampler = get_model(first_config.draft_model).prefix_sampler(first_config)
+    rng = config_rng(first_config)
+    priced = [_Priced.of(cycle_costs(c), Totals()) for c in configs]
+    check = _Checkpoint(should_stop, None)
+    chunk_size = _chunk_sequences(sampler, first_config.tokens_per_seq)
+    for first in range(0, first_config.n_sequences, chunk_size):
+        n_seq = min(chunk_size, first_config.n_sequences - first)
+        _simulate_chunk(sampler, first_config, priced, rng, first, n_seq, None, check)
+        if check.active:
+            check(0, 0, force=True)
+    return [
+        RunResult(
+            config,
+            metrics_from_totals(config, member.totals, None if exact is None else exact[i]),
+            None,
+            member.totals,
+        )
+        for i, (config, member) in enumerate(zip(configs, priced, strict=True))
+    ]
 
 
 def acceptance_by_position(

@@ -28,7 +28,7 @@ from .exact import exact_metrics
 from .grid import Grid, SweepSpec
 from .kernel import cycle_costs
 from .reference import simulate_reference
-from .simulator import METRIC_NAMES, simulate
+from .simulator import METRIC_NAMES, SAMPLER, draw_key, simulate_shared
 
 __all__ = [
     "ENGINES",
@@ -38,15 +38,21 @@ __all__ = [
     "cell_key",
     "cell_order",
     "config_frame",
+    "draw_groups",
     "evaluate",
+    "evaluate_many",
     "run_sweep",
+    "sampler_name",
     "scenario_columns",
     "sweep_columns",
 ]
 
 ENGINES = ("fast", "reference")
 # The columns of a sweep of the original's fields only (see :func:`sweep_columns`).
-SWEEP_COLUMNS: tuple[str, ...] = ("config_id", *CONFIG_FIELDS, *METRIC_NAMES)
+SWEEP_COLUMNS: tuple[str, ...] = ("config_id", *CONFIG_FIELDS, *METRIC_NAMES, "sampler")
+# The ``sampler`` column of a row the reference loop made, and of an exact-only row.
+REFERENCE_SAMPLER = "token/reference"
+EXACT_ONLY_SAMPLER = "none"
 
 
 def scenario_columns(configs: Iterable[SpecConfig]) -> tuple[str, ...]:
@@ -61,7 +67,7 @@ def scenario_columns(configs: Iterable[SpecConfig]) -> tuple[str, ...]:
 def sweep_columns(configs: Iterable[SpecConfig]) -> tuple[str, ...]:
     """A sweep's CSV columns: ``config_id``, the original's 14 fields, the newer fields of
     :func:`scenario_columns`, then the metrics."""
-    return ("config_id", *CONFIG_FIELDS, *scenario_columns(configs), *METRIC_NAMES)
+    return ("config_id", *CONFIG_FIELDS, *scenario_columns(configs), *METRIC_NAMES, "sampler")
 
 
 def config_frame(configs: Sequence[SpecConfig]) -> pd.DataFrame:
@@ -71,18 +77,72 @@ def config_frame(configs: Sequence[SpecConfig]) -> pd.DataFrame:
     return pd.DataFrame([[c.get(key) for key in columns] for c in configs], columns=columns)
 
 
-def evaluate(config: SpecConfig, engine: str = "fast", exact_only: bool = False) -> dict[str, Any]:
-    """One sweep row: the configuration's fields and every metric (NaN for MC if exact_only)."""
+def sampler_name(engine: str = "fast", exact_only: bool = False) -> str:
+    """What made a sweep row's Monte Carlo values (its ``sampler`` column): the fast engine's
+    sampler (:data:`engine.simulator.SAMPLER`), the reference loop's per-token tests, or
+    nothing (an exact-only row)."""
+    if exact_only:
+        return EXACT_ONLY_SAMPLER
+    return SAMPLER if engine == "fast" else REFERENCE_SAMPLER
+
+
+def _exact_many(configs: Sequence[SpecConfig]) -> list[dict[str, float]]:
+    return [exact_metrics(c) for c in configs]
+
+
+def evaluate_many(
+    configs: Sequence[SpecConfig], engine: str = "fast", exact_only: bool = False
+) -> list[dict[str, Any]]:
+    """Sweep rows of ``configs`` (their fields, every metric, the sampler), in order.
+
+    The fast engine draws once for configurations that share their draws
+    (:func:`engine.simulator.draw_key`: they differ only in cost) and prices the draws for
+    each (:func:`engine.simulator.simulate_shared`); every row equals the configuration's
+    own run. Exact values come for all of them at once. NaN for the Monte Carlo metrics
+    when ``exact_only``.
+    """
     if engine not in ENGINES:
         raise ValueError(f"engine: {engine!r} is not one of {', '.join(ENGINES)}")
+    exact = _exact_many(configs)
+    sampler = sampler_name(engine, exact_only)
+    metrics: list[dict[str, float]] = []
     if exact_only:
-        metrics: dict[str, float] = dict.fromkeys(METRIC_NAMES, math.nan)
-        metrics.update(exact_metrics(config))
-        metrics["cost_ratio"] = cycle_costs(config).cost_ratio
+        for config, values in zip(configs, exact, strict=True):
+            row = dict.fromkeys(METRIC_NAMES, math.nan)
+            row.update(values)
+            row["cost_ratio"] = cycle_costs(config).cost_ratio
+            metrics.append(row)
+    elif engine == "reference":
+        metrics = [simulate_reference(c).metrics for c in configs]
     else:
-        run = simulate if engine == "fast" else simulate_reference
-        metrics = run(config).metrics
-    return {**config.to_dict(), **metrics}
+        groups: dict[tuple[Any, ...], list[int]] = {}
+        for index, config in enumerate(configs):
+            seed, key = draw_key(config)
+            groups.setdefault((seed, *key), []).append(index)
+        found: dict[int, dict[str, float]] = {}
+        for members in groups.values():
+            runs = simulate_shared([configs[i] for i in members], exact=[exact[i] for i in members])
+            found.update(zip(members, (run.metrics for run in runs), strict=True))
+        metrics = [found[i] for i in range(len(configs))]
+    return [
+        {**config.to_dict(), **values, "sampler": sampler}
+        for config, values in zip(configs, metrics, strict=True)
+    ]
+
+
+def evaluate(config: SpecConfig, engine: str = "fast", exact_only: bool = False) -> dict[str, Any]:
+    """One sweep row: the configuration's fields and every metric (NaN for MC if exact_only)."""
+    return evaluate_many([config], engine, exact_only)[0]
+
+
+def draw_groups(configs: Sequence[SpecConfig], order: Sequence[int]) -> list[list[int]]:
+    """Indices of ``configs`` in ``order``, gathered into groups that share their draws
+    (:func:`engine.simulator.draw_key`), each group where its first member comes."""
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for index in order:
+        seed, key = draw_key(configs[index])
+        groups.setdefault((seed, *key), []).append(index)
+    return list(groups.values())
 
 
 def cell_key(config: SpecConfig) -> tuple[Any, ...]:
@@ -109,7 +169,8 @@ def cell_order(configs: Sequence[SpecConfig]) -> list[int]:
 def _evaluate_batch(
     batch: list[tuple[int, SpecConfig]], engine: str, exact_only: bool
 ) -> list[dict[str, Any]]:
-    return [{"config_id": i, **evaluate(c, engine, exact_only)} for i, c in batch]
+    rows = evaluate_many([c for _, c in batch], engine, exact_only)
+    return [{"config_id": i, **row} for (i, _), row in zip(batch, rows, strict=True)]
 
 
 ResultCallback = Callable[[dict[str, Any], int, int], None]
@@ -140,11 +201,11 @@ def run_sweep(
     returned, work not yet started is cancelled.
     """
     total = len(configs)
-    indexed = [(i, configs[i]) for i in cell_order(configs)]
-    batches = [indexed[i : i + batch_size] for i in range(0, total, batch_size)]
+    # In the calling thread: one group of shared draws (or one exact batch) at a time.
+    batches = _batches(configs, engine, exact_only, batch_size if executor is not None else 1)
     rows: list[dict[str, Any]] = []
     newer = scenario_columns(configs)
-    columns = ("config_id", *CONFIG_FIELDS, *newer, *METRIC_NAMES)
+    columns = ("config_id", *CONFIG_FIELDS, *newer, *METRIC_NAMES, "sampler")
     defaults = {key: DEFAULTS[key] for key in newer}
 
     def stopped() -> bool:
@@ -160,10 +221,9 @@ def run_sweep(
 
     if executor is None:
         for batch in batches:
-            for item in batch:
-                if stopped():
-                    return _frame(rows, columns)
-                collect(_evaluate_batch([item], engine, exact_only))
+            if stopped():
+                break
+            collect(_evaluate_batch(batch, engine, exact_only))
         return _frame(rows, columns)
 
     pending: set[Future[list[dict[str, Any]]]] = {
@@ -180,6 +240,38 @@ def run_sweep(
         for future in pending:
             future.cancel()
     return _frame(rows, columns)
+
+
+# Exact-only configurations evaluated together when no executor is given (all at once, in
+# bounded memory: engine.exact works through them in chunks).
+EXACT_BATCH = 4096
+
+
+def _batches(
+    configs: Sequence[SpecConfig], engine: str, exact_only: bool, batch_size: int
+) -> list[list[tuple[int, SpecConfig]]]:
+    """The sweep's work, in cell order (:func:`cell_order`). The fast engine's groups of
+    configurations that share draws stay whole (:func:`draw_groups`), packed into batches of
+    at least ``batch_size`` configurations; the reference engine takes one configuration
+    at a time when ``batch_size`` is 1, an exact-only sweep :data:`EXACT_BATCH`."""
+    order = cell_order(configs)
+    if exact_only:
+        size = max(batch_size, EXACT_BATCH) if batch_size == 1 else batch_size
+        units = [order[i : i + size] for i in range(0, len(order), size)]
+    elif engine == "fast":
+        units = draw_groups(configs, order)
+    else:
+        units = [[i] for i in order]
+    batches: list[list[tuple[int, SpecConfig]]] = []
+    current: list[tuple[int, SpecConfig]] = []
+    for unit in units:
+        current.extend((i, configs[i]) for i in unit)
+        if len(current) >= batch_size:
+            batches.append(current)
+            current = []
+    if current:
+        batches.append(current)
+    return batches
 
 
 def _frame(rows: list[dict[str, Any]], columns: Sequence[str]) -> pd.DataFrame:

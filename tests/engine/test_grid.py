@@ -15,7 +15,7 @@ from engine.formatting import HEATMAP_LEGEND, TIE_RULE, k_star_cell, speedup_tex
 from engine.grid import SweepSpec
 from engine.presets import load_preset
 from engine.report import analysis_sections, findings_markdown
-from engine.sweep import cell_key, cell_order, run_sweep
+from engine.sweep import cell_key, cell_order, draw_groups, run_sweep
 from tests.engine.test_plot_data import frame, row
 
 
@@ -197,9 +197,14 @@ def test_sweep_runs_cell_by_cell_and_returns_grid_order():
     assert all(keys[i] == keys[i - i % 3] for i in range(len(keys)))
     seen: list[int] = []
     frame_ = run_sweep(configs, on_result=lambda r, done, total: seen.append(r["config_id"]))
-    assert seen == order
+    # Configurations that differ only in cost (here the draft cost) share their draws and
+    # finish together: groups come in cell order, so cells still complete as the sweep goes.
+    assert seen == [i for group in draw_groups(configs, order) for i in group]
     assert frame_["config_id"].tolist() == list(range(len(configs)))
-    first_cell = frame_.loc[seen[:3]]
+    half = seen[: len(seen) // 2]
+    complete = [key for key in set(keys) if sum(cell_key(configs[i]) == key for i in half) == 3]
+    assert len(complete) == 2  # of 4 cells; in grid order (K outer) none before row 9 of 12
+    first_cell = frame_.loc[[i for i in seen if cell_key(configs[i]) == keys[0]]]
     assert first_cell["k"].tolist() == [1, 2, 3]
     # Same rows whatever the order: each configuration has its own generator.
     again = run_sweep(list(reversed(configs)))
@@ -208,19 +213,19 @@ def test_sweep_runs_cell_by_cell_and_returns_grid_order():
 
 def test_running_sweep_fills_cells_early():
     """Cells complete one after another: after a quarter of seed-576's fixed model, some
-    cells are complete (grid order completed none before 97 % of it)."""
-    configs = load_preset("seed-576").sweep.configs()
+    cells are complete (grid order completed none before 97 % of it). The four draft costs
+    of an acceptance share their draws and finish together, K by K."""
+    configs = [c.replace(n_sequences=20) for c in load_preset("seed-576").sweep.configs()]
     planned = pd.DataFrame([c.to_dict() for c in configs])
     seen: list[dict] = []
 
     def stop() -> bool:
         return len(seen) >= 48
 
-    done = run_sweep(
-        configs, exact_only=True, on_result=lambda r, *_: seen.append(r), should_stop=stop
-    )
+    done = run_sweep(configs, on_result=lambda r, *_: seen.append(r), should_stop=stop)
     grid = P.optimal_k_heatmap(done, "fixed", planned)
-    assert grid["complete"].sum() == 6  # 48 configurations = 6 whole cells of 8 K
+    # 48 configurations: every K of a = 0.5 at the four costs (4 cells), K 1-5 of a = 0.6
+    assert grid["complete"].sum() == 4
 
 
 def test_inert_axes_do_not_split_a_cell():

@@ -10,9 +10,9 @@ import pytest
 import engine.simulator as simulator
 from engine.config import SpecConfig
 from engine.simulator import (
-    CHUNK_SEQUENCES,
     Z95,
     RunStopped,
+    chunk_sequences,
     position_acceptance,
     simulate,
 )
@@ -43,7 +43,9 @@ def test_should_stop_is_asked_inside_a_chunk(tail, monkeypatch):
 
 def test_progress_counts_up_to_the_whole_run(monkeypatch):
     monkeypatch.setattr(simulator, "CHECK_EVERY_S", 0.0)
-    config = SpecConfig(n_sequences=CHUNK_SEQUENCES + 500, tokens_per_seq=40, tail="clamp")
+    base = SpecConfig(tokens_per_seq=40, tail="clamp")
+    chunk = chunk_sequences(base)
+    config = base.replace(n_sequences=chunk + 500)
     seen: list[tuple[int, int]] = []
     quiet = simulate(config)
     told = simulate(config, on_progress=lambda s, t: seen.append((s, t)))
@@ -51,12 +53,13 @@ def test_progress_counts_up_to_the_whole_run(monkeypatch):
     assert len(seen) > 2
     assert seen == sorted(seen)  # never goes back
     assert seen[-1] == (config.n_sequences, config.n_sequences * config.tokens_per_seq)
-    assert any(0 < t < config.tokens_per_seq * CHUNK_SEQUENCES for _, t in seen)  # in a chunk
+    assert any(0 < t < config.tokens_per_seq * chunk for _, t in seen)  # in a chunk
 
 
 @pytest.mark.parametrize("tail", ["full", "clamp"])
 def test_max_records_keeps_the_first_records_and_every_metric(tail):
-    config = SpecConfig(n_sequences=CHUNK_SEQUENCES + 300, tokens_per_seq=30, tail=tail)
+    base = SpecConfig(tokens_per_seq=30, tail=tail)
+    config = base.replace(n_sequences=chunk_sequences(base) + 300)
     full = simulate(config, records=True)
     capped = simulate(config, records=True, max_records=777, position_counts=True)
     assert capped.metrics == full.metrics
@@ -86,7 +89,8 @@ def test_records_stay_bounded_for_a_big_run():
 
 
 def test_streamed_sequence_statistics_match_the_records():
-    config = SpecConfig(n_sequences=3 * CHUNK_SEQUENCES + 17, tokens_per_seq=24, tail="clamp")
+    base = SpecConfig(tokens_per_seq=24, tail="clamp")
+    config = base.replace(n_sequences=3 * chunk_sequences(base) + 17)
     result = simulate(config, records=True)
     assert result.cycles is not None
     per_seq = result.cycles.groupby("sequence")["cycle_time_us"].sum().to_numpy()

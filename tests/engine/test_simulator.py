@@ -9,7 +9,7 @@ from engine.config import SpecConfig
 from engine.draft_models import get_model
 from engine.exact import accepted_distribution
 from engine.reference import simulate_reference
-from engine.simulator import CHUNK_SEQUENCES, Z95, accept_pattern, position_acceptance, simulate
+from engine.simulator import Z95, accept_pattern, chunk_sequences, position_acceptance, simulate
 from tests.engine.stats import Z_STRICT, chi2_critical, chi2_statistic, ks_two_sample
 
 SPREAD = [
@@ -120,7 +120,8 @@ def test_records_are_consistent_with_metrics(config):
 
 
 def test_same_config_same_numbers_and_streaming_equals_records():
-    c = SpecConfig(n_sequences=CHUNK_SEQUENCES + 123, tokens_per_seq=20)
+    base = SpecConfig(tokens_per_seq=20)
+    c = base.replace(n_sequences=chunk_sequences(base) + 123)
     a = simulate(c, records=True)
     chunks = []
     b = simulate(c, on_cycles=chunks.append)
@@ -209,3 +210,44 @@ def test_property_monte_carlo_within_error_of_exact(model, p, k, d, tail, seed):
     # 4.5 sigma: 25 examples x many runs must not flake; the delta-method se is approximate.
     assert abs(m["speedup"] - m["speedup_exact"]) <= 4.5 * se + 1e-9
     assert 1.0 <= m["tokens_per_cycle"] <= k + 1
+
+
+def _coverage_grid() -> list[SpecConfig]:
+    models = {
+        "fixed": [{"acceptance_rate": a} for a in (0.5, 0.8, 0.95)],
+        "position_decay": [{"decay_base": b, "decay_factor": 0.9} for b in (0.6, 0.8, 0.95)],
+        "entropy_aware": [{"entropy_frac": f} for f in (0.1, 0.4, 0.7)],
+    }
+    return [
+        SpecConfig(
+            draft_model=model,
+            k=k,
+            tail=tail,
+            tokens_per_seq=length,
+            n_sequences=200,
+            seed=seed,
+            draft_cost_us=15.0,
+        ).replace(**params)
+        for model, variants in models.items()
+        for params in variants
+        for k in (1, 3, 6, 12)
+        for tail in ("full", "clamp")
+        for length in (16, 100)
+        for seed in (1, 2)
+    ]
+
+
+def test_monte_carlo_intervals_cover_the_exact_value_at_their_rate():
+    """Over 288 independent configurations (every model, K, tail rule and length), the
+    Monte Carlo speedup's 95 % interval holds the exact value about 95 % of the time: the
+    count of hits is binomial(288, 0.95), and a correct sampler stays within Z_STRICT
+    standard deviations of 273.6 (a biased sampler, or intervals too narrow, does not)."""
+    configs = _coverage_grid()
+    hits = 0
+    for config in configs:
+        m = simulate(config).metrics
+        hits += abs(m["speedup"] - m["speedup_exact"]) <= m["speedup_ci95"]
+    n = len(configs)
+    assert n == 288
+    sd = (n * 0.95 * 0.05) ** 0.5
+    assert abs(hits - 0.95 * n) <= Z_STRICT * sd, hits

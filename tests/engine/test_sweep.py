@@ -133,3 +133,50 @@ def test_exact_only_and_reference_engine():
     assert np.allclose(ref["speedup_exact"], fast["speedup_exact"])
     with pytest.raises(ValueError, match="engine"):
         evaluate(configs[0], engine="warp")
+
+
+def test_configurations_differing_only_in_cost_share_draws_and_equal_their_own_runs(
+    monkeypatch,
+):
+    """A sweep draws once per group of configurations that differ only in cost (linear
+    draft and verify times, per-token verify, roofline batch and context) and prices the
+    draws for each; every row equals the configuration run alone, metric for metric."""
+    import engine.simulator as simulator
+    from engine.kernel import METRIC_NAMES
+    from engine.simulator import simulate
+    from engine.sweep import draw_groups
+
+    base = SpecConfig(n_sequences=300, tokens_per_seq=48, k=4, acceptance_rate=0.7)
+    spec = SweepSpec(
+        base,
+        (
+            {"draft_cost_us": [5.0, 40.0], "verify_cost_us": [100.0, 300.0]},
+            {"cost.verify_token_us": [0.0, 30.0], "tail": ["full", "clamp"]},
+            {"cost.model": ["roofline"], "workload.batch_size": [1, 64], "tail": ["clamp"]},
+            {"k": [2]},
+        ),
+    )
+    configs = spec.configs()
+    groups = draw_groups(configs, range(len(configs)))
+    assert sorted(len(g) for g in groups) == [1, 4, 6]  # K = 2 alone; clamp; full
+    rngs = []
+    real_rng = simulator.config_rng
+    monkeypatch.setattr(simulator, "config_rng", lambda c: rngs.append(c) or real_rng(c))
+    frame = run_sweep(configs)
+    assert len(rngs) == len(groups)  # one generator, one set of draws, per group
+    monkeypatch.undo()
+    for index, config in enumerate(configs):
+        alone = simulate(config).metrics
+        for name in METRIC_NAMES:
+            assert frame.loc[index, name] == alone[name], (index, name)
+    # The costs do change the results: the shared draws are priced per configuration.
+    assert frame["speedup"].nunique() == len(configs)
+
+
+def test_sweep_rows_name_their_sampler(tmp_path):
+    from engine.draft_models import SAMPLER
+
+    configs = small_configs()[:3]
+    assert set(run_sweep(configs)["sampler"]) == {SAMPLER}
+    assert set(run_sweep(configs, engine="reference")["sampler"]) == {"token/reference"}
+    assert set(run_sweep(configs, exact_only=True)["sampler"]) == {"none"}

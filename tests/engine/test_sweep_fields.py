@@ -156,7 +156,7 @@ def test_sweep_columns_add_exactly_the_newer_fields_set():
     configs = _batch_configs()
     columns = sweep_columns(configs)
     newer = ("workload.prompt_len", "workload.batch_size", "cost.model")
-    assert columns == ("config_id", *CONFIG_FIELDS, *newer, *METRIC_NAMES)
+    assert columns == ("config_id", *CONFIG_FIELDS, *newer, *METRIC_NAMES, "sampler")
     assert sweep_columns(load_preset("seed-576").sweep.configs()) == SWEEP_COLUMNS
     # A field set by only some configurations is a column; the others hold its default.
     mixed = [SpecConfig(k=2), SpecConfig(k=2).replace(**{"workload.batch_size": 8})]
@@ -166,6 +166,7 @@ def test_sweep_columns_add_exactly_the_newer_fields_set():
         *CONFIG_FIELDS,
         "workload.batch_size",
         *METRIC_NAMES,
+        "sampler",
     ]
     assert frame["workload.batch_size"].tolist() == [1, 8]
 
