@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import threading
+from types import SimpleNamespace
 
 import pandas as pd
-from textual.widgets import ProgressBar, TabbedContent
+import pytest
+from textual.widgets import TabbedContent
 
 from engine.analysis import best_configuration
 from engine.plot_data import optimal_k_heatmap
@@ -16,6 +19,38 @@ from spectui.widgets.heatmap import Heatmap
 from spectui.widgets.speedup_view import SpeedupView
 from spectui.widgets.sweep_view import SweepView
 from tests.app.helpers import notifications, settle
+
+
+@pytest.fixture
+def gated_sweep(monkeypatch):
+    """Sweeps run in the app's own thread and pause once ``gate.after`` configurations are
+    done, until the test sets ``gate.release``: a sweep runs as long as a test needs,
+    however fast the machine (the seed sweep takes well under a second)."""
+    import engine.sweep
+
+    monkeypatch.setenv("SPECTUI_SWEEP_WORKERS", "0")
+    gate = SimpleNamespace(after=0, done=0, reached=threading.Event(), release=threading.Event())
+    real = engine.sweep.evaluate_many
+
+    def evaluate_many(configs, *args, **kwargs):
+        if gate.done >= gate.after:
+            gate.reached.set()
+            gate.release.wait(30)
+        rows = real(configs, *args, **kwargs)
+        gate.done += len(rows)
+        return rows
+
+    monkeypatch.setattr(engine.sweep, "evaluate_many", evaluate_many)
+    yield gate
+    gate.release.set()
+
+
+async def _until(event: threading.Event) -> None:
+    for _ in range(3000):
+        if event.is_set():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the sweep never reached the gate")
 
 
 def expected_cells(frame: pd.DataFrame, model: str) -> dict:
@@ -76,24 +111,23 @@ async def test_tiny_sweep_fills_heatmap_with_engine_optimal_k(isolated_dirs):
         assert f"K={int(best['k'])}" in body and f"{best['speedup']:.3f}" in body
 
 
-async def test_cancel_midway_keeps_finished_cells_and_saves_partial(isolated_dirs):
+async def test_cancel_midway_keeps_finished_cells_and_saves_partial(isolated_dirs, gated_sweep):
     _, results = isolated_dirs
+    gated_sweep.after = 40
     app = create_app("seed-576")
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot, app)
         view = app.query_one(SweepView)
         # Not pilot.press: it waits for the app to go idle, which a running sweep delays.
         await app.action_start_sweep()
-        progress = app.query_one(ProgressBar)
-        for _ in range(1000):  # until some configurations are done (progress every 0.1 s)
-            await asyncio.sleep(0.01)
-            if progress.progress >= 30:
-                break
+        await _until(gated_sweep.reached)
         app.simulate_key("escape")
+        await pilot.pause()
+        gated_sweep.release.set()  # the group in hand finishes, then the sweep stops
         await settle(pilot, app)
         finished = view.finished
         assert finished is not None and finished.cancelled
-        assert 0 < finished.done < finished.total == 576
+        assert 40 <= finished.done < 60 and finished.total == 576
         files = list(results.glob("sweep-seed-576-*.csv"))
         assert len(files) == 1 and not list(results.glob("*.partial"))
         saved = pd.read_csv(files[0])
@@ -148,7 +182,7 @@ async def test_sweep_preset_given_by_path_is_the_one_selected(isolated_dirs, tmp
         assert len(view._configs(view._selected())) == 12
 
 
-async def test_info_line_tells_which_preset_the_next_sweep_runs(isolated_dirs):
+async def test_info_line_tells_which_preset_the_next_sweep_runs(isolated_dirs, gated_sweep):
     app = create_app("default")
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot, app)
@@ -168,6 +202,8 @@ async def test_info_line_tells_which_preset_the_next_sweep_runs(isolated_dirs):
         assert view.running
         assert str(info.render()) == "24 configs · s starts it when this sweep ends"
         app.simulate_key("escape")
+        await pilot.pause()
+        gated_sweep.release.set()
         await settle(pilot, app)
         assert view.finished is not None and view.finished.cancelled
         assert str(info.render()) == "24 configs · s start"  # the next one can start now
