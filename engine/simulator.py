@@ -52,8 +52,8 @@ __all__ = [
 
 # Cycles drawn per chunk of sequences (about 10 bytes each while a chunk runs), and at most
 # so many sequences per chunk (:func:`chunk_sequences`).
-BLOCK_CYCLES = 1 << 20
-MAX_CHUNK_SEQUENCES = 16_384
+BLOCK_CYCLES = 1 << 19
+MAX_CHUNK_SEQUENCES = 4096
 # At most so many cycles of one sequence per round: a very long sequence takes several
 # rounds, and a run can stop between them.
 ROUND_CYCLES_MAX = 1 << 16
@@ -237,9 +237,10 @@ def _simulate_chunk(
     per_token = all(p.costs.draft_per_token_us is not None for p in priced)
     positions = priced[0].totals.accepted_counts is not None
     # Per-cycle work (each cycle's r, price, draft count) only when something needs it.
-    cells_needed = (
-        not constant or config.tail != "full" or not per_token or record is not None or positions
-    )
+    cells_needed = not constant or config.tail != "full" or not per_token or record is not None
+    # Full tail, every cycle priced alike: per-position counts need only which cycles a
+    # sequence used (every cycle drafts K and accepts n = emitted - 1).
+    quick_positions = positions and not cells_needed
 
     remaining = np.full(n_seq, target, dtype=np.int64)
     cycles_done = np.zeros(n_seq, dtype=np.int64)
@@ -272,6 +273,11 @@ def _simulate_chunk(
         _, kept_last = emitted_and_kept(n_last, r_last)  # only the last cycle may discard
         accepted_kept = accepted - int((n_last - np.minimum(n_last, kept_last)).sum())
 
+        if quick_positions:
+            used_cells = (np.arange(width) < used[:, None]).ravel()
+            n_used = emitted[used_cells].astype(np.int64) - 1
+            for member in priced:
+                member.totals.count_positions(n_used, n_used < big_k)
         # Each member's time for this round and its drafting time: from the cycle count
         # where every cycle costs the same, else cycle by cycle (the same either way,
         # whatever else asks for the cycles: records never change a result).

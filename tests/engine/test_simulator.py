@@ -130,7 +130,8 @@ def test_same_config_same_numbers_and_streaming_equals_records():
     streamed = np.concatenate([ch["accepted"].to_numpy() for ch in chunks])
     assert np.array_equal(streamed, a.cycles["accepted"].to_numpy())
     assert a.cycles["sequence"].max() == c.n_sequences - 1
-    assert simulate(c.replace(seed=1)).metrics["speedup"] != a.metrics["speedup"]
+    other = simulate(c.replace(seed=1)).metrics  # (its total cycle count happens to agree)
+    assert other["accepted_tokens"] != a.metrics["accepted_tokens"]
 
 
 def test_acceptance_edges():
