@@ -384,14 +384,20 @@ def _records(
 
 
 def _sorted_frame(parts: list[tuple[np.ndarray, ...]]) -> pd.DataFrame:
+    """The records of a chunk, ordered by sequence then cycle. Each part lists its
+    sequences in order and a later part only later cycles of a sequence (a round after
+    another), so a stable sort by sequence orders them; one part needs no sort. The columns
+    are not copied into blocks."""
     columns = {
         name: (np.concatenate([p[i] for p in parts]) if parts else np.zeros(0)).astype(
             dtype, copy=False
         )
         for i, (name, dtype) in enumerate(RECORD_DTYPES.items())
     }
-    order = np.lexsort((columns["cycle"], columns["sequence"]))
-    return pd.DataFrame({name: col[order] for name, col in columns.items()})
+    if len(parts) > 1:
+        order = np.argsort(columns["sequence"], kind="stable")
+        columns = {name: col[order] for name, col in columns.items()}
+    return pd.DataFrame(columns, copy=False)
 
 
 def simulate(
