@@ -55,17 +55,18 @@ CHECKPOINT_ROWS = 4096
 # runs in bounded memory. One configuration always fits, whatever its length.
 _CHUNK_FLOATS = 1 << 21
 # The program sums an expectation's rows with one np.add.accumulate up to this many
-# columns, else with one np.add per row (accumulate's cost grows by column, the other by row).
-_ACCUMULATE_COLUMNS = 128
+# columns, else with one np.add per row: accumulate loops over the columns inside numpy,
+# at a few nanoseconds per element; a call per row costs about half a microsecond.
+_ACCUMULATE_COLUMNS = 64
 
 
 def _step_ns(width: int, columns: int) -> float:
     """Rough cost of one step r of the program in nanoseconds, for (K + 1) x columns
-    arrays: which configurations share a chunk (padding a small K to a large one costs
-    elements, every chunk costs its own steps). Measured on one core of a 2020s x86 CPU."""
+    arrays, measured on one core of a 2020s x86 CPU: it decides which configurations share
+    a chunk (padding a small K to a large one costs elements, every chunk costs steps)."""
     if columns <= _ACCUMULATE_COLUMNS:
-        return 3000.0 + 5.0 * width * columns
-    return 3000.0 + 1100.0 * (width - 1) + 2.0 * width * columns
+        return 2500.0 + 6.0 * width * columns
+    return 2500.0 + 500.0 * (width - 1) + 1.0 * width * columns
 
 
 # ---- Acceptance: the distribution of accepted drafts -------------------------------------
