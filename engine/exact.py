@@ -14,8 +14,9 @@ Exact values are the same bits on every machine, so that committed results repro
 
 - no BLAS dot product (an AVX-512 kernel and an AVX2 one round differently), and no
   ``np.sum`` over the terms of an expectation (numpy's pairwise summation reorders from 8
-  terms): each expectation is added in the order j = 0, 1, ..., by ``np.add.accumulate``
-  down the rows, elementwise IEEE additions, the same on one column as on thousands;
+  terms, and a reduction of one column may go pairwise): each expectation is added in the
+  order j = 0, 1, ..., row after row (``np.add.accumulate`` down the rows, or one ``np.add``
+  per row), elementwise IEEE additions, the same on one column as on thousands;
 - configurations with different K share one array, padded with zero probabilities beyond
   their own K: a padded term adds ``0.0 * f = +0.0`` (every f is finite and >= 0), which
   leaves a sum bit-identical;
@@ -331,7 +332,7 @@ def tokens_per_cycle_at_length(config: SpecConfig) -> float:
     under "clamp" the short last cycles lower it.
     """
     big_k, total = config.k, config.tokens_per_seq
-    dist = _acceptance([config])[0]
+    dist = accepted_distribution(config)[:, None]
     surv = np.concatenate(([1.0], survival(config)))
     # emitted[k]: E[n + 1] for a cycle of k drafts, k = 0..K, added j = 0, 1, ...: P(n = j)
     # for j < k, P(n >= k) at j = k, zero beyond.
