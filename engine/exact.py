@@ -51,9 +51,10 @@ EXACT_METRIC_NAMES: tuple[str, ...] = (
 # :func:`expected_over_sequence` calls its ``checkpoint`` every this many r.
 CHECKPOINT_ROWS = 4096
 
-# A chunk of a batch holds at most this many floats in each table of the program (rows r
-# by configurations; two tables, 16 MB each): a grid of tens of thousands of long sequences
-# runs in bounded memory. One configuration always fits, whatever its length.
+# A chunk of a batch holds at most this many floats (16 MB) in each table of the program,
+# rows r by configurations (the cycle times, their distinct columns, f): a grid of tens of
+# thousands of long sequences runs in bounded memory. One configuration always runs, alone
+# if it is longer.
 _CHUNK_FLOATS = 1 << 21
 # The program sums an expectation's rows with one np.add.accumulate up to this many
 # columns, else with one np.add per row: accumulate loops over the columns inside numpy,
