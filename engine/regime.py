@@ -16,9 +16,10 @@ one per K, over arrays of every cell at once:
   function (``engine.kernel.cycle_times``) with the kernel's tail rule and context rule, on
   broadcast arrays;
 - the expected time of a sequence is :func:`engine.exact.expected_over_sequence`, the exact
-  DP, fed arrays instead of floats: every addition and product is the same IEEE operation on
-  each cell, so each speedup equals ``speedup_exact`` of that cell's configuration bit for bit
-  (tests/engine/test_regime.py checks it).
+  DP that :func:`engine.exact.exact_metrics_many` runs, with a column per cell: every
+  addition and product is the same IEEE operation on each cell, so each speedup equals
+  ``speedup_exact`` of that cell's configuration bit for bit (tests/engine/test_regime.py
+  checks it).
 
 K* is picked by the rule of :func:`engine.analysis.optimal_k` for exact values: the highest
 speedup, ties to the smaller K, ``tie`` when another K has the same speedup
@@ -38,7 +39,7 @@ import numpy.typing as npt
 from .analysis import tied_to_best
 from .config import ConfigError, SpecConfig, check_value
 from .cost.models import build_cost
-from .exact import expected_over_sequence
+from .exact import accepted_distribution, expected_over_sequence
 from .formatting import LOSE_MARK, TIE_MARK, cost_setting_text, k_star_cell
 from .kernel import context_length, cycle_costs, cycle_times, draft_count
 from .simulator import RunStopped
@@ -252,9 +253,12 @@ def regime_map(
     k_values = check_axis("k", ks)
     total_steps = 1 + len(k_values)
 
-    def check(done: int) -> None:
+    def stop_if_asked(_r: int = 0) -> None:
         if should_stop is not None and should_stop():
             raise RunStopped
+
+    def check(done: int) -> None:
+        stop_if_asked()
         if on_progress is not None:
             on_progress(done, total_steps)
 
@@ -275,22 +279,17 @@ def regime_map(
     cost = build_cost(config)
     speedup = np.empty((len(batches), len(prompts), len(k_values)))
     verify_at_prompt = np.empty_like(speedup)
-    stop_every = 4096
 
     for m, k in enumerate(k_values):
         k_config = config.replace(k=k)
         k_r = np.asarray(draft_count(k_config, r), dtype=np.int64)
         cycle = cycle_times(cost, k_r[None, None, :], batch, context[None, :, :])[2]
         cycle = np.broadcast_to(np.asarray(cycle, dtype=np.float64), (*speedup.shape[:2], r.size))
-        # cycle_by_r[r] is every cell's cycle time with r tokens to go: contiguous, by r.
-        cycle_by_r = np.ascontiguousarray(np.moveaxis(cycle, -1, 0))
-
-        def per_cycle(r_now: int, k_now: int, dist: list[float], by_r: Any = cycle_by_r) -> Any:
-            if r_now % stop_every == 0 and should_stop is not None and should_stop():
-                raise RunStopped
-            return by_r[r_now]
-
-        expected = expected_over_sequence(k_config, per_cycle)[-1]
+        # cycle_by_r[r] is every cell's cycle time with r tokens to go, a column per cell.
+        cycle_by_r = np.moveaxis(cycle, -1, 0).reshape(r.size, -1)
+        dist = accepted_distribution(k_config)[:, None]  # one column, shared by every cell
+        f = expected_over_sequence(dist, cycle_by_r, stop_if_asked)
+        expected = f[total].reshape(speedup.shape[:2])
         speedup[:, :, m] = baseline / expected
         # The verify pass of a full K cycle at the prompt's context (r = T: L = prompt_len).
         verify_full = np.broadcast_to(

@@ -8,7 +8,7 @@ import pytest
 
 from engine.config import ConfigError, SpecConfig
 from engine.cost.models import build_cost
-from engine.exact import speedup_exact
+from engine.exact import exact_metrics_many, speedup_exact
 from engine.kernel import cycle_costs
 from engine.regime import BATCH_SIZES, CONTEXTS, KS, RunStopped, regime_map
 
@@ -59,6 +59,19 @@ def test_every_value_is_speedup_exact_bit_for_bit(base):
             for n, k in enumerate(ks):
                 config = base.replace(batch_size=b, prompt_len=c, k=k)
                 assert m.speedup[i, j, n] == speedup_exact(config), (b, c, k)
+
+
+def test_the_map_is_the_batch_of_its_configurations():
+    """One dynamic program: the map's speedups are exact_metrics_many's over every
+    batch x context x K configuration at once (one call, one array of 3 x 2 x 3)."""
+    base = ONE_B.replace(tail="clamp", tokens_per_seq=300, draft_model="position_decay")
+    batches, contexts, ks = (1, 64, 300), (0, 4096), (1, 3, 8)
+    m = regime_map(base, batches, contexts, ks)
+    configs = [
+        base.replace(batch_size=b, prompt_len=c, k=k) for b in batches for c in contexts for k in ks
+    ]
+    many = exact_metrics_many(configs)["speedup_exact"].reshape(m.speedup.shape)
+    assert np.array_equal(m.speedup, many)
 
 
 def test_table_cost_values_are_speedup_exact(tmp_path):
