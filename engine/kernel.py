@@ -15,6 +15,8 @@ the exact dynamic program (``engine.exact``) all take a cycle from here:
 from __future__ import annotations
 
 import math
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -126,9 +128,12 @@ class CycleCosts:
 _PRICE_FIELDS = ("k", "tail", "tokens_per_seq", "workload.prompt_len", "workload.batch_size")
 
 
-# Cycle costs are kept for recent configurations while they are small: a table holds five
-# arrays of T + 1 floats, and a sweep of long sequences must not pile them up in memory.
+# Cycle costs are kept for recent cost settings, up to this many bytes of tables (a table
+# holds six arrays of T + 1 numbers: ~6 KB at T = 128, ~0.8 MB at T = 16,384), so a grid of
+# thousands of short scenarios prices each setting once while a sweep of long sequences
+# keeps little. Sequences longer than CACHED_TOKENS_MAX are priced afresh on every call.
 CACHED_TOKENS_MAX = 16_384
+PRICE_CACHE_BYTES = 64 * 2**20
 
 
 def cycle_costs(config: SpecConfig) -> CycleCosts:
@@ -141,9 +146,15 @@ def cycle_costs(config: SpecConfig) -> CycleCosts:
 
     Raises :class:`engine.config.ConfigError` when the cost model cannot be built (an
     unknown hardware id, an unreadable table)."""
+    price = _price_key_of(config)
     if config.tokens_per_seq > CACHED_TOKENS_MAX:
-        return _price(_price_key(config))
-    return _cycle_costs_of(config)
+        return _price(price)
+    return _PRICES.get(price)
+
+
+@lru_cache(maxsize=4096)  # a configuration's price key: a small tuple
+def _price_key_of(config: SpecConfig) -> tuple[tuple[str, Any], ...]:
+    return _price_key(config)
 
 
 def _price_key(config: SpecConfig) -> tuple[tuple[str, Any], ...]:
@@ -151,14 +162,40 @@ def _price_key(config: SpecConfig) -> tuple[tuple[str, Any], ...]:
     return tuple((key, config.get(key)) for key in keys)
 
 
-@lru_cache(maxsize=64)
-def _cycle_costs_of(config: SpecConfig) -> CycleCosts:
-    return _price_cached(_price_key(config))
+class _PriceCache:
+    """Least recently used cycle-cost tables, bounded in bytes (thread-safe: the app prices
+    in its sweep thread and its UI thread)."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self._tables: OrderedDict[tuple[tuple[str, Any], ...], CycleCosts] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, price: tuple[tuple[str, Any], ...]) -> CycleCosts:
+        with self._lock:
+            found = self._tables.get(price)
+            if found is not None:
+                self._tables.move_to_end(price)
+                return found
+        costs = _price(price)  # outside the lock: pricing a long table takes a while
+        size = _table_bytes(costs)
+        with self._lock:
+            if price not in self._tables:
+                self._tables[price] = costs
+                self._bytes += size
+            while self._bytes > self.budget and len(self._tables) > 1:
+                _, dropped = self._tables.popitem(last=False)
+                self._bytes -= _table_bytes(dropped)
+            return self._tables.get(price, costs)
 
 
-@lru_cache(maxsize=64)  # at most 64 x 0.7 MB; a sweep cycles through its cost settings
-def _price_cached(price: tuple[tuple[str, Any], ...]) -> CycleCosts:
-    return _price(price)
+def _table_bytes(costs: CycleCosts) -> int:
+    arrays = (costs.k, costs.draft_us, costs.verify_us, costs.cycle_us, costs.step_us)
+    return sum(a.nbytes for a in arrays) + 1024
+
+
+_PRICES = _PriceCache(PRICE_CACHE_BYTES)
 
 
 def _price(price: tuple[tuple[str, Any], ...]) -> CycleCosts:

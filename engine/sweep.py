@@ -24,7 +24,7 @@ import pandas as pd
 
 from .config import CONFIG_FIELDS, DEFAULTS, SCENARIO_FIELDS, SpecConfig
 from .draft_models import inert_parameters
-from .exact import exact_metrics
+from .exact import exact_metrics_many
 from .grid import Grid, SweepSpec
 from .kernel import cycle_costs
 from .reference import simulate_reference
@@ -55,11 +55,18 @@ REFERENCE_SAMPLER = "token/reference"
 EXACT_ONLY_SAMPLER = "none"
 
 
-def scenario_columns(configs: Iterable[SpecConfig]) -> tuple[str, ...]:
+def scenario_columns(
+    configs: Iterable[SpecConfig], records: Iterable[dict[str, Any]] | None = None
+) -> tuple[str, ...]:
     """The newer fields (dotted keys) that some configuration sets away from its default,
-    in table order: the ones :meth:`SpecConfig.to_dict` writes for it."""
+    in table order: the ones :meth:`SpecConfig.to_dict` writes for it (``records``: those
+    records, when the caller has them)."""
+    original = set(CONFIG_FIELDS)
     found = {
-        key for config in configs for key in SCENARIO_FIELDS if config.get(key) != DEFAULTS[key]
+        key
+        for record in (records if records is not None else (c.to_dict() for c in configs))
+        for key in record
+        if key not in original
     }
     return tuple(key for key in SCENARIO_FIELDS if key in found)
 
@@ -87,13 +94,20 @@ def sampler_name(engine: str = "fast", exact_only: bool = False) -> str:
 
 
 def _exact_many(configs: Sequence[SpecConfig]) -> list[dict[str, float]]:
-    return [exact_metrics(c) for c in configs]
+    """Every configuration's exact figures, computed for all of them at once."""
+    columns = {name: values.tolist() for name, values in exact_metrics_many(configs).items()}
+    return [dict(zip(columns, row, strict=True)) for row in zip(*columns.values(), strict=True)]
 
 
 def evaluate_many(
-    configs: Sequence[SpecConfig], engine: str = "fast", exact_only: bool = False
+    configs: Sequence[SpecConfig],
+    engine: str = "fast",
+    exact_only: bool = False,
+    *,
+    fields: bool = True,
 ) -> list[dict[str, Any]]:
-    """Sweep rows of ``configs`` (their fields, every metric, the sampler), in order.
+    """Sweep rows of ``configs`` (their fields unless ``fields`` is false, every metric, the
+    sampler), in order.
 
     The fast engine draws once for configurations that share their draws
     (:func:`engine.simulator.draw_key`: they differ only in cost) and prices the draws for
@@ -124,6 +138,8 @@ def evaluate_many(
             runs = simulate_shared([configs[i] for i in members], exact=[exact[i] for i in members])
             found.update(zip(members, (run.metrics for run in runs), strict=True))
         metrics = [found[i] for i in range(len(configs))]
+    if not fields:
+        return [{**values, "sampler": sampler} for values in metrics]
     return [
         {**config.to_dict(), **values, "sampler": sampler}
         for config, values in zip(configs, metrics, strict=True)
@@ -145,15 +161,17 @@ def draw_groups(configs: Sequence[SpecConfig], order: Sequence[int]) -> list[lis
     return list(groups.values())
 
 
-def cell_key(config: SpecConfig) -> tuple[Any, ...]:
-    """The optimal-K cell of a configuration: every field but ``k`` and its model's inert ones."""
+def cell_key(config: SpecConfig, record: dict[str, Any] | None = None) -> tuple[Any, ...]:
+    """The optimal-K cell of a configuration: every field but ``k`` and its model's inert ones
+    (``record``: its :meth:`SpecConfig.to_dict`, when the caller has it)."""
     inert = set(inert_parameters(config.draft_model))
-    return tuple(
-        None if name in inert else value for name, value in config.to_dict().items() if name != "k"
-    )
+    items = (config.to_dict() if record is None else record).items()
+    return tuple(None if name in inert else value for name, value in items if name != "k")
 
 
-def cell_order(configs: Sequence[SpecConfig]) -> list[int]:
+def cell_order(
+    configs: Sequence[SpecConfig], records: Sequence[dict[str, Any]] | None = None
+) -> list[int]:
     """Indices of ``configs`` with every K of a cell together, cells in order of first appearance.
 
     A sweep run in this order completes its optimal-K cells one after another (a heatmap fills
@@ -162,15 +180,18 @@ def cell_order(configs: Sequence[SpecConfig]) -> list[int]:
     """
     cells: dict[tuple[Any, ...], list[int]] = {}
     for index, config in enumerate(configs):
-        cells.setdefault(cell_key(config), []).append(index)
+        record = None if records is None else records[index]
+        cells.setdefault(cell_key(config, record), []).append(index)
     return [index for members in cells.values() for index in members]
 
 
 def _evaluate_batch(
     batch: list[tuple[int, SpecConfig]], engine: str, exact_only: bool
-) -> list[dict[str, Any]]:
-    rows = evaluate_many([c for _, c in batch], engine, exact_only)
-    return [{"config_id": i, **row} for (i, _), row in zip(batch, rows, strict=True)]
+) -> list[tuple[int, dict[str, Any]]]:
+    """(config_id, metrics and sampler) of each configuration of a batch; the caller adds
+    the configuration's fields (it has them already: less to send back from a worker)."""
+    rows = evaluate_many([c for _, c in batch], engine, exact_only, fields=False)
+    return [(i, row) for (i, _), row in zip(batch, rows, strict=True)]
 
 
 ResultCallback = Callable[[dict[str, Any], int, int], None]
@@ -201,18 +222,22 @@ def run_sweep(
     returned, work not yet started is cancelled.
     """
     total = len(configs)
+    records = [config.to_dict() for config in configs]
     # In the calling thread: one group of shared draws (or one exact batch) at a time.
-    batches = _batches(configs, engine, exact_only, batch_size if executor is not None else 1)
+    batches = _batches(
+        configs, records, engine, exact_only, batch_size if executor is not None else 1
+    )
     rows: list[dict[str, Any]] = []
-    newer = scenario_columns(configs)
+    newer = scenario_columns(configs, records)
     columns = ("config_id", *CONFIG_FIELDS, *newer, *METRIC_NAMES, "sampler")
     defaults = {key: DEFAULTS[key] for key in newer}
 
     def stopped() -> bool:
         return should_stop is not None and should_stop()
 
-    def collect(batch_rows: Iterable[dict[str, Any]]) -> None:
-        for row in batch_rows:
+    def collect(batch_rows: Iterable[tuple[int, dict[str, Any]]]) -> None:
+        for index, metrics in batch_rows:
+            row = {"config_id": index, **records[index], **metrics}
             for key, value in defaults.items():
                 row.setdefault(key, value)
             rows.append(row)
@@ -226,7 +251,7 @@ def run_sweep(
             collect(_evaluate_batch(batch, engine, exact_only))
         return _frame(rows, columns)
 
-    pending: set[Future[list[dict[str, Any]]]] = {
+    pending: set[Future[list[tuple[int, dict[str, Any]]]]] = {
         executor.submit(_evaluate_batch, batch, engine, exact_only) for batch in batches
     }
     try:
@@ -248,13 +273,17 @@ EXACT_BATCH = 4096
 
 
 def _batches(
-    configs: Sequence[SpecConfig], engine: str, exact_only: bool, batch_size: int
+    configs: Sequence[SpecConfig],
+    records: Sequence[dict[str, Any]],
+    engine: str,
+    exact_only: bool,
+    batch_size: int,
 ) -> list[list[tuple[int, SpecConfig]]]:
     """The sweep's work, in cell order (:func:`cell_order`). The fast engine's groups of
     configurations that share draws stay whole (:func:`draw_groups`), packed into batches of
     at least ``batch_size`` configurations; the reference engine takes one configuration
     at a time when ``batch_size`` is 1, an exact-only sweep :data:`EXACT_BATCH`."""
-    order = cell_order(configs)
+    order = cell_order(configs, records)
     if exact_only:
         size = max(batch_size, EXACT_BATCH) if batch_size == 1 else batch_size
         units = [order[i : i + size] for i in range(0, len(order), size)]
