@@ -80,7 +80,8 @@ def pattern_codes(chunk: pd.DataFrame, config: SpecConfig) -> tuple[np.ndarray, 
 def running_speedup(chunk: pd.DataFrame, config: SpecConfig) -> np.ndarray:
     """Per record: the baseline's time for the sequence's tokens so far over its time so far."""
     baseline = baseline_time_us(config, chunk["cum_tokens"].to_numpy())
-    return np.asarray(baseline / chunk["cum_time_us"].to_numpy(), dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):  # as pandas: 0 / 0 is NaN, silently
+        return np.asarray(baseline / chunk["cum_time_us"].to_numpy(), dtype=np.float64)
 
 
 @contextmanager
