@@ -39,11 +39,14 @@ CYCLES_COLUMNS: tuple[str, ...] = (*RECORD_DTYPES, "pattern", "running_speedup")
 PARQUET_SUFFIX = ".parquet"
 PARQUET_INSTALL = "pip install 'spectui[parquet]'"
 
-# Lines assembled at once: a block (about half a megabyte at the default line width) stays
-# in the processor's cache while its fields are filled in and its padding dropped.
-CSV_BLOCK_ROWS = 1 << 13
-# Entries of a table of joined neighbouring columns (see _fused).
-FUSED_TABLE_MAX = 1 << 16
+# Records formatted together: each column's distinct values are formatted once per such
+# piece (a run's chunks are smaller: one piece each). Bounds the codes, 8 bytes a field.
+CSV_PIECE_ROWS = 1 << 18
+# Bytes of lines assembled at once: a block stays in the processor's cache while its
+# fields are filled in and its padding dropped.
+CSV_BLOCK_BYTES = 1 << 19
+# Bytes of a table of joined neighbouring columns (see _fused).
+FUSED_TABLE_BYTES = 1 << 22
 
 CycleSink = Callable[[pd.DataFrame], None]
 
@@ -116,9 +119,12 @@ def csv_header() -> bytes:
 
 def csv_blocks(chunk: pd.DataFrame, config: SpecConfig) -> Iterator[bytes]:
     """The CSV lines of a chunk of records (no header), as ``DataFrame.to_csv`` writes them,
-    in blocks of at most :data:`CSV_BLOCK_ROWS` lines."""
-    if len(chunk) == 0:
-        return
+    in blocks of about :data:`CSV_BLOCK_BYTES` bytes."""
+    for start in range(0, len(chunk), CSV_PIECE_ROWS):
+        yield from _piece_blocks(chunk.iloc[start : start + CSV_PIECE_ROWS], config)
+
+
+def _piece_blocks(chunk: pd.DataFrame, config: SpecConfig) -> Iterator[bytes]:
     texts = [_formatted(chunk[name].to_numpy()) for name in RECORD_DTYPES]
     codes, patterns = pattern_codes(chunk, config)
     texts.append((codes, np.array(patterns, dtype=np.bytes_)))
@@ -126,7 +132,7 @@ def csv_blocks(chunk: pd.DataFrame, config: SpecConfig) -> Iterator[bytes]:
     ends = [b","] * (len(texts) - 1) + [os.linesep.encode()]
     columns = _fused(
         [(codes, _slot_table(text, end)) for (codes, text), end in zip(texts, ends, strict=True)],
-        min(len(chunk), FUSED_TABLE_MAX),
+        len(chunk),
     )
     # A line is a record of void fields, one per column; NUL bytes pad each field.
     names = [f"c{i}" for i in range(len(columns))]
@@ -137,9 +143,10 @@ def csv_blocks(chunk: pd.DataFrame, config: SpecConfig) -> Iterator[bytes]:
             "offsets": np.cumsum([0] + [table.itemsize for _, table in columns[:-1]]).tolist(),
         }
     )
-    lines = np.empty(min(len(chunk), CSV_BLOCK_ROWS), line)
-    for start in range(0, len(chunk), CSV_BLOCK_ROWS):
-        block = lines[: min(CSV_BLOCK_ROWS, len(chunk) - start)]
+    rows = max(1, CSV_BLOCK_BYTES // line.itemsize)
+    lines = np.empty(min(len(chunk), rows), line)
+    for start in range(0, len(chunk), rows):
+        block = lines[: min(rows, len(chunk) - start)]
         for name, (codes, table) in zip(names, columns, strict=True):
             block[name] = table[codes[start : start + len(block)]]
         flat = block.view(np.uint8)
@@ -147,14 +154,16 @@ def csv_blocks(chunk: pd.DataFrame, config: SpecConfig) -> Iterator[bytes]:
 
 
 def _fused(
-    columns: list[tuple[np.ndarray, np.ndarray]], limit: int
+    columns: list[tuple[np.ndarray, np.ndarray]], rows: int
 ) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Neighbouring columns joined into one while their tables' product has at most
-    ``limit`` entries: one wider field to fill per row instead of several narrow ones."""
+    """Neighbouring columns joined into one while the table of their value pairs has at
+    most ``rows`` entries and :data:`FUSED_TABLE_BYTES` bytes: one wider field to fill per
+    row instead of several narrow ones."""
     out = [columns[0]]
     for codes, table in columns[1:]:
         last_codes, last = out[-1]
-        if len(last) * len(table) > limit:
+        pairs = len(last) * len(table)
+        if pairs > rows or pairs * (last.itemsize + table.itemsize) > FUSED_TABLE_BYTES:
             out.append((codes, table))
             continue
         pair = np.empty(

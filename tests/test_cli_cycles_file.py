@@ -120,14 +120,21 @@ def test_reference_engine_writes_the_same_text_as_pandas(run, tmp_path):
     assert out.read_bytes() == expected_csv(records, config)
 
 
-@pytest.mark.parametrize(("block_rows", "fused_max"), [(7, 1), (7, 1 << 20), (1 << 20, 64)])
-def test_csv_blocks_and_joined_columns_change_nothing(monkeypatch, block_rows, fused_max):
-    # Lines assembled in blocks (a chunk's last one short), columns joined or not.
-    monkeypatch.setattr(cycles_file, "CSV_BLOCK_ROWS", block_rows)
-    monkeypatch.setattr(cycles_file, "FUSED_TABLE_MAX", fused_max)
+@pytest.mark.parametrize(
+    ("piece_rows", "block_bytes", "fused_bytes"),
+    [(7, 1, 1), (1 << 20, 100, 1 << 30), (1000, 1 << 20, 200)],
+)
+def test_pieces_blocks_and_joined_columns_change_nothing(
+    monkeypatch, piece_rows, block_bytes, fused_bytes
+):
+    # Tables per piece of records, lines assembled in blocks (a piece's last one short),
+    # columns joined or not.
+    monkeypatch.setattr(cycles_file, "CSV_PIECE_ROWS", piece_rows)
+    monkeypatch.setattr(cycles_file, "CSV_BLOCK_BYTES", block_bytes)
+    monkeypatch.setattr(cycles_file, "FUSED_TABLE_BYTES", fused_bytes)
     config = CONFIGS["clamp"]
     records = simulate(config, records=True).cycles
-    assert len(records) % block_rows != 0
+    assert len(records) % piece_rows != 0
     text = csv_header() + b"".join(csv_blocks(records, config))
     assert text == expected_csv(records, config)
 
