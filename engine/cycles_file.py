@@ -8,9 +8,10 @@ tokens so far over its time so far.
 
 The CSV text is the text pandas' ``DataFrame.to_csv`` writes for these columns (floats as
 Python's ``repr``, an empty field for NaN), built without a Python object per cycle: each
-column is a table of distinct values, formatted once, and a code per row; the rows are
-assembled as a byte matrix (one slot per column, NUL-padded) whose NUL bytes are then
-dropped. Writing a chunk costs a few numpy passes over its bytes.
+column is a table of distinct values, formatted once, and a code per row; neighbouring
+columns with few value pairs share one table; the rows are assembled as a byte matrix
+(one NUL-padded slot per table) whose NUL bytes are then dropped. Writing a chunk costs a
+few numpy passes over its bytes.
 """
 
 from __future__ import annotations

@@ -78,16 +78,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError(f"--cycles-out: writing Parquet needs pyarrow: {PARQUET_INSTALL}")
     progress, close_progress = _run_progress(config)
     try:
-        if args.cycles_out is None:
-            result = simulate(config, on_progress=progress)
-        elif args.engine == "reference":
-            result = simulate_reference(config, records=True)
-            assert result.cycles is not None
-            with cycles_writer(args.cycles_out, config) as write:
-                write(result.cycles)
-        else:
+        if args.engine == "reference":
+            result = simulate_reference(config, records=args.cycles_out is not None)
+            if args.cycles_out is not None:
+                assert result.cycles is not None
+                with cycles_writer(args.cycles_out, config) as write:
+                    write(result.cycles)
+        elif args.cycles_out is not None:
             with cycles_writer(args.cycles_out, config) as write:
                 result = simulate(config, on_cycles=write, on_progress=progress)
+        else:
+            result = simulate(config, on_progress=progress)
     finally:
         close_progress()  # also on Ctrl-C: main() then prints one line, exits with 130
 

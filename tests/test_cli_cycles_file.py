@@ -3,6 +3,7 @@ writes) or as Parquet (a ``.parquet`` name), written whole or not at all."""
 
 from __future__ import annotations
 
+import json
 import sys
 
 import numpy as np
@@ -118,6 +119,15 @@ def test_reference_engine_writes_the_same_text_as_pandas(run, tmp_path):
     assert status == 0, err
     records = simulate_reference(config, records=True).cycles
     assert out.read_bytes() == expected_csv(records, config)
+
+
+def test_reference_engine_without_a_file_is_still_the_reference_engine(run, capsys):
+    config = SpecConfig(n_sequences=30)
+    status = main(["run", "--n-sequences", "30", "--engine", "reference", "--json"])
+    assert status == 0
+    metrics = json.loads(capsys.readouterr().out)["metrics"]
+    assert metrics["speedup"] == simulate_reference(config).metrics["speedup"]
+    assert metrics["speedup"] != simulate(config).metrics["speedup"]
 
 
 @pytest.mark.parametrize(
