@@ -10,6 +10,8 @@ ways, each the best of ``rounds``:
 - in this process (imports done): ``simulate`` alone, and streaming its records through
   :func:`engine.cycles_file.cycles_writer` to CSV and to Parquet.
 
+Each file is written anew (the last round's is removed first, untimed).
+
 Each file's ratio to the run alone is the figure issue #11 asks about (target: within 3x).
 Parquet figures are None without pyarrow. :func:`measure` returns every figure in a dict.
 """
@@ -33,10 +35,13 @@ from engine.cycles_file import cycles_writer, parquet_available
 from engine.simulator import simulate
 
 
-def _best(func: Callable[[], object], rounds: int) -> float:
-    """The shortest of ``rounds`` wall-clock times of ``func()``, seconds."""
+def _best(func: Callable[[], object], rounds: int, out: Path | None = None) -> float:
+    """The shortest of ``rounds`` wall-clock times of ``func()``, seconds. ``out`` is
+    removed before each (untimed): a file written anew, not over the last round's."""
     times = []
     for _ in range(rounds):
+        if out is not None:
+            out.unlink(missing_ok=True)
         start = time.perf_counter()
         func()
         times.append(time.perf_counter() - start)
@@ -67,12 +72,14 @@ def measure(sequences: int = 100_000, rounds: int = 3) -> dict[str, float | int 
         figures["cycles"] = int(simulate(config).metrics["cycles"])
 
         figures["cli_run_s"] = _best(lambda: _cli(sequences, None), rounds)
-        figures["cli_csv_s"] = _best(lambda: _cli(sequences, csv), rounds)
-        figures["cli_parquet_s"] = _best(lambda: _cli(sequences, pq), rounds) if parquet else None
+        figures["cli_csv_s"] = _best(lambda: _cli(sequences, csv), rounds, csv)
+        figures["cli_parquet_s"] = (
+            _best(lambda: _cli(sequences, pq), rounds, pq) if parquet else None
+        )
 
         figures["run_s"] = _best(lambda: simulate(config), rounds)
-        figures["csv_s"] = _best(lambda: _streamed(config, csv), rounds)
-        figures["parquet_s"] = _best(lambda: _streamed(config, pq), rounds) if parquet else None
+        figures["csv_s"] = _best(lambda: _streamed(config, csv), rounds, csv)
+        figures["parquet_s"] = _best(lambda: _streamed(config, pq), rounds, pq) if parquet else None
 
         for kind in ("csv", "parquet"):
             for prefix in ("cli_", ""):
