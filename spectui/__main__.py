@@ -105,7 +105,11 @@ def build_parser() -> Parser:
         "--summary-out", metavar="FILE", type=_file_path, help="append a summary CSV row"
     )
     run.add_argument(
-        "--cycles-out", metavar="FILE", type=_file_path, help="write per-cycle records (CSV)"
+        "--cycles-out",
+        metavar="FILE",
+        type=_file_path,
+        help="write per-cycle records: CSV, or Parquet if FILE ends in .parquet "
+        "(needs pyarrow: pip install 'spectui[parquet]')",
     )
     run.add_argument("--json", action="store_true", help="print one JSON object, nothing else")
     run.add_argument("--engine", choices=ENGINES, default="fast", help=ENGINE_HELP)

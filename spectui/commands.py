@@ -18,6 +18,16 @@ from spectui.errors import UsageError
 from spectui.regime_command import cmd_regime  # noqa: F401 (main() finds commands here)
 
 
+def __getattr__(name: str) -> Any:
+    """``CYCLES_NO_DRAFTS`` (engine.cycles_file) stays importable from here, loaded only
+    when asked for: this module loads no numpy or pandas until a command needs them."""
+    if name == "CYCLES_NO_DRAFTS":
+        from engine.cycles_file import CYCLES_NO_DRAFTS
+
+        return CYCLES_NO_DRAFTS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def _config_from_args(args: argparse.Namespace) -> SpecConfig:
     """The preset's configuration (or the defaults), overridden by the flags given."""
     base = load_preset(args.preset).config if args.preset else SpecConfig()
@@ -58,28 +68,25 @@ def _run_progress(config: SpecConfig) -> tuple[Any, Any]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from engine.files import append_csv_row, atomic_open
+    from engine.cycles_file import PARQUET_INSTALL, cycles_writer, is_parquet, parquet_available
+    from engine.files import append_csv_row
     from engine.reference import simulate_reference
     from engine.simulator import simulate
 
     config = _config_from_args(args)
+    if args.cycles_out is not None and is_parquet(args.cycles_out) and not parquet_available():
+        raise UsageError(f"--cycles-out: writing Parquet needs pyarrow: {PARQUET_INSTALL}")
     progress, close_progress = _run_progress(config)
     try:
         if args.engine == "reference":
             result = simulate_reference(config, records=args.cycles_out is not None)
             if args.cycles_out is not None:
                 assert result.cycles is not None
-                with atomic_open(args.cycles_out) as handle:
-                    _cycles_csv(result.cycles, config, handle, header=True)
+                with cycles_writer(args.cycles_out, config) as write:
+                    write(result.cycles)
         elif args.cycles_out is not None:
-            with atomic_open(args.cycles_out) as handle:
-                first = [True]
-
-                def sink(chunk: Any) -> None:
-                    _cycles_csv(chunk, config, handle, header=first[0])
-                    first[0] = False
-
-                result = simulate(config, on_cycles=sink, on_progress=progress)
+            with cycles_writer(args.cycles_out, config) as write:
+                result = simulate(config, on_cycles=write, on_progress=progress)
         else:
             result = simulate(config, on_progress=progress)
     finally:
@@ -115,27 +122,6 @@ def _cost_figures(config: SpecConfig) -> dict[str, Any]:
         "verify_bound": None if costs.bound == "-" else costs.bound,
         "warnings": list(costs.warnings),
     }
-
-
-# The pattern of a cycle that drafts nothing (k = 0, the clamp rule's last cycle): an
-# empty field would read back as NaN.
-CYCLES_NO_DRAFTS = "-"
-
-
-def _cycles_csv(chunk: Any, config: SpecConfig, handle: Any, header: bool) -> None:
-    """Per-cycle records as CSV, with the accept pattern spelled out (A accepted, R rejected,
-    . not verified; - no drafts)."""
-    from engine.kernel import baseline_time_us
-    from engine.simulator import accept_pattern
-
-    out = chunk.copy()
-    out["pattern"] = [
-        accept_pattern(k, n, glyphs="AR.") or CYCLES_NO_DRAFTS
-        for k, n in zip(out["k"], out["accepted"], strict=True)
-    ]
-    baseline = baseline_time_us(config, out["cum_tokens"].to_numpy())
-    out["running_speedup"] = baseline / out["cum_time_us"]
-    out.to_csv(handle, index=False, header=header)
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
