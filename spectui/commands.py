@@ -18,16 +18,6 @@ from spectui.errors import UsageError
 from spectui.regime_command import cmd_regime  # noqa: F401 (main() finds commands here)
 
 
-def __getattr__(name: str) -> Any:
-    """``CYCLES_NO_DRAFTS`` (engine.cycles_file) stays importable from here, loaded only
-    when asked for: this module loads no numpy or pandas until a command needs them."""
-    if name == "CYCLES_NO_DRAFTS":
-        from engine.cycles_file import CYCLES_NO_DRAFTS
-
-        return CYCLES_NO_DRAFTS
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def _config_from_args(args: argparse.Namespace) -> SpecConfig:
     """The preset's configuration (or the defaults), overridden by the flags given."""
     base = load_preset(args.preset).config if args.preset else SpecConfig()
@@ -95,9 +85,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.summary_out is not None:
         append_csv_row(args.summary_out, result.to_dict())
     if args.json:
+        from engine.sweep import sampler_name
+
         payload = {
             "config": config.to_dict(),
             "engine": args.engine,
+            "sampler": sampler_name(args.engine),
             "metrics": {k: _json_safe(v) for k, v in result.metrics.items()},
             "cost": _cost_figures(config),
         }

@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 
 from engine.config import SpecConfig
+from engine.cycles_file import CYCLES_NO_DRAFTS
 from engine.simulator import simulate
-from spectui.commands import CYCLES_NO_DRAFTS
 
 ORIGINAL_EXAMPLE = [
     "--draft-model",
@@ -63,10 +63,12 @@ def test_run_json_holds_config_and_every_metric():
     expected = simulate(config).metrics
     assert set(payload["metrics"]) == set(expected)
     assert payload["metrics"]["speedup"] == expected["speedup"]
+    assert payload["sampler"] == "prefix/2"  # which sampler made the Monte Carlo numbers
     ref = json.loads(
         spectui("run", "--json", "--engine", "reference", "--n-sequences", "50").stdout
     )
     assert ref["engine"] == "reference"
+    assert ref["sampler"] == "token/reference"
 
 
 def test_preset_then_flags_override(tmp_path):

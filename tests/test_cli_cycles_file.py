@@ -132,7 +132,7 @@ def test_reference_engine_without_a_file_is_still_the_reference_engine(run, caps
 
 @pytest.mark.parametrize(
     ("piece_rows", "block_bytes", "fused_bytes"),
-    [(7, 1, 1), (1 << 20, 100, 1 << 30), (1000, 1 << 20, 200)],
+    [(11, 1, 1), (1 << 20, 100, 1 << 30), (1000, 1 << 20, 200)],
 )
 def test_pieces_blocks_and_joined_columns_change_nothing(
     monkeypatch, piece_rows, block_bytes, fused_bytes
