@@ -254,24 +254,20 @@ class RunView(ReportsWorkerErrors, Vertical):
 
     @work(thread=True, group="export", exit_on_error=False)
     def _export(self, result: RunFinished, path: Path) -> None:
-        from engine.files import atomic_open, atomic_write_csv
+        from engine.cycles_file import cycles_writer
         from engine.simulator import RunStopped, simulate
 
         worker = get_current_worker()
         cycles = int(result.metrics["cycles"])
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            if len(result.cycles) == cycles:
-                atomic_write_csv(path, result.cycles)
-            else:  # only the first records were kept: run again (same seed), streaming
-                with atomic_open(path) as handle:
-                    first = [True]
-
-                    def sink(chunk: Any) -> None:
-                        chunk.to_csv(handle, index=False, header=first[0])
-                        first[0] = False
-
-                    simulate(result.config, on_cycles=sink, should_stop=lambda: worker.is_cancelled)
+            # The same file as `spectui run --cycles-out` (accept pattern, running speedup).
+            with cycles_writer(path, result.config) as write:
+                if len(result.cycles) == cycles:
+                    write(result.cycles)
+                else:  # only the first records were kept: run again (same seed), streaming
+                    stop = lambda: worker.is_cancelled  # noqa: E731
+                    simulate(result.config, on_cycles=write, should_stop=stop)
         except RunStopped:
             return
         except OSError as err:
