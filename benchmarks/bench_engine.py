@@ -370,7 +370,6 @@ class Row:
     unit: str
     before: float | None = None
     after: float | None = None
-    note: str = ""
 
 
 @dataclass
@@ -385,14 +384,16 @@ class Report:
         return row
 
     def table(self) -> str:
-        lines = [f"{'figure':<58} {'before':>10} {'after':>10} {'after/before':>12}  unit"]
+        """Every row (before, after, after/before, unit), then the verdicts."""
+        width = max([len("figure"), *(len(row.label) for row in self.rows)])
+        lines = [f"{'figure':<{width}} {'before':>10} {'after':>10} {'after/before':>12}  unit"]
         for row in self.rows:
             ratio = ""
             if row.before and row.after is not None:
                 ratio = f"{row.after / row.before:11.3g}x"
             lines.append(
-                f"{row.label:<58} {_number(row.before):>10} {_number(row.after):>10} "
-                f"{ratio:>12}  {row.unit}{'  ' + row.note if row.note else ''}"
+                f"{row.label:<{width}} {_number(row.before):>10} {_number(row.after):>10} "
+                f"{ratio:>12}  {row.unit}"
             )
         return "\n".join([*lines, *self.verdicts])
 
@@ -408,10 +409,6 @@ def _number(value: float | None) -> str:
 def best(runs: list[Figures], key: str = "times") -> float:
     """The best (smallest) time over every run's repeats."""
     return min(min(run[key]) for run in runs)
-
-
-def median(runs: list[Figures], key: str = "times") -> float:
-    return statistics.median(t for run in runs for t in run[key])
 
 
 def peak_rss(runs: list[Figures], key: str = "max_rss_mib") -> float:
@@ -449,21 +446,39 @@ class Sizes:
         )
 
 
-def rate_rows(
-    report: Report, label: str, runs: dict[str, list[Figures]], cycles_key: str = "cycles"
+def _rate_rows(
+    report: Report, label: str, runs: dict[str, list[Figures]], key: str, what: str
 ) -> dict[str, float]:
-    """Rows for cycles per second (M/s) and its fraction of the uniform rate; the fractions."""
-    rates: dict[str, float] = {}
-    fractions: dict[str, float] = {}
+    """Rows for ``what`` per second (figure ``key`` over the best time, M/s) and as a fraction
+    of the uniform rate measured in the same subprocesses; returns the fractions by engine."""
+    rates, fractions = {}, {}
     for name, figures in runs.items():
-        rates[name] = figures[0][cycles_key] / best(figures) / 1e6
-        uniform = max(run["uniform_per_s"] for run in figures) / 1e6
-        fractions[name] = rates[name] / uniform
-    report.add(Row(f"{label}: cycles/s", "M/s", rates.get("before"), rates.get("after")))
+        rates[name] = figures[0][key] / best(figures)
+        fractions[name] = rates[name] / max(run["uniform_per_s"] for run in figures)
     report.add(
-        Row(f"{label}: / uniform rate", "fraction", fractions.get("before"), fractions.get("after"))
+        Row(f"{label}: {what}/s", "M/s", *(_get(rates, n, 1e-6) for n in ("before", "after")))
+    )
+    report.add(
+        Row(
+            f"{label}: {what}/s / uniform rate",
+            "fraction",
+            *(_get(fractions, n) for n in ("before", "after")),
+        )
     )
     return fractions
+
+
+def _get(values: dict[str, float], name: str, scale: float = 1.0) -> float | None:
+    return values[name] * scale if name in values else None
+
+
+def _verdict(report: Report, what: str, fraction: float) -> None:
+    """PASS or FAIL against issue #11's bar on cycles per second."""
+    target = UNIFORM_FRACTION_TARGET
+    report.verdicts.append(
+        f"{'PASS' if fraction >= target else 'FAIL'}  {what}: {fraction:.2f} of the uniform rate "
+        f"(target >= {target})"
+    )
 
 
 def bench(sizes: Sizes, rounds: int, with_before: bool) -> Report:
@@ -481,63 +496,48 @@ def bench(sizes: Sizes, rounds: int, with_before: bool) -> Report:
             f"before = {BEFORE_COMMIT if with_before else '(skipped)'}, after = this tree; "
             f"{rounds} rounds alternating, each run a fresh subprocess, best of its repeats"
         )
-        sweep_after = _bench_rates(report, engines, sizes, rounds)
+        _bench_rates(report, engines, sizes, rounds)
         _bench_loops(report, engines, sizes)
         _bench_k(report, engines, sizes, rounds)
-        _bench_sweeps(report, engines, sizes, rounds, sweep_after)
+        _bench_sweeps(report, engines, sizes, rounds)
         _bench_memory(report, engines, sizes)
     _bench_cycles_out(report, sizes)
     return report
 
 
-def _bench_rates(report: Report, engines: Engines, sizes: Sizes, rounds: int) -> list[Figures]:
-    """Issue #11's two rates against numpy's uniform rate; returns the runs of the seed
-    sweep (after, one process), whose time :func:`_bench_sweeps` compares with before."""
+def _bench_rates(report: Report, engines: Engines, sizes: Sizes, rounds: int) -> None:
+    """Issue #11's two rates against numpy's uniform rate: one configuration and the seed
+    sweep on one process (its time and memory, before and after, are listed here too)."""
     n, t = sizes.one_sequences, sizes.one_tokens
     one = engines.alternate(
         rounds, "one_config", k=5, p=0.8, sequences=n, tokens=t, repeats=sizes.repeats
     )
     uniform = max(run["uniform_per_s"] for run in one["after"]) / 1e6
     say(f"numpy uniform rate (Generator.random, 1 Mi doubles a call): {uniform:.0f} M/s")
-    report.add(Row("numpy uniform rate (same subprocesses)", "M/s", None, uniform))
+    report.add(Row("numpy uniform rate (in the timing subprocesses)", "M/s", None, uniform))
     label = f"one config K=5 p=0.8 {n:,} x {t}"
     for name, runs in one.items():
         say(f"  {label}, {name}: {_times(runs)}, {runs[0]['cycles']:,} cycles")
     report.add(Row(f"{label}: time", "s", *_pair(one, best)))
-    one_fraction = rate_rows(report, label, one)["after"]
-
-    sweep = engines.alternate(
-        rounds,
-        "sweep",
-        names=("after",),
-        sequences=sizes.sweep_sequences,
-        workers=1,
-        repeats=sizes.sweep_repeats,
-    )["after"]
-    label = f"seed sweep {sizes.sweep_sequences:,}/config, 1 process"
-    first = sweep[0]
-    say(
-        f"  {label}, after: {_times(sweep)}; {first['cycles']:,} cycles counted over "
-        f"{first['configurations']} configurations, {first['cycles_drawn']:,} drawn"
+    _verdict(
+        report, "one configuration", _rate_rows(report, label, one, "cycles", "cycles")["after"]
     )
-    sweep_uniform = max(run["uniform_per_s"] for run in sweep) / 1e6
-    counted = first["cycles"] / best(sweep) / 1e6
-    drawn = first["cycles_drawn"] / best(sweep) / 1e6
-    report.add(Row(f"{label}: cycles counted/s", "M/s", None, counted))
-    report.add(Row(f"{label}: cycles drawn/s", "M/s", None, drawn))
-    report.add(Row(f"{label}: counted / uniform", "fraction", None, counted / sweep_uniform))
-    report.add(Row(f"{label}: drawn / uniform", "fraction", None, drawn / sweep_uniform))
-    target = UNIFORM_FRACTION_TARGET
-    for what, fraction in (
-        ("one configuration", one_fraction),
-        ("seed sweep, cycles counted", counted / sweep_uniform),
-        ("seed sweep, cycles drawn (not the issue's bar)", drawn / sweep_uniform),
-    ):
-        verdict = "PASS" if fraction >= target else "FAIL"
-        report.verdicts.append(
-            f"{verdict}  {what}: {fraction:.2f} of the uniform rate (target >= {target})"
+
+    n = sizes.sweep_sequences
+    sweep = engines.alternate(rounds, "sweep", sequences=n, workers=1, repeats=sizes.sweep_repeats)
+    label = f"seed sweep {n:,}/config, 1 process"
+    for name, runs in sweep.items():
+        say(
+            f"  {label}, {name}: {_times(runs)}, peak RSS {peak_rss(runs):.0f} MiB; "
+            f"{runs[0]['cycles']:,} cycles counted over {runs[0]['configurations']} "
+            f"configurations, {runs[0]['cycles_drawn']:,} drawn"
         )
-    return sweep
+    report.add(Row(f"{label}: time", "s", *_pair(sweep, best)))
+    report.add(Row(f"{label}: peak RSS", "MiB", *_pair(sweep, peak_rss)))
+    counted = _rate_rows(report, label, sweep, "cycles", "cycles counted")["after"]
+    drawn = _rate_rows(report, label, sweep, "cycles_drawn", "cycles drawn")["after"]
+    _verdict(report, "seed sweep, cycles counted per configuration", counted)
+    _verdict(report, "seed sweep, cycles drawn (shared draws once; not the issue's bar)", drawn)
 
 
 def _bench_loops(report: Report, engines: Engines, sizes: Sizes) -> None:
@@ -577,11 +577,8 @@ def _bench_k(report: Report, engines: Engines, sizes: Sizes, rounds: int) -> Non
         report.add(Row(f"{label}: peak RSS", "MiB", *_pair(runs, peak_rss)))
 
 
-def _bench_sweeps(
-    report: Report, engines: Engines, sizes: Sizes, rounds: int, one_process_after: list[Figures]
-) -> None:
-    """The exact-only sweep and the seed sweep at 20,000 on one and two processes (after, one
-    process: ``one_process_after``, already run)."""
+def _bench_sweeps(report: Report, engines: Engines, sizes: Sizes, rounds: int) -> None:
+    """The exact-only seed sweep, and the seed sweep at 20,000 on two processes."""
     exact = engines.alternate(
         rounds, "sweep", sequences=500, workers=1, repeats=sizes.repeats, exact_only=True
     )
@@ -591,39 +588,22 @@ def _bench_sweeps(
     report.add(Row("exact-only seed sweep (576 configurations): time", "s", *_pair(exact, best)))
 
     n = sizes.sweep_sequences
-    for workers in (1, 2):
-        label = f"seed sweep {n:,}/config, {workers} process{'es' if workers > 1 else ''}"
-        if workers == 1:
-            runs = engines.alternate(
-                rounds,
-                "sweep",
-                names=("before",),
-                sequences=n,
-                workers=1,
-                repeats=sizes.sweep_repeats,
-            )
-            runs["after"] = one_process_after
-        else:
-            runs = engines.alternate(
-                rounds, "sweep", sequences=n, workers=workers, repeats=sizes.sweep_repeats
-            )
-        for name, figures in runs.items():
-            extra = ""
-            if "workers_max_rss_mib" in figures[0]:
-                extra = f", workers' peak RSS {peak_rss(figures, 'workers_max_rss_mib'):.0f} MiB"
-            say(
-                f"  {label}, {name}: {_times(figures)}, peak RSS {peak_rss(figures):.0f} MiB{extra}"
-            )
-        report.add(Row(f"{label}: time", "s", *_pair(runs, best)))
-        report.add(Row(f"{label}: peak RSS", "MiB", *_pair(runs, peak_rss)))
-        if workers > 1:
-            report.add(
-                Row(
-                    f"{label}: workers' peak RSS",
-                    "MiB",
-                    *_pair(runs, lambda r: peak_rss(r, "workers_max_rss_mib")),
-                )
-            )
+    label = f"seed sweep {n:,}/config, 2 processes"
+    runs = engines.alternate(rounds, "sweep", sequences=n, workers=2, repeats=sizes.sweep_repeats)
+    for name, figures in runs.items():
+        say(
+            f"  {label}, {name}: {_times(figures)}, peak RSS {peak_rss(figures):.0f} MiB, "
+            f"workers' peak RSS {peak_rss(figures, 'workers_max_rss_mib'):.0f} MiB"
+        )
+    report.add(Row(f"{label}: time", "s", *_pair(runs, best)))
+    report.add(Row(f"{label}: peak RSS", "MiB", *_pair(runs, peak_rss)))
+    report.add(
+        Row(
+            f"{label}: workers' peak RSS",
+            "MiB",
+            *_pair(runs, lambda r: peak_rss(r, "workers_max_rss_mib")),
+        )
+    )
 
 
 def _bench_memory(report: Report, engines: Engines, sizes: Sizes) -> None:
@@ -656,22 +636,34 @@ def _bench_memory(report: Report, engines: Engines, sizes: Sizes) -> None:
             )
 
 
-def _bench_cycles_out(report: Report, sizes: Sizes) -> None:
-    """The figures of benchmarks/cycles_out.py's ``measure()``, if that file exists."""
-    path = Path(__file__).resolve().parent / "cycles_out.py"
+CYCLES_OUT = Path(__file__).resolve().parent / "cycles_out.py"
+
+
+def cycles_out_figures(path: Path, sequences: int) -> Figures | None:
+    """``measure(sequences=...)`` of the module at ``path`` (benchmarks/cycles_out.py, which
+    times ``spectui run --cycles-out``), or None when there is no such file."""
     if not path.exists():
-        say("cycles-out: benchmarks/cycles_out.py not present")
-        return
+        return None
     spec = importlib.util.spec_from_file_location("cycles_out", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(REPO))
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
     spec.loader.exec_module(module)
-    figures = module.measure(sequences=sizes.memory_sequences)
+    figures: Figures = module.measure(sequences=sequences)
+    return figures
+
+
+def _bench_cycles_out(report: Report, sizes: Sizes) -> None:
+    """The figures of benchmarks/cycles_out.py, if that file exists (this tree only)."""
+    figures = cycles_out_figures(CYCLES_OUT, sizes.memory_sequences)
+    if figures is None:
+        say("cycles-out: benchmarks/cycles_out.py not present")
+        return
     say(f"cycles-out ({sizes.memory_sequences:,} sequences, this tree):")
     for name, value in figures.items():
         say(f"  {name}: {value}")
-        if isinstance(value, int | float):
+        if isinstance(value, int | float) and not isinstance(value, bool):
             report.add(Row(f"cycles-out: {name}", "", None, float(value)))
 
 
@@ -683,7 +675,9 @@ def _times(runs: list[Figures]) -> str:
 def _pair(
     runs: dict[str, list[Figures]], figure: Callable[[list[Figures]], float]
 ) -> tuple[float | None, float | None]:
-    return tuple(figure(runs[name]) if name in runs else None for name in ("before", "after"))  # type: ignore[return-value]
+    """``figure`` of the runs before and after (None for an engine not run)."""
+    before, after = (figure(runs[name]) if name in runs else None for name in ("before", "after"))
+    return before, after
 
 
 def _same(runs: dict[str, list[Figures]], key: str, label: str) -> None:
@@ -706,6 +700,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     started = time.perf_counter()
     report = bench(sizes, 1 if args.quick else args.rounds, not args.no_before)
     say("")
+    if args.quick:
+        say("--quick: smoke sizes, not the issue's figures (run without --quick for those)")
     say(report.table())
     say(f"(benchmark took {time.perf_counter() - started:.0f} s)")
 

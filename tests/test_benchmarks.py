@@ -120,3 +120,18 @@ def test_app_records_kept_is_the_apps(bench: ModuleType) -> None:
     from spectui.widgets.run_view import RECORDS_KEPT
 
     assert bench.APP_RECORDS_KEPT == RECORDS_KEPT
+
+
+def test_loops_and_memory_tasks_run(bench: ModuleType) -> None:
+    loops = bench.task_loops(k=3, p=0.8, sequences=10, tokens=16, repeats=2)
+    for name in ("fast", "lean", "reference"):
+        assert loops[f"{name}_cycles"] > 0 and len(loops[f"{name}_times"]) >= 1
+    memory = bench.task_memory_run(sequences=50, app_like=True)
+    assert memory["cycles"] > 0
+
+
+def test_cycles_out_figures_from_a_module_or_none(bench: ModuleType, tmp_path: Path) -> None:
+    assert bench.cycles_out_figures(tmp_path / "absent.py", 10) is None
+    module = tmp_path / "cycles_out.py"
+    module.write_text("def measure(sequences=100_000):\n    return {'sequences': sequences}\n")
+    assert bench.cycles_out_figures(module, 10) == {"sequences": 10}
