@@ -32,8 +32,9 @@ What is timed (wall time of ``simulate(config)`` / ``run_sweep(configs)``, one p
    (:class:`engine.pool.SweepPool` and :func:`engine.pool.batch_size`, as ``spectui sweep``
    does), before and after; the engine before took about 40 s on one process, so its
    sweeps at 20,000 run once;
-7. peak resident memory of a 100,000-sequence run, plain and as the app runs it (records
-   kept up to the app's limit, counts by position), before and after;
+7. peak resident memory of a 100,000-sequence run (issue #11: under 76 MiB, the figure
+   before), each way of keeping records (:data:`MEMORY_MODES`: none, as the app, all in
+   memory, streamed) in its own subprocess, and tracemalloc's peaks of the same runs;
 8. ``--cycles-out``: the figures of ``benchmarks/cycles_out.py``'s ``measure()``, if present.
 
 The table at the end lists every figure with before, after and after/before.
@@ -171,19 +172,62 @@ def task_sweep(sequences: int, workers: int, repeats: int, exact_only: bool = Fa
     return figures
 
 
-def task_memory_run(sequences: int, app_like: bool) -> Figures:
-    """One run of the default configuration at ``sequences``: plain, or as the app runs it
-    (records up to :data:`APP_RECORDS_KEPT`, counts by position). The point is the
-    process's peak resident memory, reported by :func:`_run_task`."""
+# How a run keeps its cycle records, for the memory figures: none; as the app (the first
+# :data:`APP_RECORDS_KEPT`, counts by position); every record in memory; every record handed
+# chunk by chunk to a sink that drops it (as ``--cycles-out`` streams them, without the file).
+MEMORY_MODES: dict[str, str] = {
+    "plain": "aggregates only",
+    "app": f"as the app (records <= {APP_RECORDS_KEPT:,})",
+    "records": "all records in memory",
+    "stream": "all records streamed",
+}
+
+
+def _memory_options(mode: str) -> dict[str, Any]:
+    """``simulate`` keyword arguments of a :data:`MEMORY_MODES` mode."""
+    return {
+        "plain": {},
+        "app": {"records": True, "max_records": APP_RECORDS_KEPT, "position_counts": True},
+        "records": {"records": True},
+        "stream": {"on_cycles": lambda chunk: None},
+    }[mode]
+
+
+def task_memory_run(sequences: int, mode: str) -> Figures:
+    """One run of the default configuration at ``sequences``, records kept as ``mode`` says
+    (:data:`MEMORY_MODES`). The point is the process's peak resident memory."""
     from engine.config import SpecConfig
     from engine.simulator import simulate
 
     config = SpecConfig(n_sequences=sequences)
-    options: dict[str, Any] = {}
-    if app_like:
-        options = {"records": True, "max_records": APP_RECORDS_KEPT, "position_counts": True}
-    times, result = _best_of(1, lambda: simulate(config, **options))
+    times, result = _best_of(1, lambda: simulate(config, **_memory_options(mode)))
     return {"times": times, "cycles": int(result.metrics["cycles"])}
+
+
+def task_traced(sequences: int) -> Figures:
+    """The runs of :func:`task_memory_run`, each mode in turn under tracemalloc: the peak of
+    memory allocated during each run (MiB), and the bytes a cycle takes in the records frame."""
+    import tracemalloc
+
+    from engine.config import SpecConfig
+    from engine.simulator import simulate
+
+    config = SpecConfig(n_sequences=sequences)
+    simulate(config.replace(n_sequences=10))  # first-call allocations (caches, imports)
+    figures: Figures = {"times": [], "traced_mib": {}}
+    for mode in MEMORY_MODES:
+        tracemalloc.start()
+        start = time.perf_counter()
+        result = simulate(config, **_memory_options(mode))
+        figures["times"].append(time.perf_counter() - start)
+        figures["traced_mib"][mode] = tracemalloc.get_traced_memory()[1] / 2**20
+        tracemalloc.stop()
+        if mode == "records":
+            assert result.cycles is not None
+            frame_bytes = int(result.cycles.memory_usage(deep=True).sum())
+            figures["frame_bytes_per_cycle"] = frame_bytes / len(result.cycles)
+        del result
+    return figures
 
 
 def lean_loop(
@@ -264,6 +308,7 @@ TASKS: dict[str, Callable[..., Figures]] = {
     "one_config": task_one_config,
     "sweep": task_sweep,
     "memory_run": task_memory_run,
+    "traced": task_traced,
     "loops": task_loops,
 }
 
@@ -607,33 +652,41 @@ def _bench_sweeps(report: Report, engines: Engines, sizes: Sizes, rounds: int) -
 
 
 def _bench_memory(report: Report, engines: Engines, sizes: Sizes) -> None:
-    """Peak RSS of a 100,000-sequence run, plain and as the app runs it."""
+    """Peak RSS of a 100,000-sequence run, each way of keeping records in its own subprocess;
+    tracemalloc's peaks of the same runs."""
     n = sizes.memory_sequences
     floor = engines.alternate(1, "imports")
-    report.add(
-        Row(
-            "imports only (engine.simulator, engine.sweep): peak RSS",
-            "MiB",
-            *_pair(floor, peak_rss),
-        )
-    )
-    for app_like, label in ((False, "plain"), (True, f"records<= {APP_RECORDS_KEPT:,} + counts")):
-        runs = engines.alternate(1, "memory_run", sequences=n, app_like=app_like)
-        row = report.add(
-            Row(f"one run {n:,} x 128, {label}: peak RSS", "MiB", *_pair(runs, peak_rss))
-        )
+    label = "imports only (engine.simulator, engine.sweep): peak RSS"
+    report.add(Row(label, "MiB", *_pair(floor, peak_rss)))
+    for mode, what in MEMORY_MODES.items():
+        label = f"one run {n:,} x 128, {what}"
+        runs = engines.alternate(1, "memory_run", sequences=n, mode=mode)
         for name, figures in runs.items():
-            say(
-                f"  one run {n:,} x 128, {label}, {name}: {_times(figures)}, "
-                f"peak RSS {peak_rss(figures):.1f} MiB"
-            )
-        if row.after is not None:
+            say(f"  {label}, {name}: {_times(figures)}, peak RSS {peak_rss(figures):.1f} MiB")
+        row = report.add(Row(f"{label}: peak RSS", "MiB", *_pair(runs, peak_rss)))
+        if mode in ("plain", "app") and row.after is not None:
             verdict = "PASS" if row.after <= RSS_BEFORE_MIB else "FAIL"
             before = "" if row.before is None else f"; before, this run: {row.before:.1f} MiB"
             report.verdicts.append(
-                f"{verdict}  one run of {n:,} sequences, {label}: peak RSS {row.after:.1f} MiB "
+                f"{verdict}  one run of {n:,} sequences, {what}: peak RSS {row.after:.1f} MiB "
                 f"(issue #11: under {RSS_BEFORE_MIB:.0f} MiB, the figure before{before})"
             )
+    traced = engines.alternate(1, "traced", sequences=n)
+    for mode, what in MEMORY_MODES.items():
+        report.add(
+            Row(
+                f"one run {n:,} x 128, {what}: tracemalloc peak",
+                "MiB",
+                *_pair(traced, lambda runs, mode=mode: runs[0]["traced_mib"][mode]),
+            )
+        )
+    report.add(
+        Row(
+            "  records frame",
+            "bytes/cycle",
+            *_pair(traced, lambda runs: runs[0]["frame_bytes_per_cycle"]),
+        )
+    )
 
 
 CYCLES_OUT = Path(__file__).resolve().parent / "cycles_out.py"

@@ -126,8 +126,11 @@ def test_loops_and_memory_tasks_run(bench: ModuleType) -> None:
     loops = bench.task_loops(k=3, p=0.8, sequences=10, tokens=16, repeats=2)
     for name in ("fast", "lean", "reference"):
         assert loops[f"{name}_cycles"] > 0 and len(loops[f"{name}_times"]) >= 1
-    memory = bench.task_memory_run(sequences=50, app_like=True)
-    assert memory["cycles"] > 0
+    for mode in bench.MEMORY_MODES:
+        assert bench.task_memory_run(sequences=50, mode=mode)["cycles"] > 0
+    traced = bench.task_traced(sequences=50)
+    assert set(traced["traced_mib"]) == set(bench.MEMORY_MODES)
+    assert traced["frame_bytes_per_cycle"] > 0
 
 
 def test_cycles_out_figures_from_a_module_or_none(bench: ModuleType, tmp_path: Path) -> None:
