@@ -3,14 +3,17 @@ the engine before issue #11; print every figure and ratio (not part of the test 
 
     .venv/bin/python benchmarks/bench_engine.py [--quick] [--rounds N] [--no-before]
 
-``make bench`` runs it with the defaults (about three minutes on two busy cores); ``--quick``
-shrinks every size for a smoke run of about twenty seconds (its figures are not the issue's).
+``make bench`` runs it with the defaults (about 1.5 minutes on two cores, up to three when
+they are busy); ``--quick`` shrinks every size for a smoke run of about twenty seconds (its
+figures are not the issue's). ``--no-before`` times this tree alone.
 
 Every timed piece runs in a fresh subprocess whose only ``engine`` is the one on its
 PYTHONPATH: this tree ("after") or the engine at :data:`BEFORE_COMMIT` ("before", the commit
 before issue #11, extracted with ``git archive`` into a temporary folder). Before and after
-alternate, round by round; a figure is the best of its runs (the median is printed as well).
-Each subprocess reports its peak resident memory (``ru_maxrss``, imports included).
+alternate, round by round; a figure is the best of its runs (the median is printed as well),
+but a timing longer than :data:`LONG_RUN_S` is not repeated (the engine before took about
+40 s for the seed sweep at 20,000 sequences and 7-14 s for K = 1024). Each subprocess reports
+its peak resident memory (``ru_maxrss``, imports included).
 
 What is timed (wall time of ``simulate(config)`` / ``run_sweep(configs)``, one process,
 ``executor=None``, unless said otherwise):
@@ -30,8 +33,7 @@ What is timed (wall time of ``simulate(config)`` / ``run_sweep(configs)``, one p
 5. the exact-only seed sweep, before and after;
 6. the seed sweep at 20,000 sequences per configuration on one process and on two
    (:class:`engine.pool.SweepPool` and :func:`engine.pool.batch_size`, as ``spectui sweep``
-   does), before and after; the engine before took about 40 s on one process, so its
-   sweeps at 20,000 run once;
+   does; the pool started before the clock), before and after;
 7. peak resident memory of a 100,000-sequence run (issue #11: under 76 MiB, the figure
    before), each way of keeping records (:data:`MEMORY_MODES`: none, as the app, all in
    memory, streamed) in its own subprocess, and tracemalloc's peaks of the same runs;
@@ -76,7 +78,7 @@ LONG_RUN_S = 5.0
 Figures = dict[str, Any]
 
 
-# --- Timed pieces. Each runs in a subprocess (see _run_task); engine is imported inside. ---
+# --- Timed pieces. Each runs in a subprocess (Engines.run); engine is imported inside. ---
 
 
 def uniform_rate(repeats: int = 7, chunks: int = 16) -> float:
