@@ -1,0 +1,140 @@
+"""Smoke tests of benchmarks/bench_engine.py: its pieces at tiny sizes, no timing asserted.
+
+The lean per-token loop must simulate the same model as the engine (else "fast / lean"
+compares different work); the subprocess machinery must time the engine it names.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from engine.config import SpecConfig
+from engine.exact import expected_sequence_time_us
+from engine.kernel import cycle_costs
+from engine.simulator import simulate
+from tests.engine.stats import Z_STRICT
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    """benchmarks/bench_engine.py, loaded by path (benchmarks/ is not a package)."""
+    spec = importlib.util.spec_from_file_location(
+        "bench_engine", REPO / "benchmarks/bench_engine.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_engine"] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(("k", "tokens"), [(1, 7), (3, 16), (5, 256)])
+def test_lean_loop_all_accepted(bench: ModuleType, k: int, tokens: int) -> None:
+    """p = 1: every cycle accepts all K drafts and emits K + 1; the last keeps what is left."""
+    lean = bench.lean_loop(k, 1.0, 3, tokens, cycle_us=10.0)
+    per_sequence = math.ceil(tokens / (k + 1))
+    assert lean["cycles"] == 3 * per_sequence
+    assert lean["accepted"] == 3 * per_sequence * k
+    last = tokens - (per_sequence - 1) * (k + 1)  # tokens the last cycle may keep
+    assert lean["accepted_kept"] == 3 * ((per_sequence - 1) * k + min(k, last))
+    assert lean["time_mean_us"] == per_sequence * 10.0
+    assert lean["time_var_us2"] == 0.0
+
+
+def test_lean_loop_none_accepted(bench: ModuleType) -> None:
+    """p = 0: one token per cycle, the verifier's."""
+    lean = bench.lean_loop(4, 0.0, 5, 9, cycle_us=1.0)
+    assert (lean["cycles"], lean["accepted"], lean["accepted_kept"]) == (45, 0, 0)
+
+
+def test_lean_loop_matches_the_model(bench: ModuleType) -> None:
+    """The lean loop's mean sequence time and acceptance agree with the exact values."""
+    config = SpecConfig(k=5, acceptance_rate=0.8, n_sequences=2_000, tokens_per_seq=64)
+    cycle_us = float(cycle_costs(config).cycle_us[64])
+    lean = bench.lean_loop(5, 0.8, 2_000, 64, cycle_us=cycle_us, seed=3)
+    expected = expected_sequence_time_us(config)
+    z = (lean["time_mean_us"] - expected) / math.sqrt(lean["time_var_us2"] / 2_000)
+    assert abs(z) < Z_STRICT
+    # Accepted drafts per cycle: sum over positions of p^j, j = 1..K.
+    per_cycle = sum(0.8**j for j in range(1, 6))
+    assert lean["accepted"] / lean["cycles"] == pytest.approx(per_cycle, rel=0.02)
+
+
+def test_one_config_task_counts_the_engines_cycles(bench: ModuleType) -> None:
+    figures = bench.task_one_config(k=3, p=0.7, sequences=40, tokens=32, repeats=2)
+    config = SpecConfig(k=3, acceptance_rate=0.7, n_sequences=40, tokens_per_seq=32)
+    assert figures["cycles"] == simulate(config).metrics["cycles"]
+    assert len(figures["times"]) == 2
+    assert figures["uniform_per_s"] > 0
+
+
+def test_best_of_stops_after_a_long_call(
+    bench: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bench, "LONG_RUN_S", -1.0)  # every call counts as long
+    times, result = bench._best_of(5, lambda: "done")
+    assert (len(times), result) == (1, "done")
+
+
+def test_sweep_task_counts_shared_draws_once(bench: ModuleType) -> None:
+    figures = bench.task_sweep(sequences=2, workers=1, repeats=1)
+    assert figures["configurations"] == 576
+    # Configurations that differ only in draft cost (4 values) share their draws.
+    assert figures["cycles_drawn"] * 4 <= figures["cycles"]
+
+
+def test_engines_run_times_the_engine_it_names(bench: ModuleType, tmp_path: Path) -> None:
+    engines = bench.Engines({"after": REPO}, tmp_path)
+    figures = engines.run("after", "one_config", k=2, p=0.5, sequences=20, tokens=16, repeats=1)
+    assert Path(figures["engine"]).resolve().is_relative_to(REPO / "engine")
+    assert figures["max_rss_mib"] > 0
+
+
+def test_engines_run_refuses_another_engine(bench: ModuleType, tmp_path: Path) -> None:
+    """A root without an engine: the subprocess finds the installed one, and the run says so."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    engines = bench.Engines({"before": empty}, tmp_path)
+    with pytest.raises(RuntimeError, match="timed the wrong engine"):
+        engines.run("before", "imports")
+
+
+def test_table_lists_before_after_and_ratio(bench: ModuleType) -> None:
+    report = bench.Report()
+    report.add(bench.Row("a figure", "s", 2.0, 0.5))
+    report.add(bench.Row("after only", "M/s", None, 3.0))
+    lines = report.table().splitlines()
+    assert lines[1].split()[-3:] == ["0.5", "0.25x", "s"]
+    assert "-" in lines[2].split()
+
+
+def test_app_records_kept_is_the_apps(bench: ModuleType) -> None:
+    from spectui.widgets.run_view import RECORDS_KEPT
+
+    assert bench.APP_RECORDS_KEPT == RECORDS_KEPT
+
+
+def test_loops_and_memory_tasks_run(bench: ModuleType) -> None:
+    loops = bench.task_loops(k=3, p=0.8, sequences=10, tokens=16, repeats=2)
+    for name in ("fast", "lean", "reference"):
+        assert loops[f"{name}_cycles"] > 0 and len(loops[f"{name}_times"]) >= 1
+    for mode in bench.MEMORY_MODES:
+        assert bench.task_memory_run(sequences=50, mode=mode)["cycles"] > 0
+    traced = bench.task_traced(sequences=50)
+    assert set(traced["traced_mib"]) == set(bench.MEMORY_MODES)
+    assert traced["frame_bytes_per_cycle"] > 0
+
+
+def test_cycles_out_figures_from_a_module_or_none(bench: ModuleType, tmp_path: Path) -> None:
+    assert bench.cycles_out_figures(tmp_path / "absent.py", 10) is None
+    module = tmp_path / "cycles_out.py"
+    module.write_text("def measure(sequences=100_000):\n    return {'sequences': sequences}\n")
+    assert bench.cycles_out_figures(module, 10) == {"sequences": 10}
