@@ -344,9 +344,12 @@ def child_main(task: str, arguments: str) -> None:
 
 
 # The subprocess loads this file by path: its working directory is a scratch folder and its
-# PYTHONPATH the chosen engine's root, so nothing else can shadow that engine.
+# PYTHONPATH the chosen engine's root, so nothing else can shadow that engine. It runs as
+# `make run` installs spectui, without the `parquet` extra: pandas loads pyarrow whenever it
+# can (about 57 MiB and 70 ms), and the test venv has it.
 _CHILD = """
 import importlib.util, sys
+sys.modules["pyarrow"] = None  # as if not installed
 spec = importlib.util.spec_from_file_location("bench_engine", sys.argv[1])
 module = sys.modules["bench_engine"] = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(module)
@@ -666,12 +669,20 @@ def _bench_memory(report: Report, engines: Engines, sizes: Sizes) -> None:
         for name, figures in runs.items():
             say(f"  {label}, {name}: {_times(figures)}, peak RSS {peak_rss(figures):.1f} MiB")
         row = report.add(Row(f"{label}: peak RSS", "MiB", *_pair(runs, peak_rss)))
-        if mode in ("plain", "app") and row.after is not None:
+        if mode == "plain" and row.after is not None:
+            # The issue's figure: a plain run of 100,000 sequences.
             verdict = "PASS" if row.after <= RSS_BEFORE_MIB else "FAIL"
             before = "" if row.before is None else f"; before, this run: {row.before:.1f} MiB"
             report.verdicts.append(
                 f"{verdict}  one run of {n:,} sequences, {what}: peak RSS {row.after:.1f} MiB "
                 f"(issue #11: under {RSS_BEFORE_MIB:.0f} MiB, the figure before{before})"
+            )
+        elif mode == "app" and row.after is not None and row.before is not None:
+            # The app keeps 50,000 records (2 MB) and counts positions: no more than before.
+            verdict = "PASS" if row.after <= row.before * 1.02 else "FAIL"
+            report.verdicts.append(
+                f"{verdict}  one run of {n:,} sequences, {what}: peak RSS {row.after:.1f} MiB "
+                f"(before, this run: {row.before:.1f} MiB; target: no more, within 2 %)"
             )
     traced = engines.alternate(1, "traced", sequences=n)
     for mode, what in MEMORY_MODES.items():
