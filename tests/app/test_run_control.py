@@ -16,7 +16,14 @@ from spectui.widgets.run_view import STALE_NOTE, RunView, progress_text
 from spectui.widgets.summary_cards import SummaryCards
 from tests.app.helpers import settle, type_into
 
-HUGE = "10000000"  # sequences: minutes of work, far more records than memory allows
+HUGE = "10000000"  # sequences, far more records than memory allows
+LONG = "100000"  # tokens per sequence: with HUGE, hours of work (10M x 128 took 5 s)
+
+
+async def type_huge_run(pilot, app) -> None:
+    """A run that cannot end while a test looks at it, however fast the engine."""
+    await type_into(pilot, app, "n_sequences", HUGE)
+    await type_into(pilot, app, "tokens_per_seq", LONG)
 
 
 def _status(app) -> str:
@@ -58,7 +65,7 @@ async def test_a_long_run_shows_progress_and_escape_cancels_it(simulate_calls):
     app = create_app("default", replay_autoplay=False)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot, app)
-        await type_into(pilot, app, "n_sequences", HUGE)
+        await type_huge_run(pilot, app)
         await pilot.press("f5")
         view = app.query_one(RunView)
         assert view.busy and _card(app) == "running…"
@@ -84,7 +91,7 @@ async def test_a_new_run_cancels_the_old_one_and_clears_its_replay(simulate_call
         view, table = app.query_one(RunView), app.query_one(CycleTable)
         table.advance(2)
         assert table.row_count > 0
-        await type_into(pilot, app, "n_sequences", HUGE)
+        await type_huge_run(pilot, app)
         await pilot.press("f5")
         assert table.row_count == 0 and table.total == 0  # the old replay is gone
         assert _card(app) == "running…"
@@ -101,7 +108,7 @@ async def test_quitting_during_a_run_stops_its_thread(simulate_calls):
     app = create_app("default", replay_autoplay=False)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot, app)
-        await type_into(pilot, app, "n_sequences", HUGE)
+        await type_huge_run(pilot, app)
         await pilot.press("f5")
         await _until(pilot, lambda: app.query_one(RunView).progress is not None)
         await pilot.press("ctrl+q")
@@ -114,7 +121,7 @@ async def test_the_palette_cancels_a_run(simulate_calls):
     app = create_app("default", replay_autoplay=False)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot, app)
-        await type_into(pilot, app, "n_sequences", HUGE)
+        await type_huge_run(pilot, app)
         await pilot.press("f5")
         commands = {c.title: c.callback for c in app.get_system_commands(app.screen)}
         commands["Cancel run"]()
