@@ -551,7 +551,7 @@ def bench(sizes: Sizes, rounds: int, with_before: bool) -> Report:
         _bench_k(report, engines, sizes, rounds)
         _bench_sweeps(report, engines, sizes, rounds)
         _bench_memory(report, engines, sizes)
-    _bench_cycles_out(report, sizes)
+    _bench_cycles_out(report, sizes, before=with_before)
     return report
 
 
@@ -720,8 +720,10 @@ def cycles_out_figures(path: Path, sequences: int) -> Figures | None:
     return figures
 
 
-def _bench_cycles_out(report: Report, sizes: Sizes) -> None:
-    """The figures of benchmarks/cycles_out.py, if that file exists (this tree only)."""
+def _bench_cycles_out(report: Report, sizes: Sizes, before: bool) -> None:
+    """The figures of benchmarks/cycles_out.py, if that file exists (this tree), and the same
+    whole CLI processes of the tree at :data:`BEFORE_COMMIT` (its ``engine`` and ``spectui``
+    extracted, run from there), once each: the run alone and the run writing a CSV file."""
     figures = cycles_out_figures(CYCLES_OUT, sizes.memory_sequences)
     if figures is None:
         say("cycles-out: benchmarks/cycles_out.py not present")
@@ -729,8 +731,65 @@ def _bench_cycles_out(report: Report, sizes: Sizes) -> None:
     say(f"cycles-out ({sizes.memory_sequences:,} sequences, this tree):")
     for name, value in figures.items():
         say(f"  {name}: {value}")
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            report.add(Row(f"cycles-out: {name}", "", None, float(value)))
+    old: dict[str, float] = {}
+    if before:
+        old = _cli_cycles_out_before(sizes.memory_sequences)
+        say(f"cycles-out, {BEFORE_COMMIT} CLI: {old}")
+    n = f"{sizes.memory_sequences:,}"
+    for label, key in (
+        (f"cycles-out, CLI, {n} sequences: run alone", "cli_run_s"),
+        (f"cycles-out, CLI, {n} sequences: run + CSV file", "cli_csv_s"),
+        (f"cycles-out, CLI, {n} sequences: run + Parquet file", "cli_parquet_s"),
+        (f"cycles-out, CLI, {n} sequences: CSV / run alone", "cli_csv_ratio"),
+        (f"cycles-out, CLI, {n} sequences: Parquet / run alone", "cli_parquet_ratio"),
+        (f"cycles-out, in process, {n} sequences: simulate alone", "run_s"),
+        (f"cycles-out, in process, {n} sequences: simulate + CSV file", "csv_s"),
+        (f"cycles-out, in process, {n} sequences: CSV / simulate alone", "csv_ratio"),
+    ):
+        value = figures.get(key)
+        unit = "x" if key.endswith("ratio") else "s"
+        after = None if value is None else float(value)
+        report.add(Row(label, unit, old.get(key), after))
+    ratio = figures.get("cli_csv_ratio")
+    if ratio is not None:
+        verdict = "PASS" if float(ratio) <= 3.0 else "FAIL"
+        report.verdicts.append(
+            f"{verdict}  --cycles-out for {n} sequences: {float(ratio):.1f}x the run alone, "
+            "whole CLI processes (target: within 3x)"
+        )
+
+
+def _cli_cycles_out_before(sequences: int) -> dict[str, float]:
+    """``spectui run --n-sequences N`` alone and with ``--cycles-out X.csv`` as whole
+    processes of the tree at :data:`BEFORE_COMMIT`, once each (its CSV took ~10 s)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        archive = subprocess.run(
+            ["git", "archive", BEFORE_COMMIT, "engine", "spectui"],
+            cwd=REPO,
+            check=True,
+            capture_output=True,
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(root)], input=archive, check=True)
+        run = [sys.executable, "-m", "spectui", "run", "--n-sequences", str(sequences)]
+        env = {**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(root)}
+        where = subprocess.run(
+            [sys.executable, "-c", "import spectui; print(spectui.__file__)"],
+            cwd=root,
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        if not Path(where).resolve().is_relative_to(root.resolve()):
+            raise RuntimeError(f"timed the wrong spectui: {where}")
+        times = {}
+        for key, extra in (("cli_run_s", []), ("cli_csv_s", ["--cycles-out", "c.csv"])):
+            start = time.perf_counter()
+            subprocess.run(run + extra, cwd=root, env=env, check=True, stdout=subprocess.DEVNULL)
+            times[key] = time.perf_counter() - start
+        times["cli_csv_ratio"] = times["cli_csv_s"] / times["cli_run_s"]
+        return times
 
 
 def _times(runs: list[Figures]) -> str:
