@@ -65,9 +65,10 @@ def check_workers(value: int, what: str = "workers") -> int:
 def batch_size(configs: Sequence[SpecConfig], workers: int) -> int:
     """Configurations per batch for ``workers`` processes (see :data:`BATCH_TOKENS`).
 
-    A multiple of the number of K values when that fits: the sweep runs cell by cell
-    (:func:`engine.sweep.cell_order`, all K of a cell together), so each batch completes
-    whole cells of the heatmap.
+    A multiple of the number of K values when that fits: the sweep runs in cell order
+    (:func:`engine.sweep.cell_order`, all K of a cell together), so batches tend to complete
+    whole cells of the heatmap. The fast engine packs whole groups of configurations that
+    share draws (a group may span cells), so its batches can be larger.
     """
     if not configs:
         return 1

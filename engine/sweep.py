@@ -28,7 +28,7 @@ from .exact import exact_metrics_many
 from .grid import Grid, SweepSpec
 from .kernel import cycle_costs
 from .reference import simulate_reference
-from .simulator import METRIC_NAMES, SAMPLER, draw_key, simulate_shared
+from .simulator import METRIC_NAMES, SAMPLER, RunStopped, draw_key, simulate_shared
 
 __all__ = [
     "ENGINES",
@@ -105,9 +105,11 @@ def evaluate_many(
     exact_only: bool = False,
     *,
     fields: bool = True,
+    should_stop: Callable[[], bool] | None = None,
 ) -> list[dict[str, Any]]:
     """Sweep rows of ``configs`` (their fields unless ``fields`` is false, every metric, the
-    sampler), in order.
+    sampler), in order. ``should_stop``: asked as the fast engine's runs go; when it turns
+    true they raise :class:`engine.simulator.RunStopped`.
 
     The fast engine draws once for configurations that share their draws
     (:func:`engine.simulator.draw_key`: they differ only in cost) and prices the draws for
@@ -135,7 +137,11 @@ def evaluate_many(
             groups.setdefault((seed, *key), []).append(index)
         found: dict[int, dict[str, float]] = {}
         for members in groups.values():
-            runs = simulate_shared([configs[i] for i in members], exact=[exact[i] for i in members])
+            runs = simulate_shared(
+                [configs[i] for i in members],
+                exact=[exact[i] for i in members],
+                should_stop=should_stop,
+            )
             found.update(zip(members, (run.metrics for run in runs), strict=True))
         metrics = [found[i] for i in range(len(configs))]
     if not fields:
@@ -186,11 +192,15 @@ def cell_order(
 
 
 def _evaluate_batch(
-    batch: list[tuple[int, SpecConfig]], engine: str, exact_only: bool
+    batch: list[tuple[int, SpecConfig]],
+    engine: str,
+    exact_only: bool,
+    should_stop: Callable[[], bool] | None = None,
 ) -> list[tuple[int, dict[str, Any]]]:
     """(config_id, metrics and sampler) of each configuration of a batch; the caller adds
     the configuration's fields (it has them already: less to send back from a worker)."""
-    rows = evaluate_many([c for _, c in batch], engine, exact_only, fields=False)
+    configs = [c for _, c in batch]
+    rows = evaluate_many(configs, engine, exact_only, fields=False, should_stop=should_stop)
     return [(i, row) for (i, _), row in zip(batch, rows, strict=True)]
 
 
@@ -209,24 +219,25 @@ def run_sweep(
 ) -> pd.DataFrame:
     """Run every configuration; return the finished rows ordered by ``config_id``.
 
-    Configurations run cell by cell (:func:`cell_order`: all K of an optimal-K cell together,
-    in batches of ``batch_size``); ``config_id`` is the index in ``configs``, so the result
-    (and a CSV of it) stays in grid order, and every row is the same whatever the order
-    (each configuration has its own generator).
+    Configurations run in cell order (:func:`cell_order`: all K of an optimal-K cell
+    together), the fast engine's groups of configurations that share draws whole
+    (:func:`draw_groups`: a group may span cells, such as the draft costs of one
+    acceptance), in batches of at least ``batch_size``; ``config_id`` is the index in
+    ``configs``, so the result (and a CSV of it) stays in grid order, and every row is the
+    same whatever the order (each configuration's draws depend on it alone).
     ``executor``: any :class:`concurrent.futures.Executor` (batches are submitted to it), or
     None to run in the calling thread; the rows are the same either way.
     Every row holds every column of :func:`sweep_columns` (a newer field a configuration
     leaves at its default holds the default).
     ``on_result(row, done, total)`` is called in the caller's thread as each row finishes.
     When ``should_stop()`` turns true the sweep stops early: rows already finished are
-    returned, work not yet started is cancelled.
+    returned, work not yet started is cancelled; in the calling thread a group's runs stop
+    where they are (its rows are dropped, none half-made).
     """
     total = len(configs)
     records = [config.to_dict() for config in configs]
     # In the calling thread: one group of shared draws (or one exact batch) at a time.
-    batches = _batches(
-        configs, records, engine, exact_only, batch_size if executor is not None else 1
-    )
+    batches = _batches(configs, records, engine, exact_only, batch_size, executor is None)
     rows: list[dict[str, Any]] = []
     newer = scenario_columns(configs, records)
     columns = ("config_id", *CONFIG_FIELDS, *newer, *METRIC_NAMES, "sampler")
@@ -248,7 +259,10 @@ def run_sweep(
         for batch in batches:
             if stopped():
                 break
-            collect(_evaluate_batch(batch, engine, exact_only))
+            try:
+                collect(_evaluate_batch(batch, engine, exact_only, stopped))
+            except RunStopped:
+                break
         return _frame(rows, columns)
 
     pending: set[Future[list[tuple[int, dict[str, Any]]]]] = {
@@ -267,9 +281,11 @@ def run_sweep(
     return _frame(rows, columns)
 
 
-# Exact-only configurations evaluated together when no executor is given (all at once, in
-# bounded memory: engine.exact works through them in chunks).
+# Exact-only configurations evaluated together in the calling thread: at most EXACT_BATCH,
+# and at most EXACT_BATCH_TOKENS tokens of sequence between them (the batched program's
+# time grows with the longest T; between batches a sweep can stop and report progress).
 EXACT_BATCH = 4096
+EXACT_BATCH_TOKENS = 1 << 20
 
 
 def _batches(
@@ -278,14 +294,23 @@ def _batches(
     engine: str,
     exact_only: bool,
     batch_size: int,
+    serial: bool,
 ) -> list[list[tuple[int, SpecConfig]]]:
     """The sweep's work, in cell order (:func:`cell_order`). The fast engine's groups of
     configurations that share draws stay whole (:func:`draw_groups`), packed into batches of
-    at least ``batch_size`` configurations; the reference engine takes one configuration
-    at a time when ``batch_size`` is 1, an exact-only sweep :data:`EXACT_BATCH`."""
+    at least ``batch_size`` configurations (in the calling thread, ``serial``: one group a
+    batch); the reference engine takes ``batch_size`` configurations a batch (one when
+    serial); an exact-only sweep in the calling thread takes up to :data:`EXACT_BATCH`
+    configurations of :data:`EXACT_BATCH_TOKENS` tokens in all."""
     order = cell_order(configs, records)
+    if serial:
+        batch_size = 1
     if exact_only:
-        size = max(batch_size, EXACT_BATCH) if batch_size == 1 else batch_size
+        if serial:
+            longest = max((c.tokens_per_seq for c in configs), default=1)
+            size = max(1, min(EXACT_BATCH, EXACT_BATCH_TOKENS // longest))
+        else:
+            size = batch_size
         units = [order[i : i + size] for i in range(0, len(order), size)]
     elif engine == "fast":
         units = draw_groups(configs, order)

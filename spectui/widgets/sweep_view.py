@@ -183,7 +183,8 @@ class SweepView(ReportsWorkerErrors, Vertical):
                 f"Sweep runs in the app's own process (no worker processes: {pool.problem})",
                 severity="warning",
             )
-        # Serially (no executor) every configuration is its own step; batches are for workers.
+        # Serially (no executor) each group of configurations that share draws (or a slice of
+        # an exact-only sweep) is one step; batches are for workers.
         batch = batch_size(configs, pool.workers) if pool is not None and executor else 1
         spacing = 10 if executor is None else 3
         columns = list(sweep_columns(configs))

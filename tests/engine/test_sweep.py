@@ -180,3 +180,36 @@ def test_sweep_rows_name_their_sampler(tmp_path):
     assert set(run_sweep(configs)["sampler"]) == {SAMPLER}
     assert set(run_sweep(configs, engine="reference")["sampler"]) == {"token/reference"}
     assert set(run_sweep(configs, exact_only=True)["sampler"]) == {"none"}
+
+
+def test_a_stop_in_the_calling_thread_stops_a_group_of_shared_draws_midway():
+    """One group of configurations that share draws is one step of a serial sweep; a stop
+    asked for while it runs ends it there (its rows dropped, none half-made)."""
+    base = SpecConfig(n_sequences=20_000, tokens_per_seq=64).replace(**{"cost.model": "roofline"})
+    configs = [base.replace(**{"workload.batch_size": b}) for b in (1, 2, 4, 8)]
+    asked = []
+
+    def should_stop() -> bool:
+        asked.append(1)
+        return len(asked) > 1  # not before the group starts; at its first check inside
+
+    seen = []
+    frame = run_sweep(configs, should_stop=should_stop, on_result=lambda *a: seen.append(a))
+    assert len(frame) == 0 and seen == []
+    assert len(asked) == 2
+
+
+def test_a_serial_exact_only_sweep_of_long_sequences_goes_in_steps_it_can_stop_between():
+    from engine.sweep import EXACT_BATCH_TOKENS
+
+    configs = [c.replace(tokens_per_seq=40_000) for c in small_configs()]
+    per_batch = EXACT_BATCH_TOKENS // 40_000  # 26 configurations' worth
+    configs = (configs * 8)[: per_batch + 5]
+    seen = []
+    frame = run_sweep(
+        configs,
+        exact_only=True,
+        on_result=lambda row, done, total: seen.append(done),
+        should_stop=lambda: len(seen) > 0,
+    )
+    assert len(frame) == per_batch  # the first step only
