@@ -9,10 +9,12 @@ import csv
 import errno
 import os
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
+
+from .config import ConfigError
 
 if TYPE_CHECKING:  # pandas is imported by the callers that pass frames; keep this module light
     import pandas as pd
@@ -77,15 +79,55 @@ def atomic_write_csv(path: Path, frame: pd.DataFrame) -> None:
         frame.to_csv(handle, index=False)
 
 
-def append_csv_row(path: Path, row: Mapping[str, Any]) -> None:
-    """Append one row; write the header only when this call creates the file."""
+def append_csv_row(
+    path: Path, row: Mapping[str, Any], optional: Collection[str] = (), field: str = "file"
+) -> None:
+    """Append one row; write the header only when this call creates the file.
+
+    A file that exists keeps its columns: the row is written under its header, in its
+    order. A column of ``optional`` that the file lacks (one added since the file was
+    begun) is left out; any other difference is a :class:`engine.config.ConfigError` on
+    ``field`` that names it, and nothing is written (a row under the wrong header would
+    shift every value)."""
     path = writable_target(path)
-    new = not path.exists() or path.stat().st_size == 0
+    header = check_appendable(path, list(row), optional, field)
     with path.open("a", encoding="utf-8", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(row))
-        if new:
+        names = list(row) if header is None else header
+        writer = csv.DictWriter(handle, fieldnames=names, extrasaction="ignore")
+        if header is None:
             writer.writeheader()
         writer.writerow(dict(row))
+
+
+def check_appendable(
+    path: Path, names: Sequence[str], optional: Collection[str] = (), field: str = "file"
+) -> list[str] | None:
+    """The header of ``path`` if rows of columns ``names`` can be appended to it (None:
+    no file yet, or an empty one); :class:`engine.config.ConfigError` on ``field`` if not
+    (see :func:`append_csv_row`). A caller checks before a long run, not after it."""
+    header = _header_of(path)
+    if header is None:
+        return None
+    missing = [name for name in header if name not in names]
+    extra = [name for name in names if name not in header and name not in optional]
+    if missing or extra:
+        detail = "; ".join(
+            f"{what}: {', '.join(found)}"
+            for what, found in (("not in this run", missing), ("not in the file", extra))
+            if found
+        )
+        raise ConfigError(
+            field, f"{path} has other columns than this run ({detail}); use a new file"
+        )
+    return header
+
+
+def _header_of(path: Path) -> list[str] | None:
+    """The column names of an existing, non-empty CSV file, else None."""
+    if not path.exists() or path.stat().st_size == 0:
+        return None
+    with path.open(encoding="utf-8", newline="") as handle:
+        return next(csv.reader(handle), None)
 
 
 class SweepWriter:

@@ -57,6 +57,10 @@ def _run_progress(config: SpecConfig) -> tuple[Any, Any]:
     return on_progress, close
 
 
+# Summary columns newer than some summary files: rows appended to those go on without them.
+SUMMARY_OPTIONAL = ("sampler",)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from engine.cycles_file import PARQUET_INSTALL, cycles_writer, is_parquet, parquet_available
     from engine.files import append_csv_row
@@ -83,7 +87,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         close_progress()  # also on Ctrl-C: main() then prints one line, exits with 130
 
     if args.summary_out is not None:
-        append_csv_row(args.summary_out, result.to_dict())
+        from engine.sweep import sampler_name
+
+        row = {**result.to_dict(), "sampler": sampler_name(args.engine)}
+        append_csv_row(args.summary_out, row, SUMMARY_OPTIONAL, "--summary-out")
     if args.json:
         from engine.sweep import sampler_name
 

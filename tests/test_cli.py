@@ -395,3 +395,25 @@ def test_run_shows_the_exact_tokens_per_cycle_of_its_own_tail_rule():
     (line,) = [row for row in out.stdout.splitlines() if "tokens per cycle" in row]
     assert f"exact {tokens_per_cycle_at_length(config):.3f} at this length" in line
     assert f"{tokens_per_cycle(config):.3f}" not in line
+
+
+def test_summary_rows_name_their_sampler_and_keep_an_older_files_columns(tmp_path):
+    summary = tmp_path / "s.csv"
+    spectui("run", "--n-sequences", "20", "--summary-out", str(summary))
+    assert pd.read_csv(summary)["sampler"].tolist() == ["prefix/2"]
+    # A file begun before the sampler column: rows go on under its header, without it.
+    old = tmp_path / "old.csv"
+    frame = pd.read_csv(summary).drop(columns="sampler")
+    frame.to_csv(old, index=False)
+    spectui("run", "--n-sequences", "20", "--k", "2", "--summary-out", str(old))
+    rows = pd.read_csv(old)
+    assert list(rows.columns) == list(frame.columns) and rows["k"].tolist() == [5, 2]
+    # Other columns (a newer field this run sets): refused before the run, one line, status 2.
+    out = spectui(
+        "run", "--n-sequences", "20", "--batch-size", "8", "--summary-out", str(old), check=False
+    )
+    assert out.returncode == 2
+    assert out.stderr.strip().startswith("spectui run: error: --summary-out: ")
+    assert "not in the file: workload.batch_size" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+    assert pd.read_csv(old)["k"].tolist() == [5, 2]  # nothing written

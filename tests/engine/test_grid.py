@@ -15,7 +15,7 @@ from engine.formatting import HEATMAP_LEGEND, TIE_RULE, k_star_cell, speedup_tex
 from engine.grid import SweepSpec
 from engine.presets import load_preset
 from engine.report import analysis_sections, findings_markdown
-from engine.sweep import cell_key, cell_order, draw_groups, run_sweep
+from engine.sweep import cell_key, cell_order, run_sweep
 from tests.engine.test_plot_data import frame, row
 
 
@@ -183,7 +183,7 @@ def test_tie_rule_is_in_the_legend():
 # --- schedule (item 9) ----------------------------------------------------------------------
 
 
-def test_sweep_runs_cell_by_cell_and_returns_grid_order():
+def test_sweep_runs_in_cell_order_group_by_group_and_returns_grid_order():
     spec = SweepSpec(
         SpecConfig(n_sequences=10, tokens_per_seq=16),
         # K is the outer axis, as in seed-576: grid order finishes no cell before the end.
@@ -199,7 +199,8 @@ def test_sweep_runs_cell_by_cell_and_returns_grid_order():
     frame_ = run_sweep(configs, on_result=lambda r, done, total: seen.append(r["config_id"]))
     # Configurations that differ only in cost (here the draft cost) share their draws and
     # finish together: groups come in cell order, so cells still complete as the sweep goes.
-    assert seen == [i for group in draw_groups(configs, order) for i in group]
+    ran = [(configs[i].acceptance_rate, configs[i].k, configs[i].draft_cost_us) for i in seen]
+    assert ran == [(a, k, d) for a in (0.6, 0.9) for k in (1, 2, 3) for d in (10.0, 50.0)]
     assert frame_["config_id"].tolist() == list(range(len(configs)))
     half = seen[: len(seen) // 2]
     complete = [key for key in set(keys) if sum(cell_key(configs[i]) == key for i in half) == 3]
