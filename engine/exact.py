@@ -60,6 +60,10 @@ _CHUNK_FLOATS = 1 << 21
 # columns, else with one np.add per row: accumulate loops over the columns inside numpy,
 # at a few nanoseconds per element; a call per row costs about half a microsecond.
 _ACCUMULATE_COLUMNS = 64
+# One column of at most this many terms (K + 1) is summed with Python floats: a step then
+# costs well under the ~3 us of three numpy calls (a single long sequence: the Run view's
+# exact figures, one run's metrics). The same additions in the same order: the same bits.
+_SCALAR_WIDTH = 24
 
 
 def _step_ns(width: int, columns: int) -> float:
@@ -144,6 +148,8 @@ def expected_over_sequence(
     """
     width = dist.shape[0]  # K + 1
     total, columns = per_cycle.shape[0] - 1, per_cycle.shape[1]
+    if columns == 1 and width <= _SCALAR_WIDTH:
+        return _one_column(dist[:, 0].tolist(), per_cycle[:, 0], checkpoint)
     # f(r) is row r + K: rows 0..K hold f(-K..0) = 0, the lengths an outcome may overshoot.
     f = np.empty((width + total, columns))
     f[:width] = 0.0
@@ -167,6 +173,25 @@ def expected_over_sequence(
         row = f[r + width - 1]
         np.add(row, expectation, out=row)  # per_cycle(r) + the expectation
     return f[width - 1 :]
+
+
+def _one_column(
+    dist: list[float], per_cycle: FloatArray, checkpoint: Callable[[int], None] | None
+) -> FloatArray:
+    """:func:`expected_over_sequence` of one column in Python floats: the same terms,
+    added in the same order (from 0.0, j = 0, 1, ..., then to per_cycle(r))."""
+    width, total = len(dist), per_cycle.shape[0] - 1
+    f = [0.0] * width + per_cycle[1:].tolist()  # f(r) at index r + K, as above
+    for r in range(1, total + 1):
+        if checkpoint is not None and r % CHECKPOINT_ROWS == 0:
+            checkpoint(r)
+        here = r + width - 1
+        expectation = 0.0
+        # f(r - 1 - j) for j = 0..K: indices here - 1 down to here - width = r - 1 >= 0.
+        for p, value in zip(dist, reversed(f[here - width : here]), strict=True):
+            expectation += p * value
+        f[here] = f[here] + expectation
+    return np.array(f[width - 1 :])[:, None]
 
 
 def _chunks(ks: IntArray, lengths: IntArray) -> list[IntArray]:
