@@ -131,12 +131,8 @@ def evaluate_many(
     elif engine == "reference":
         metrics = [simulate_reference(c).metrics for c in configs]
     else:
-        groups: dict[tuple[Any, ...], list[int]] = {}
-        for index, config in enumerate(configs):
-            seed, key = draw_key(config)
-            groups.setdefault((seed, *key), []).append(index)
         found: dict[int, dict[str, float]] = {}
-        for members in groups.values():
+        for members in draw_groups(configs, range(len(configs))):
             runs = simulate_shared(
                 [configs[i] for i in members],
                 exact=[exact[i] for i in members],
