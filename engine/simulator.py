@@ -194,18 +194,24 @@ def _chunk_sequences(sampler: PrefixSampler, tokens: int) -> int:
 @dataclass
 class _Priced:
     """One configuration's prices, padded so that index 0 (a cell past a sequence's end)
-    costs nothing and drafts nothing."""
+    costs nothing and drafts nothing. ``steady_us``: the price of every cycle with more
+    than K tokens to go when they all cost the same (a context-free cost under the clamp
+    rule: only the last few cycles of a sequence, r <= K, draft fewer), else None."""
 
     costs: CycleCosts
     totals: Totals
     cycle_us: np.ndarray
     draft_us: np.ndarray
+    steady_us: float | None
 
     @classmethod
     def of(cls, costs: CycleCosts, totals: Totals) -> _Priced:
         cycle_us, draft_us = costs.cycle_us.copy(), costs.draft_us.copy()
         cycle_us[0] = draft_us[0] = 0.0
-        return cls(costs, totals, cycle_us, draft_us)
+        big_k = int(costs.k.max()) if costs.k.size > 1 else 0
+        beyond = costs.cycle_us[big_k + 1 :]
+        steady = float(beyond[0]) if beyond.size and bool(np.all(beyond == beyond[0])) else None
+        return cls(costs, totals, cycle_us, draft_us, steady)
 
 
 def _simulate_chunk(
@@ -236,8 +242,14 @@ def _simulate_chunk(
     constant = all(p.costs.constant_cycle_us is not None for p in priced)
     per_token = all(p.costs.draft_per_token_us is not None for p in priced)
     positions = priced[0].totals.accepted_counts is not None
+    clamp = config.tail == "clamp"
+    # Under clamp with steady prices only the cycles with r <= K differ: each sequence's
+    # last few, found from the end of its row (the same arithmetic with or without records).
+    tailed = clamp and per_token and all(p.steady_us is not None for p in priced)
     # Per-cycle work (each cycle's r, price, draft count) only when something needs it.
-    cells_needed = not constant or config.tail != "full" or not per_token or record is not None
+    cells_needed = (
+        not (constant or tailed) or not per_token or record is not None or (clamp and positions)
+    )
     # Full tail, every cycle priced alike: per-position counts need only which cycles a
     # sequence used (every cycle drafts K and accepts n = emitted - 1).
     quick_positions = positions and not cells_needed
@@ -284,8 +296,14 @@ def _simulate_chunk(
         round_time: list[np.ndarray] = [np.zeros(rows) for _ in priced]
         draft_time = [0.0 for _ in priced]
         drafted = n_cycles * big_k
+        if tailed:
+            drafted, round_time = _tail_prices(
+                priced, emitted, cum, need, last, used, big_k, k_by_r
+            )
         if cells_needed:
-            drafted = 0
+            priced_by_cell = not (constant or tailed)
+            if priced_by_cell:
+                drafted = 0
             slab = max(1, CELL_SLAB // width)  # rows at a time: bounded memory
             for lo in range(0, rows, slab):
                 hi = min(rows, lo + slab)
@@ -294,13 +312,14 @@ def _simulate_chunk(
                 before = np.repeat(need[lo:hi], width) - (cum[cells] - emitted[cells])
                 r_cell = np.maximum(before, 0)
                 k_cell = k_by_r[r_cell]
-                drafted += int(k_cell.sum())
-                for index, member in enumerate(priced):
-                    if member.costs.constant_cycle_us is None:
-                        times = member.cycle_us[r_cell].reshape(hi - lo, width)
-                        round_time[index][lo:hi] = times.sum(axis=1)
-                    if member.costs.draft_per_token_us is None:
-                        draft_time[index] += float(member.draft_us[r_cell].sum())
+                if priced_by_cell:
+                    drafted += int(k_cell.sum())
+                    for index, member in enumerate(priced):
+                        if member.costs.constant_cycle_us is None:
+                            times = member.cycle_us[r_cell].reshape(hi - lo, width)
+                            round_time[index][lo:hi] = times.sum(axis=1)
+                        if member.costs.draft_per_token_us is None:
+                            draft_time[index] += float(member.draft_us[r_cell].sum())
                 if positions or record is not None:
                     valid = before > 0
                     n_cell = np.minimum(emitted[cells].astype(k_cell.dtype) - 1, k_cell)
@@ -342,6 +361,38 @@ def _simulate_chunk(
     for index, member in enumerate(priced):
         member.totals.add_sequences(seq_time[index])
     return _sorted_frame(parts) if record is not None else None
+
+
+def _tail_prices(
+    priced: list[_Priced],
+    emitted: np.ndarray,
+    cum: np.ndarray,
+    need: np.ndarray,
+    last: np.ndarray,
+    used: np.ndarray,
+    big_k: int,
+    k_by_r: np.ndarray,
+) -> tuple[int, list[np.ndarray]]:
+    """Drafted tokens and each member's time per row of one round under the clamp rule with
+    steady prices: every used cycle at the steady price, corrected for the cycles that
+    began with r <= K tokens to go. Those are a row's last ones (r falls by at least one a
+    cycle), so only its last min(K, used) cycles are looked at, added from the last back."""
+    window = min(big_k, int(used.max()))
+    drafted = int(used.sum()) * big_k
+    times = [used * member.steady_us for member in priced]  # type: ignore[operator]
+    for back in range(window):  # the row's last cycle, the one before, ...
+        here = last - back
+        inside = back < used
+        r = np.where(inside, need - (cum[here] - emitted[here]), 0)
+        tail = inside & (r <= big_k)
+        if not tail.any():
+            break
+        r = np.where(tail, r, 0)
+        drafted -= int((big_k - k_by_r[r])[tail].sum())
+        for index, member in enumerate(priced):
+            extra = np.where(tail, member.cycle_us[r] - member.steady_us, 0.0)  # type: ignore[operator]
+            times[index] = times[index] + extra
+    return drafted, times
 
 
 def _records(

@@ -98,3 +98,15 @@ def test_streamed_sequence_statistics_match_the_records():
     ci95 = Z95 * speedup * per_seq.std(ddof=1) / np.sqrt(per_seq.size) / per_seq.mean()
     assert result.metrics["speedup_ci95"] == pytest.approx(ci95, rel=1e-9)
     assert result.metrics["spec_time_us"] == pytest.approx(per_seq.sum(), rel=1e-12)
+
+
+@pytest.mark.parametrize("tail", ["full", "clamp"])
+def test_records_and_position_counts_never_change_a_metric(tail):
+    """A run that keeps records or counts positions looks at every cycle; its metrics are
+    those of the plain run bit for bit (under clamp the last cycles' prices are corrected
+    the same way either way)."""
+    config = SpecConfig(n_sequences=3000, tokens_per_seq=77, k=6, tail=tail)
+    plain = simulate(config).metrics
+    assert simulate(config, records=True).metrics == plain
+    assert simulate(config, records=True, max_records=50, position_counts=True).metrics == plain
+    assert simulate(config, position_counts=True).metrics == plain
