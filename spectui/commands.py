@@ -63,13 +63,20 @@ SUMMARY_OPTIONAL = ("sampler",)
 
 def cmd_run(args: argparse.Namespace) -> int:
     from engine.cycles_file import PARQUET_INSTALL, cycles_writer, is_parquet, parquet_available
-    from engine.files import append_csv_row
+    from engine.files import append_csv_row, check_appendable
+    from engine.kernel import METRIC_NAMES
     from engine.reference import simulate_reference
     from engine.simulator import simulate
+    from engine.sweep import sampler_name
 
     config = _config_from_args(args)
+    sampler = sampler_name(args.engine)
+    # Before the run, so that a run's work is never thrown away on a bad output file.
     if args.cycles_out is not None and is_parquet(args.cycles_out) and not parquet_available():
         raise UsageError(f"--cycles-out: writing Parquet needs pyarrow: {PARQUET_INSTALL}")
+    if args.summary_out is not None:
+        names = [*config.to_dict(), *METRIC_NAMES, "sampler"]
+        check_appendable(args.summary_out, names, SUMMARY_OPTIONAL, "--summary-out")
     progress, close_progress = _run_progress(config)
     try:
         if args.engine == "reference":
@@ -87,17 +94,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         close_progress()  # also on Ctrl-C: main() then prints one line, exits with 130
 
     if args.summary_out is not None:
-        from engine.sweep import sampler_name
-
-        row = {**result.to_dict(), "sampler": sampler_name(args.engine)}
+        row = {**result.to_dict(), "sampler": sampler}
         append_csv_row(args.summary_out, row, SUMMARY_OPTIONAL, "--summary-out")
     if args.json:
-        from engine.sweep import sampler_name
-
         payload = {
             "config": config.to_dict(),
             "engine": args.engine,
-            "sampler": sampler_name(args.engine),
+            "sampler": sampler,
             "metrics": {k: _json_safe(v) for k, v in result.metrics.items()},
             "cost": _cost_figures(config),
         }

@@ -409,10 +409,14 @@ def test_summary_rows_name_their_sampler_and_keep_an_older_files_columns(tmp_pat
     rows = pd.read_csv(old)
     assert list(rows.columns) == list(frame.columns) and rows["k"].tolist() == [5, 2]
     # Other columns (a newer field this run sets): refused before the run, one line, status 2.
+    cycles = tmp_path / "cycles.csv"
     out = spectui(
-        "run", "--n-sequences", "20", "--batch-size", "8", "--summary-out", str(old), check=False
+        *("run", "--n-sequences", "20", "--batch-size", "8", "--summary-out", str(old)),
+        *("--cycles-out", str(cycles)),
+        check=False,
     )
     assert out.returncode == 2
+    assert not cycles.exists()  # the run never started
     assert out.stderr.strip().startswith("spectui run: error: --summary-out: ")
     assert "not in the file: workload.batch_size" in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
