@@ -18,6 +18,7 @@ from . import draft_models
 from .config import (
     CONFIG_FIELDS,
     FIELD_SPECS,
+    ORIGINAL_MODEL_NAMES,
     SCENARIO_FIELDS,
     ConfigError,
     SpecConfig,
@@ -322,7 +323,9 @@ def losing_configurations(frame: pd.DataFrame) -> dict[str, Any]:
     eff_losers = eff[eff[col] < 1.0]
     by_model = {}
     max_quality = {}
-    for name in DRAFT_MODELS:
+    # The original's three models always (its report lists them), the others when present.
+    present = set(eff["draft_model"]) | set(ORIGINAL_MODEL_NAMES)
+    for name in (m for m in DRAFT_MODELS if m in present):
         model_losers = eff_losers[eff_losers["draft_model"] == name]
         by_model[name] = len(model_losers)
         quality = quality_parameter(name, eff)

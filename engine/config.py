@@ -40,9 +40,15 @@ WORKERS_MAX = 64  # sweep worker processes (engine.pool, spectui sweep --workers
 PROMPT_MAX = 10**7
 T0_MAX_US = 1e6
 TAIL_RULES = ("full", "clamp")
-DRAFT_MODEL_NAMES = ("fixed", "position_decay", "entropy_aware")
+# The original's three acceptance models, then those beyond it (docs/model.md).
+ORIGINAL_MODEL_NAMES = ("fixed", "position_decay", "entropy_aware")
+DRAFT_MODEL_NAMES = (*ORIGINAL_MODEL_NAMES, "per_position", "beta_round", "markov", "confidence")
 COST_MODEL_NAMES = ("linear", "roofline", "roofline_max", "table")
-POLICY_NAMES = ("fixed",)
+POLICY_NAMES = ("fixed", "hf_heuristic", "threshold", "goodput", "schedule", "oracle")
+THRESHOLD_RULES = ("p_min", "h")
+K_MAX_POLICY = 32  # the default bound of an adaptive policy's k (policy.k_max)
+WINDOW_MAX = 10**4
+BETA_MAX = 1e4
 SHAPE_NAMES = ("chain",)
 # Each part of a scenario: the key of the field that chooses it, and the names it may take.
 PARTS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -69,9 +75,12 @@ class FieldSpec:
     ``kind``: "int", "seed", "prob" (a number in [0, 1]), "number" (in [low, high], or
     (low, high] when ``low_open``), "choice", "spec" (a hardware or model id from the spec
     files, checked when the part that reads it is chosen; ``choices`` holds "hardware" or
-    "model") or "path" (a file name). ``part`` is (key of the choosing field, the names
-    that read this field); None when every scenario reads it. ``seed_key``: the field
-    enters the per-configuration seed key when it is read (see :func:`seed_key_values`).
+    "model"), "path" (a file name), "probs" (probabilities, written "0.9,0.8,0.7") or
+    "schedule" (k by batch size, written "1:5,32:3,128:0"). The last two are kept as their
+    canonical text, so that a scenario stays hashable and reads back from a CSV cell.
+    ``part`` is (key of the choosing field, the names that read this field); None when
+    every scenario reads it. ``seed_key``: the field enters the per-configuration seed key
+    when it is read (see :func:`seed_key_values`).
     """
 
     kind: str
@@ -100,6 +109,13 @@ class FieldSpec:
             return f"a {self.choices[0]} id ({', '.join(known_spec_ids(self.choices[0]))})"
         if self.kind == "path":
             return "a file name"
+        if self.kind == "probs":
+            return f"1 to {K_MAX} numbers in [0, 1], comma-separated"
+        if self.kind == "schedule":
+            return (
+                f"BATCH:K pairs, comma-separated, batches rising from 1 (to {BATCH_MAX}), "
+                f"K in [0, {K_MAX}]"
+            )
         return f"an integer in [{int(self.low or 0)}, {int(self.high or 0)}]"
 
     @property
@@ -124,6 +140,8 @@ _ACCEPT = "draft_model"
 _COST = "cost.model"
 _LINEAR = (_COST, ("linear",))
 _ROOFLINES = (_COST, ("roofline", "roofline_max"))
+_POLICY = "policy.name"
+_ADAPTIVE = (_POLICY, ("hf_heuristic", "threshold", "goodput", "oracle"))
 
 
 @lru_cache(maxsize=8)
@@ -269,6 +287,76 @@ class SpecConfig:
     )
     # Newer fields: dotted keys; none enters the seed key (none changes the draws), so every
     # result of the original stays as it was.
+    rates: str = _field(
+        "0.9,0.8,0.7",
+        "acceptance.rates",
+        label="rates",
+        kind="probs",
+        help="per_position: conditional P(accept) of positions 1..m, comma-separated "
+        "(positions beyond m use the last)",
+        part=(_ACCEPT, ("per_position",)),
+        seed_key=True,
+    )
+    beta_a: float = _field(
+        4.0,
+        "acceptance.beta_a",
+        label="beta a",
+        kind="number",
+        low=0.0,
+        high=BETA_MAX,
+        low_open=True,
+        help="beta_round: each cycle's rate ~ Beta(a, b); confidence: each token's q ~ Beta(a, b)",
+        part=(_ACCEPT, ("beta_round", "confidence")),
+        seed_key=True,
+    )
+    beta_b: float = _field(
+        1.0,
+        "acceptance.beta_b",
+        label="beta b",
+        kind="number",
+        low=0.0,
+        high=BETA_MAX,
+        low_open=True,
+        help="beta_round, confidence: the b of Beta(a, b) (mean a / (a + b))",
+        part=(_ACCEPT, ("beta_round", "confidence")),
+        seed_key=True,
+    )
+    p_easy: float = _field(
+        0.9,
+        "acceptance.p_easy",
+        label="p easy",
+        kind="prob",
+        help="markov: P(accept) of every draft token in the easy regime",
+        part=(_ACCEPT, ("markov",)),
+        seed_key=True,
+    )
+    p_hard: float = _field(
+        0.3,
+        "acceptance.p_hard",
+        label="p hard",
+        kind="prob",
+        help="markov: P(accept) of every draft token in the hard regime",
+        part=(_ACCEPT, ("markov",)),
+        seed_key=True,
+    )
+    stay: float = _field(
+        0.95,
+        "acceptance.stay",
+        label="stay",
+        kind="prob",
+        help="markov: P(the regime is kept from one cycle to the next), else redrawn",
+        part=(_ACCEPT, ("markov",)),
+        seed_key=True,
+    )
+    easy_frac: float = _field(
+        0.5,
+        "acceptance.easy_frac",
+        label="easy frac",
+        kind="prob",
+        help="markov: stationary share of the easy regime (a redraw lands on easy with it)",
+        part=(_ACCEPT, ("markov",)),
+        seed_key=True,
+    )
     prompt_len: int = _field(
         0,
         "workload.prompt_len",
@@ -431,7 +519,77 @@ class SpecConfig:
         kind="choice",
         choices=POLICY_NAMES,
         flag="--policy",
-        help="K policy: fixed (k = K every cycle)",
+        help="K policy: fixed (k = K every cycle), hf_heuristic (Hugging Face: +2 after a fully "
+        "accepted cycle, else -1), threshold (stop on low draft confidence), goodput (vLLM's "
+        "dynamic speculation), schedule (k by batch size), oracle (the best k knowing the model)",
+    )
+    k_max: int = _field(
+        K_MAX_POLICY,
+        "policy.k_max",
+        label="K max",
+        kind="int",
+        flag="--policy-k-max",
+        low=1,
+        high=K_MAX,
+        help="adaptive policies: the largest k a cycle may draft",
+        part=_ADAPTIVE,
+    )
+    k_min: int = _field(
+        1,
+        "policy.k_min",
+        label="K min",
+        kind="int",
+        flag="--policy-k-min",
+        low=1,
+        high=K_MAX,
+        help="threshold: the fewest tokens a cycle drafts",
+        part=(_POLICY, ("threshold",)),
+    )
+    rule: str = _field(
+        "p_min",
+        "policy.rule",
+        label="rule",
+        kind="choice",
+        choices=THRESHOLD_RULES,
+        flag="--rule",
+        help="threshold: p_min (llama.cpp: stop before a token with q < p_min) or h "
+        "(SpecDec++: stop once 1 - prod q > h)",
+        part=(_POLICY, ("threshold",)),
+    )
+    p_min: float = _field(
+        0.75,
+        "policy.p_min",
+        label="p min",
+        kind="prob",
+        help="threshold, rule p_min: the least confidence q a drafted token needs",
+        part=(_POLICY, ("threshold",)),
+    )
+    stop_h: float = _field(
+        0.5,
+        "policy.h",
+        label="h",
+        kind="prob",
+        flag="--stop-h",
+        help="threshold, rule h: stop drafting once P(some draft is rejected) > h",
+        part=(_POLICY, ("threshold",)),
+    )
+    window: int = _field(
+        16,
+        "policy.window",
+        label="window",
+        kind="int",
+        low=1,
+        high=WINDOW_MAX,
+        help="goodput: cycles of history (of the whole batch) behind its estimates",
+        part=(_POLICY, ("goodput",)),
+    )
+    schedule: str = _field(
+        "1:5,32:3,128:1",
+        "policy.schedule",
+        label="schedule",
+        kind="schedule",
+        help="schedule: k by batch size, BATCH:K pairs from batch 1 up (0: no speculation)",
+        part=(_POLICY, ("schedule",)),
     )
     shape: str = _field(
         "chain",
@@ -450,6 +608,7 @@ class SpecConfig:
         for spec in FIELD_SPECS.values():
             if spec.kind in ("spec", "path") and reads(self, spec.key):
                 _check_part_value(spec, getattr(self, spec.attr))
+        _check_policy(self)
 
     @property
     def cost_ratio(self) -> float:
@@ -549,6 +708,36 @@ MODEL_READS: dict[str, tuple[str, ...]] = {m: part_fields(_ACCEPT, m) for m in D
 MODEL_PARAMETERS: frozenset[str] = frozenset(p for r in MODEL_READS.values() for p in r)
 
 
+# Acceptance models whose draft tokens carry a confidence q the draft sees.
+CONFIDENCE_MODELS = ("confidence",)
+
+
+def _check_policy(config: SpecConfig) -> None:
+    """Refuse a policy that cannot work with the scenario's other parts, naming both."""
+    policy = config.policy
+    if policy == "threshold" and config.draft_model not in CONFIDENCE_MODELS:
+        raise ConfigError(
+            "policy.name",
+            f"threshold needs per-token confidences, which draft_model {config.draft_model} "
+            f"does not give; use draft_model {' or '.join(CONFIDENCE_MODELS)}",
+        )
+    if policy == "oracle" and config.draft_model == "per_position":
+        given = len(rates_of(config.rates))
+        if config.k_max > given:
+            raise ConfigError(
+                "policy.name",
+                f"oracle would choose k up to policy.k_max {config.k_max} from the "
+                f"per_position table, which gives only {given} rates (acceptance.rates); "
+                f"set policy.k_max to at most {given} or give more rates",
+            )
+    if policy in ("hf_heuristic", "goodput") and config.k > config.k_max:
+        raise ConfigError(
+            "k", f"{config.k} is above policy.k_max {config.k_max}; {policy} starts at K"
+        )
+    if policy == "threshold" and config.k_min > config.k_max:
+        raise ConfigError("policy.k_min", f"{config.k_min} is above policy.k_max {config.k_max}")
+
+
 def _check_part_value(spec: FieldSpec, value: str) -> None:
     if spec.kind == "path":
         if not value.strip():
@@ -590,6 +779,10 @@ def _checked(spec: FieldSpec, value: Any) -> Any:
         if not isinstance(value, str):
             raise ConfigError(field, f"{value!r} is not allowed; expected a file name")
         return value
+    if spec.kind == "probs":
+        return ",".join(_short_prob(p) for p in _probs(value))
+    if spec.kind == "schedule":
+        return ",".join(f"{b}:{k}" for b, k in _schedule(value))
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise _Bad  # numpy numbers are Real; bools and strings are not
     if spec.kind in ("int", "seed"):
@@ -613,6 +806,59 @@ def _checked(spec: FieldSpec, value: Any) -> Any:
         if not (above and value <= spec.high):
             raise _Bad
     return value
+
+
+def _short_prob(value: float) -> str:
+    return repr(value) if value not in (0.0, 1.0) else str(int(value))
+
+
+def _probs(value: Any) -> tuple[float, ...]:
+    """The numbers of a "probs" field: text "0.9, 0.8 0.7" or a sequence of numbers."""
+    items = value.replace(",", " ").split() if isinstance(value, str) else value
+    if not isinstance(items, list | tuple) or not 1 <= len(items) <= K_MAX:
+        raise _Bad
+    out = []
+    for item in items:
+        if isinstance(item, bool):
+            raise _Bad
+        try:
+            number = float(item) if isinstance(item, str | numbers.Real) else math.nan
+        except ValueError:
+            raise _Bad from None
+        if not 0.0 <= number <= 1.0:  # NaN fails too
+            raise _Bad
+        out.append(number)
+    return tuple(out)
+
+
+def rates_of(text: str) -> tuple[float, ...]:
+    """The conditional acceptance rates p_1..p_m of a per_position scenario's
+    ``acceptance.rates`` (checked text)."""
+    return _probs(text)
+
+
+def _schedule(value: Any) -> tuple[tuple[int, int], ...]:
+    """The (batch, k) pairs of a "schedule" field: "1:5,32:3,128:0"."""
+    if not isinstance(value, str):
+        raise _Bad
+    pairs = []
+    for item in value.replace(" ", "").split(","):
+        batch, sep, k = item.partition(":")
+        if not sep or not (batch.isascii() and batch.isdigit() and k.isascii() and k.isdigit()):
+            raise _Bad
+        pairs.append((int(batch), int(k)))
+    batches = [b for b, _ in pairs]
+    if batches[0] != 1 or batches != sorted(set(batches)) or batches[-1] > BATCH_MAX:
+        raise _Bad
+    if any(k > K_MAX for _, k in pairs):
+        raise _Bad
+    return tuple(pairs)
+
+
+def schedule_k(text: str, batch: int) -> int:
+    """The k a ``policy.schedule`` gives at batch size ``batch``: the pair with the largest
+    batch not above it."""
+    return [k for b, k in _schedule(text) if b <= batch][-1]
 
 
 def parse_value(field: str, text: str) -> Any:

@@ -1,7 +1,17 @@
-"""The three draft models: where the per-position acceptance probability p_i comes from.
+"""The acceptance models: where the per-position acceptance probability p_i comes from.
 
-Each model is a small class in :data:`DRAFT_MODELS`. A model says which configuration
-parameters it reads (:attr:`DraftModel.reads`); the others are inert for it.
+The original's three (fixed, position_decay, entropy_aware), then those beyond it:
+per_position (a list of rates, what calibration from logs gives), beta_round (a rate drawn
+per cycle), markov (a hidden easy/hard regime kept across cycles) and confidence (a
+confidence q per token that the draft sees). Each model is a small class in
+:data:`DRAFT_MODELS`. A model says which configuration parameters it reads
+(:attr:`DraftModel.reads`); the others are inert for it.
+
+Every model gives the marginal ``P(n >= j)`` of one cycle (:meth:`DraftModel.position_probs`,
+whose cumulative products are that survival), from which the exact long-run figures follow.
+Cycles are independent for every model but markov, whose regime ties one cycle to the
+next (:attr:`DraftModel.cycles_independent`); :meth:`DraftModel.regimes` gives its
+per-regime survival, and the K-policy engine (``engine.policies``) draws its chain.
 """
 
 from __future__ import annotations
@@ -13,7 +23,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from .config import MODEL_PARAMETERS, MODEL_READS, SpecConfig
+from .config import MODEL_PARAMETERS, MODEL_READS, SpecConfig, rates_of
 
 # Which sampler makes the Monte Carlo draws, as the sweep CSV and ``run --json`` name it.
 # "prefix/2": one uniform per cycle gives the accepted prefix (:class:`PrefixSampler`). The
@@ -118,6 +128,20 @@ class DraftModel:
         """One accept test for the draft token at 1-based ``position`` (reference engine)."""
         return bool(rng.random() < self.position_probs(config, position)[position - 1])
 
+    # Whether a cycle's accepted count is independent of every other cycle's (all models
+    # but markov): then one uniform per cycle through the marginal survival is exact.
+    cycles_independent: ClassVar[bool] = True
+    # Whether each draft token carries a confidence q that the draft sees (threshold policies).
+    confidences: ClassVar[bool] = False
+
+    def regimes(self, config: SpecConfig, k: int) -> tuple[np.ndarray, float, np.ndarray]:
+        """(survival, stay, mix) of the hidden regime chain: ``survival[g, j] = P(n >= j |
+        regime g)`` for j = 0..k, a (G, k + 1) array; the regime is kept from one cycle to
+        the next with probability ``stay``, else redrawn from ``mix`` (G,). One regime for
+        every model but markov."""
+        surv = np.concatenate(([1.0], np.cumprod(self.position_probs(config, k))))
+        return surv[None, :], 1.0, np.ones(1)
+
 
 class FixedAccuracy(DraftModel):
     name = "fixed"
@@ -161,8 +185,84 @@ class EntropyAware(DraftModel):
         return bool(rng.random() < p)
 
 
+class PerPosition(DraftModel):
+    name = "per_position"
+    reads = MODEL_READS["per_position"]
+    description = "conditional P(accept) p_1..p_m from a list (position i > m uses p_m)"
+
+    def position_probs(self, config: SpecConfig, k: int) -> np.ndarray:
+        rates = rates_of(config.rates)
+        out = np.full(k, rates[-1])
+        head = min(k, len(rates))
+        out[:head] = rates[:head]
+        return out
+
+
+class BetaRound(DraftModel):
+    name = "beta_round"
+    reads = MODEL_READS["beta_round"]
+    description = "each cycle draws its rate theta ~ Beta(a, b), each draft accepted with theta"
+
+    # P(n >= j) = E[theta^j] = prod_{i<j} (a + i) / (a + b + i): the conditional rate of
+    # position i + 1 is (a + i) / (a + b + i), rising with depth. Cycles are independent,
+    # so one uniform per cycle through this survival draws them exactly (theta unseen).
+    def position_probs(self, config: SpecConfig, k: int) -> np.ndarray:
+        i = np.arange(k, dtype=float)
+        return (config.beta_a + i) / (config.beta_a + config.beta_b + i)
+
+
+class MarkovRegime(DraftModel):
+    name = "markov"
+    reads = MODEL_READS["markov"]
+    description = (
+        "a hidden easy/hard regime (p_easy, p_hard), kept from cycle to cycle with P = stay, "
+        "else redrawn (easy with P = easy_frac)"
+    )
+    cycles_independent = False
+
+    def regimes(self, config: SpecConfig, k: int) -> tuple[np.ndarray, float, np.ndarray]:
+        j = np.arange(k + 1, dtype=float)
+        survival = np.stack((config.p_easy**j, config.p_hard**j))
+        return survival, config.stay, np.array([config.easy_frac, 1.0 - config.easy_frac])
+
+    # The stationary cycle's marginal: P(n >= j) = f p_easy^j + (1 - f) p_hard^j, given as
+    # conditional rates (its long-run figures; finite-length values need the regime chain).
+    def position_probs(self, config: SpecConfig, k: int) -> np.ndarray:
+        survival, _, mix = self.regimes(config, k)
+        marginal = mix @ survival
+        with np.errstate(invalid="ignore", divide="ignore"):
+            cond = marginal[1:] / marginal[:-1]
+        return np.where(marginal[:-1] > 0, cond, 0.0)
+
+    def accept_token(self, config: SpecConfig, rng: np.random.Generator, position: int) -> bool:
+        raise NotImplementedError("markov cycles are drawn by the K-policy engine")
+
+
+class Confidence(DraftModel):
+    name = "confidence"
+    reads = MODEL_READS["confidence"]
+    description = (
+        "each draft token has a confidence q ~ Beta(a, b), seen by the draft, accepted with q"
+    )
+    confidences = True
+
+    # Unseen by a fixed K, the q's are independent per token: the accepted prefix follows
+    # the marginal P(accept) = a / (a + b).
+    def position_probs(self, config: SpecConfig, k: int) -> np.ndarray:
+        return np.full(k, config.beta_a / (config.beta_a + config.beta_b))
+
+
 DRAFT_MODELS: dict[str, DraftModel] = {
-    m.name: m for m in (FixedAccuracy(), PositionDecay(), EntropyAware())
+    m.name: m
+    for m in (
+        FixedAccuracy(),
+        PositionDecay(),
+        EntropyAware(),
+        PerPosition(),
+        BetaRound(),
+        MarkovRegime(),
+        Confidence(),
+    )
 }
 
 

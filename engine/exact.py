@@ -304,7 +304,24 @@ def exact_metrics_many(configs: Iterable[SpecConfig]) -> dict[str, FloatArray]:
         metrics = _metrics_of_chunk([configs[i] for i in index.tolist()])
         for name, values in metrics.items():
             out[name][index] = values
+    _policy_figures(configs, out)
     return out
+
+
+def _policy_figures(configs: Sequence[SpecConfig], out: dict[str, FloatArray]) -> None:
+    """Replace the figures of K policies and markov acceptance (engine.policies):
+    speedup_exact from the program over (r, policy state, regime), NaN where a policy has
+    none; a policy other than fixed has no long-run fixed-K figures (NaN). Under markov a
+    fixed K keeps them: in the long run its cycles follow the stationary mix."""
+    from .policies import exact_speedup, needs_stepwise
+
+    for i, config in enumerate(configs):
+        if not needs_stepwise(config):
+            continue
+        out["speedup_exact"][i] = exact_speedup(config)
+        if config.policy != "fixed":
+            for name in EXACT_METRIC_NAMES[1:]:
+                out[name][i] = np.nan
 
 
 def exact_metrics(config: SpecConfig) -> dict[str, float]:
@@ -342,6 +359,11 @@ def compute_overhead_limit(config: SpecConfig) -> float:
 def expected_sequence_time_us(config: SpecConfig) -> float:
     """Expected speculative time of one sequence of tokens_per_seq tokens, in microseconds,
     each cycle priced by the cost model at its own context (engine.kernel.cycle_costs)."""
+    from .policies import exact_policy, needs_stepwise
+
+    if needs_stepwise(config):  # NaN for a policy with no exact value
+        found = exact_policy(config)
+        return np.nan if found is None else found.time_us
     dist = _acceptance([config])[0]
     return float(expected_over_sequence(dist, cycle_costs(config).cycle_us[:, None])[-1, 0])
 
@@ -357,6 +379,11 @@ def tokens_per_cycle_at_length(config: SpecConfig) -> float:
     estimates. Equals :func:`tokens_per_cycle` under "full", where every cycle drafts K;
     under "clamp" the short last cycles lower it.
     """
+    from .policies import exact_policy, needs_stepwise
+
+    if needs_stepwise(config):
+        found = exact_policy(config)
+        return np.nan if found is None else (found.accepted + found.cycles) / found.cycles
     big_k, total = config.k, config.tokens_per_seq
     dist = accepted_distribution(config)[:, None]
     surv = np.concatenate(([1.0], survival(config)))

@@ -111,3 +111,41 @@ def cost_setting_text(config: Any) -> str:
     if model == "table":
         return f"table {config.cost_table}, {workload}"
     return f"{model} on {config.gpu}: {config.target} verifies, {config.draft} drafts, {workload}"
+
+
+def acceptance_text(config: Any) -> str:
+    """The acceptance model and its parameters in words: "fixed (acceptance 0.8)",
+    "markov (easy 0.9, hard 0.3, stay 0.95, easy share 0.5)"."""
+    c = config
+    params = {
+        "fixed": f"acceptance {c.acceptance_rate:g}",
+        "position_decay": f"decay {c.decay_base:g} x {c.decay_factor:g}^(i-1)",
+        "entropy_aware": f"entropy high {c.entropy_high:g} low {c.entropy_low:g} "
+        f"frac {c.entropy_frac:g}",
+        "per_position": f"rates {c.rates}",
+        "beta_round": f"rate ~ Beta({c.beta_a:g}, {c.beta_b:g}) per cycle",
+        "markov": f"easy {c.p_easy:g}, hard {c.p_hard:g}, stay {c.stay:g}, "
+        f"easy share {c.easy_frac:g}",
+        "confidence": f"q ~ Beta({c.beta_a:g}, {c.beta_b:g}) per token",
+    }[c.draft_model]
+    return f"{c.draft_model} ({params})"
+
+
+def policy_text(config: Any) -> str:
+    """A K policy with its parameters, as a leaderboard names it: "fixed K=4",
+    "hf_heuristic K0=5", "threshold p_min=0.75", "goodput w=16", "schedule K=3", "oracle"."""
+    from engine.config import schedule_k
+
+    c = config
+    name = c.policy
+    if name == "fixed":
+        return f"fixed K={c.k}"
+    if name == "hf_heuristic":
+        return f"hf_heuristic K0={c.k}"
+    if name == "threshold":
+        return f"threshold p_min={c.p_min:g}" if c.rule == "p_min" else f"threshold h={c.stop_h:g}"
+    if name == "goodput":
+        return f"goodput w={c.window}"
+    if name == "schedule":
+        return f"schedule K={schedule_k(c.schedule, c.batch_size)}"
+    return name

@@ -8,6 +8,9 @@ Format::
     "workload.batch_size" = 8
     [[grid]]            # zero or more; each a cartesian product of lists
     k = [1, 2, 3]
+    [[arena]]           # zero or more: the K policies an arena compares (engine.arena)
+    "policy.name" = "fixed"
+    k = [2, 4, 6]       # a list gives one contender per value (a cartesian product)
 
 Newer fields have dotted keys (``workload.batch_size``, ``cost.gpu``). Quoted, as above, or
 as TOML's own dotted keys and tables, which it reads as nested tables: ``workload.batch_size
@@ -33,7 +36,19 @@ from .grid import SweepSpec
 
 # Package data (pyproject.toml), so that an installed wheel finds them too.
 SHIPPED_DIR = Path(__file__).resolve().parent / "shipped_presets"
-TOP_LEVEL_KEYS = ("description", "config", "grid")
+TOP_LEVEL_KEYS = ("description", "config", "grid", "arena")
+# The fields an [[arena]] contender may set: its policy and the policy's parameters.
+ARENA_KEYS = (
+    "policy.name",
+    "k",
+    "policy.k_max",
+    "policy.k_min",
+    "policy.rule",
+    "policy.p_min",
+    "policy.h",
+    "policy.window",
+    "policy.schedule",
+)
 
 
 class PresetError(ValueError):
@@ -55,10 +70,21 @@ class Preset:
     description: str
     config: SpecConfig
     sweep: SweepSpec
+    # [[arena]] tables: each a cartesian product of policy settings (ARENA_KEYS).
+    arena: tuple[dict[str, tuple[Any, ...]], ...] = ()
 
     @property
     def is_sweep(self) -> bool:
         return bool(self.sweep.grids)
+
+    @property
+    def is_arena(self) -> bool:
+        return bool(self.arena)
+
+    def contenders(self, scenario: SpecConfig) -> list[SpecConfig]:
+        """The arena's contenders on ``scenario``: the scenario with each policy setting of
+        the [[arena]] tables (ConfigError when a setting cannot work with it)."""
+        return contenders_of(scenario, self.arena)
 
     def size(self) -> int:
         """Number of configurations: 1 for a single run, the grid's size for a sweep."""
@@ -70,6 +96,9 @@ def _typed(path: Path, key: str, field: str, value: Any) -> Any:
     wrong = None
     if kind in ("int", "seed") and (isinstance(value, bool) or not isinstance(value, int)):
         wrong = "an integer"
+    elif kind == "probs":  # "0.9,0.8" or [0.9, 0.8]
+        if not isinstance(value, str | list):
+            wrong = "a list of numbers"
     elif not FIELD_SPECS[field].numeric:  # a choice, a hardware or model id, a file name
         if not isinstance(value, str):
             wrong = "a string"
@@ -147,7 +176,8 @@ def parse_preset(path: Path, data: dict[str, Any]) -> Preset:
             sweep.configs()
         except ConfigError as err:
             raise PresetError(f"{path}: grid: {err}") from None
-    return Preset(path.stem, path, description, config, sweep)
+    arena = _arena_tables(path, data["arena"], sweep) if "arena" in data else ()
+    return Preset(path.stem, path, description, config, sweep, arena)
 
 
 # Grid axes whose values are checked only in combination (an id of the chosen cost model's,
@@ -159,6 +189,43 @@ _PART_CHECKED = frozenset(
     if spec.kind in ("spec", "path")
     for key in (spec.key, *((spec.part[0],) if spec.part else ()))
 )
+
+
+def contenders_of(
+    scenario: SpecConfig, arena: tuple[dict[str, tuple[Any, ...]], ...]
+) -> list[SpecConfig]:
+    """Every policy setting of ``arena`` applied to ``scenario``, in order, without repeats."""
+    out: list[SpecConfig] = []
+    for table in arena:
+        for values in SweepSpec(scenario, (table,)).configs():
+            if values not in out:
+                out.append(values)
+    return out
+
+
+def _arena_tables(path: Path, raw: Any, sweep: SweepSpec) -> tuple[dict[str, tuple[Any, ...]], ...]:
+    if not isinstance(raw, list) or not all(isinstance(t, dict) for t in raw):
+        raise PresetError(f"{path}: arena: expected an array of tables ([[arena]])")
+    tables = []
+    for number, table in enumerate(raw, start=1):
+        axes: dict[str, tuple[Any, ...]] = {}
+        for key, value in _flat(path, f"arena[{number}]", table).items():
+            where = f"arena[{number}].{key}"
+            if key not in ARENA_KEYS:
+                raise PresetError(
+                    f"{path}: {where}: not a policy setting; allowed: {', '.join(ARENA_KEYS)}"
+                )
+            values = value if isinstance(value, list) else [value]
+            if not values:
+                raise PresetError(f"{path}: {where}: expected a value or a non-empty list")
+            axes[key] = tuple(_typed(path, where, key, v) for v in values)
+        tables.append(axes)
+    for scenario in sweep.configs():  # a policy that cannot work with a scenario
+        try:
+            contenders_of(scenario, tuple(tables))
+        except ConfigError as err:
+            raise PresetError(f"{path}: arena: {err}") from None
+    return tuple(tables)
 
 
 def load_preset_file(path: Path) -> Preset:
@@ -233,7 +300,10 @@ def _toml_key(name: str) -> str:
 
 
 def preset_to_toml(
-    config: SpecConfig, description: str = "", grids: tuple[dict[str, Any], ...] = ()
+    config: SpecConfig,
+    description: str = "",
+    grids: tuple[dict[str, Any], ...] = (),
+    arena: tuple[dict[str, Any], ...] = (),
 ) -> str:
     """The TOML text of a preset (round-trips through :func:`parse_preset`)."""
     lines = [f"description = {_toml_value(description)}", "", "[config]"]
@@ -241,6 +311,9 @@ def preset_to_toml(
     for grid in grids:
         lines += ["", "[[grid]]"]
         lines += [f"{_toml_key(k)} = {_toml_value(list(v))}" for k, v in grid.items()]
+    for table in arena:
+        lines += ["", "[[arena]]"]
+        lines += [f"{_toml_key(k)} = {_toml_value(list(v))}" for k, v in table.items()]
     return "\n".join(lines) + "\n"
 
 
@@ -251,10 +324,11 @@ def save_preset(
     grids: tuple[dict[str, Any], ...] = (),
     *,
     overwrite: bool = False,
+    arena: tuple[dict[str, Any], ...] = (),
 ) -> Path:
     """Write a preset atomically. Refuses to replace an existing file unless ``overwrite``."""
     if path.exists() and not overwrite:
         raise FileExistsError(f"{path}: already exists")
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, preset_to_toml(config, description, grids))
+    atomic_write_text(path, preset_to_toml(config, description, grids, arena))
     return path

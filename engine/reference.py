@@ -9,14 +9,26 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .config import SpecConfig
+from .config import ConfigError, SpecConfig
 from .draft_models import get_model
 from .kernel import Totals, cycle_costs, draft_count, emitted_and_kept, metrics_from_totals
 from .simulator import RECORD_DTYPES, RunResult, config_rng
 
 
 def simulate_reference(config: SpecConfig, *, records: bool = False) -> RunResult:
-    """Monte Carlo run of ``config`` by the plain loop; same result shape as ``simulate``."""
+    """Monte Carlo run of ``config`` by the plain loop; same result shape as ``simulate``.
+
+    Fixed K on acceptance whose cycles are independent only (ConfigError otherwise): K
+    policies and markov run on the stepwise engine (engine.policies)."""
+    from .policies import needs_stepwise
+
+    if needs_stepwise(config):
+        field = "policy.name" if config.policy != "fixed" else "draft_model"
+        raise ConfigError(
+            field,
+            f"the reference engine runs a fixed K on independent cycles, not "
+            f"{config.get(field)}; use the fast engine",
+        )
     model = get_model(config.draft_model)
     costs = cycle_costs(config)
     rng = config_rng(config)

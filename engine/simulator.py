@@ -477,6 +477,18 @@ def simulate(
     tokens)`` is told as often the sequences finished and tokens kept so far. Neither
     changes the random draws: a run that is not stopped gives the same result without them.
     """
+    from .policies import needs_stepwise, simulate_run
+
+    if needs_stepwise(config):  # a K policy, or cycles tied together (markov)
+        return simulate_run(
+            config,
+            records=records,
+            on_cycles=on_cycles,
+            max_records=max_records,
+            position_counts=position_counts,
+            should_stop=should_stop,
+            on_progress=on_progress,
+        )
     sampler = get_model(config.draft_model).prefix_sampler(config)
     rng = config_rng(config)
     totals = Totals()
@@ -543,6 +555,10 @@ def simulate_shared(
     if not configs:
         return []
     first_config = configs[0]
+    from .policies import needs_stepwise
+
+    if needs_stepwise(first_config):  # cycle by cycle, each on its own prices
+        return [simulate(c, should_stop=should_stop) for c in configs]
     key = draw_key(first_config)
     if any(draw_key(c) != key for c in configs[1:]):
         raise ValueError("simulate_shared: the configurations do not share their draws")

@@ -47,8 +47,18 @@ FLAG_GROUPS: tuple[tuple[str, str], ...] = (
     ("", "scenario"),
     ("draft_model", "acceptance (draft model)"),
     ("cost.model", "cost model"),
+    ("policy.name", "K policy"),
 )
-_METAVARS = {"int": "N", "seed": "N", "prob": "F", "number": "F", "spec": "ID", "path": "FILE"}
+_METAVARS = {
+    "int": "N",
+    "seed": "N",
+    "prob": "F",
+    "number": "F",
+    "spec": "ID",
+    "path": "FILE",
+    "probs": "P1,P2,...",
+    "schedule": "B:K,...",
+}
 
 
 def _default_text(field: str) -> str:
@@ -72,8 +82,8 @@ def add_scenario_flags(parser: argparse.ArgumentParser) -> None:
         if spec.kind == "choice" and len(spec.choices) < 2:
             continue  # a part with one choice so far (policy, shape): nothing to choose
         group = groups.get(spec.part[0] if spec.part else "", groups[""])
-        if field == "cost.model":
-            group = groups["cost.model"]
+        if field in ("cost.model", "policy.name"):
+            group = groups[field]
         text = f"{spec.help} (default: {_default_text(field)})"
         if spec.unit:
             text = text.replace(" (default", f", {spec.unit} (default")

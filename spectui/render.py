@@ -51,7 +51,7 @@ def _speedup(value: float) -> str:
 def run_summary(result: RunResult) -> Panel:
     """One run: its configuration and every metric, Monte Carlo beside exact."""
     from engine.exact import tokens_per_cycle_at_length
-    from engine.formatting import cost_setting_text
+    from engine.formatting import acceptance_text, cost_setting_text, policy_text
     from engine.kernel import CONTEXT_FREE_COSTS, cycle_costs
 
     c, m = result.config, result.metrics
@@ -102,14 +102,9 @@ def run_summary(result: RunResult) -> Panel:
         rows.append(("verify pass", f"{costs.bound}-bound", f"batch {c.batch_size}"))
     for row in rows:
         table.add_row(*row)
-    model_params = {
-        "fixed": f"acceptance {c.acceptance_rate:g}",
-        "position_decay": f"decay {c.decay_base:g} x {c.decay_factor:g}^(i-1)",
-        "entropy_aware": f"entropy high {c.entropy_high:g} low {c.entropy_low:g} "
-        f"frac {c.entropy_frac:g}",
-    }[c.draft_model]
+    policy = f"K={c.k}" if c.policy == "fixed" else f"policy {policy_text(c)}"
     title = (
-        f"{c.draft_model} ({model_params}), K={c.k}, {cost_setting_text(c)}, {c.n_sequences} x "
+        f"{acceptance_text(c)}, {policy}, {cost_setting_text(c)}, {c.n_sequences} x "
         f"{c.tokens_per_seq} tokens, seed {c.seed}, tail {c.tail}"
     )
     lines = [Text(title, style="bold")]

@@ -1,0 +1,311 @@
+"""The policy arena: K policies compared on one scenario, on common random numbers.
+
+Every contender is the scenario with its own policy fields (``policy.name``, K, ...). All
+of them see the same random numbers (engine.policies: sequence s's j-th cycle draws the
+same uniforms under every policy), so one policy's luck is the other's, and the paired
+difference of two speedups has a much narrower interval than the two intervals apart
+(docs/model.md, "K policies").
+
+A leaderboard row (:class:`Standing`) gives the Monte Carlo speedup on those numbers with
+its 95 % interval, the exact speedup where the policy's state can be enumerated (fixed,
+hf_heuristic, schedule, oracle), the paired gain over the best fixed K with its interval,
+the share of the oracle's gain the policy captures, the mean k drafted, the waste and how
+often each k was drafted.
+
+The best fixed K is found exactly (fixed K has an exact value under every acceptance
+model): the arena adds "fixed K*" when the contenders do not list it, runs it first, then
+the oracle, then the others in their order, and reports each row as it finishes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .config import SpecConfig
+from .formatting import policy_text
+from .kernel import Z95
+
+# How a row's speedup was obtained.
+EXACT = "exact"
+MONTE_CARLO = "Monte Carlo"
+# The policy fields a contender may set (with K): everything else is the scenario's.
+POLICY_KEYS = (
+    "policy.name",
+    "k",
+    "policy.k_max",
+    "policy.k_min",
+    "policy.rule",
+    "policy.p_min",
+    "policy.h",
+    "policy.window",
+    "policy.schedule",
+)
+
+
+@dataclass
+class Standing:
+    """One row of a leaderboard: a policy's figures on the scenario."""
+
+    label: str  # "fixed K=4", "hf_heuristic from K=5", "oracle", ...
+    config: SpecConfig
+    speedup: float  # Monte Carlo, on the common random numbers
+    ci95: float  # its 95 % half-width (sequences are the independent units)
+    speedup_exact: float  # NaN where the policy has no exact value
+    gain: float  # paired Monte Carlo speedup minus the best fixed K's (0 for that row)
+    gain_ci95: float  # the paired 95 % half-width
+    gain_ci95_unpaired: float  # what the half-width would be without pairing
+    captured: float  # gain / the oracle's gain; NaN when the oracle's gain is within noise
+    mean_k: float  # drafted tokens per cycle
+    waste: float  # drafted tokens not kept, over drafted tokens
+    k_share: np.ndarray  # fraction of cycles that drafted k = 0..K_max
+    cycles: int = 0
+    is_best_fixed: bool = False
+    # The per-sequence times behind the paired figures (not shown).
+    sequence_time_us: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+
+    @property
+    def policy(self) -> str:
+        return self.config.policy
+
+    @property
+    def method(self) -> str:
+        """ "exact" when the policy has an exact value, else "Monte Carlo"."""
+        return EXACT if math.isfinite(self.speedup_exact) else MONTE_CARLO
+
+    @property
+    def best_speedup(self) -> float:
+        """The exact speedup where there is one, else the Monte Carlo one."""
+        return self.speedup_exact if math.isfinite(self.speedup_exact) else self.speedup
+
+
+@dataclass
+class ArenaResult:
+    """A leaderboard for one scenario, best first."""
+
+    scenario: SpecConfig
+    standings: list[Standing]
+    best_fixed_k: int
+    notes: list[str] = field(default_factory=list)
+
+    def ranked(self) -> list[Standing]:
+        return sorted(self.standings, key=lambda s: -s.best_speedup)
+
+
+def paired_difference(
+    baseline_us: float, times_a: np.ndarray, times_b: np.ndarray
+) -> tuple[float, float, float]:
+    """Speedup of A minus speedup of B, measured on the same sequences (paired), with its
+    95 % half-width by the delta method, and the half-width the two runs would give if
+    they were independent (no covariance term).
+
+    Speedup = baseline / mean time; d = b / mean(a) - b / mean(b). Its gradient in the two
+    means is (-b / mean(a)^2, b / mean(b)^2), so var(d) = (g_a^2 var(a) + g_b^2 var(b) +
+    2 g_a g_b cov(a, b)) / n; pairing keeps the covariance, which is large and positive
+    when both policies see the same draws (g_a g_b < 0, so it narrows the interval).
+    """
+    n = times_a.size
+    mean_a, mean_b = float(times_a.mean()), float(times_b.mean())
+    diff = baseline_us / mean_a - baseline_us / mean_b
+    if n < 2:
+        return diff, math.nan, math.nan
+    g_a, g_b = -baseline_us / mean_a**2, baseline_us / mean_b**2
+    cov = np.cov(times_a, times_b, ddof=1)
+    unpaired = g_a**2 * cov[0, 0] + g_b**2 * cov[1, 1]
+    paired = max(0.0, unpaired + 2 * g_a * g_b * cov[0, 1])
+    return diff, Z95 * math.sqrt(paired / n), Z95 * math.sqrt(unpaired / n)
+
+
+def best_fixed_k(scenario: SpecConfig, k_max: int) -> tuple[int, np.ndarray]:
+    """The fixed K in 1..k_max with the largest exact speedup on the scenario (the smallest
+    on a tie), and every K's exact speedup."""
+    from .policies import exact_speedup
+
+    fixed = [scenario.replace(**{"policy.name": "fixed", "k": k}) for k in range(1, k_max + 1)]
+    speedups = np.array([exact_speedup(c) for c in fixed])
+    return int(np.argmax(speedups)) + 1, speedups
+
+
+def arena_k_max(scenario: SpecConfig, contenders: Sequence[SpecConfig]) -> int:
+    """How far the search for the best fixed K goes: the largest k any contender may draft
+    (at least 8)."""
+    from .policies import policy_k_max
+
+    return max([8, *(policy_k_max(c) for c in contenders)])
+
+
+def default_contenders(scenario: SpecConfig) -> list[SpecConfig]:
+    """The policies an arena runs when none are given: Hugging Face's heuristic from the
+    scenario's K, goodput, the batch schedule, the oracle, and both threshold rules where
+    the draft sees its confidences. (The best fixed K is always added.)"""
+    from .draft_models import get_model
+
+    policy = "policy.name"
+    out = [
+        scenario.replace(**{policy: "hf_heuristic", "k": min(scenario.k, scenario.k_max)}),
+        scenario.replace(**{policy: "goodput", "k": min(scenario.k, scenario.k_max)}),
+        scenario.replace(**{policy: "schedule"}),
+    ]
+    if get_model(scenario.draft_model).confidences:
+        out += [
+            scenario.replace(**{policy: "threshold", "policy.rule": "p_min"}),
+            scenario.replace(**{policy: "threshold", "policy.rule": "h"}),
+        ]
+    oracle_k_max = scenario.k_max
+    if scenario.draft_model == "per_position":
+        from .config import rates_of
+
+        oracle_k_max = min(oracle_k_max, len(rates_of(scenario.rates)))
+    out.append(scenario.replace(**{policy: "oracle", "policy.k_max": oracle_k_max}))
+    return out
+
+
+def run_arena(
+    scenario: SpecConfig,
+    contenders: Sequence[SpecConfig],
+    *,
+    on_standing: Callable[[Standing], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> ArenaResult:
+    """Run every contender on the scenario's common random numbers (see the module
+    docstring); ``on_standing`` is told each row as it finishes, ``on_progress(done,
+    total)`` counts contenders. Raises :class:`engine.simulator.RunStopped` when
+    ``should_stop()`` turns true (rows already reported stay valid)."""
+    from .kernel import cycle_costs
+    from .policies import exact_speedup, simulate_policy_config
+
+    k_star, _ = best_fixed_k(scenario, arena_k_max(scenario, contenders))
+    reference = scenario.replace(**{"policy.name": "fixed", "k": k_star})
+    order = [c for c in contenders if c.policy == "oracle"]
+    order += [c for c in contenders if c.policy != "oracle" and c != reference]
+    order = [reference, *order]
+    baseline = cycle_costs(scenario).baseline_us
+    standings: list[Standing] = []
+    ref_times: np.ndarray | None = None
+    oracle_gain: tuple[float, float] | None = None
+    for done, config in enumerate(order):
+        if on_progress is not None:
+            on_progress(done, len(order))
+        result = simulate_policy_config(config, should_stop=should_stop)
+        times = result.sequence_time_us
+        n = times.size
+        mean = float(times.mean())
+        speedup = baseline / mean
+        std = float(times.std(ddof=1)) if n > 1 else math.nan
+        ci95 = Z95 * speedup * std / math.sqrt(n) / mean if n > 1 else math.nan
+        if ref_times is None:
+            ref_times = times
+        gain, gain_ci, gain_ci_unpaired = paired_difference(baseline, times, ref_times)
+        if config.policy == "oracle" and oracle_gain is None:
+            oracle_gain = (gain, gain_ci)
+        captured = math.nan
+        if oracle_gain is not None and oracle_gain[0] > oracle_gain[1]:
+            captured = gain / oracle_gain[0]
+        k_counts = result.k_counts.astype(np.float64)
+        standing = Standing(
+            label=policy_text(config),
+            config=config,
+            speedup=speedup,
+            ci95=ci95,
+            speedup_exact=exact_speedup(config),
+            gain=gain,
+            gain_ci95=gain_ci,
+            gain_ci95_unpaired=gain_ci_unpaired,
+            captured=captured,
+            mean_k=result.drafted / result.cycles if result.cycles else math.nan,
+            waste=1.0 - result.kept / result.drafted if result.drafted else math.nan,
+            k_share=k_counts / k_counts.sum() if k_counts.sum() else k_counts,
+            cycles=result.cycles,
+            is_best_fixed=config == reference,
+            sequence_time_us=times,
+        )
+        standings.append(standing)
+        if on_standing is not None:
+            on_standing(standing)
+    if on_progress is not None:
+        on_progress(len(order), len(order))
+    notes = []
+    if oracle_gain is not None and not oracle_gain[0] > oracle_gain[1]:
+        notes.append(
+            "the oracle's gain over the best fixed K is within noise: no policy can gain much"
+        )
+    return ArenaResult(scenario, standings, k_star, notes)
+
+
+# ---- How a leaderboard reads (the CLI and the app's Arena view) ----------------------------
+
+LEADERBOARD_COLUMNS = (
+    "policy",
+    "method",
+    "speedup",
+    "gain vs best fixed",
+    "captured",
+    "mean k",
+    "waste",
+    "k drafted most",
+)
+
+
+def _signed(value: float, ci: float) -> str:
+    if not math.isfinite(value):
+        return "—"
+    text = f"{value:+.3f}"
+    return text + (f" ±{ci:.3f}" if math.isfinite(ci) else "")
+
+
+def k_share_text(share: np.ndarray, top: int = 3) -> str:
+    """The k drafted most often, with their shares: "4:61% 5:20% 3:9%"."""
+    order = np.argsort(-share, kind="stable")[:top]
+    return " ".join(f"{int(k)}:{share[k]:.0%}" for k in order if share[k] > 0)
+
+
+def standing_cells(standing: Standing) -> tuple[str, ...]:
+    """One leaderboard row as text, in :data:`LEADERBOARD_COLUMNS` order. The speedup is the
+    exact one where it exists ("2.41x (MC 2.40x ±0.02)"), else the Monte Carlo one."""
+    from .formatting import speedup_text
+
+    mc = f"{speedup_text(standing.speedup)} ±{standing.ci95:.2f}"
+    if math.isfinite(standing.speedup_exact):
+        speed = f"{speedup_text(standing.speedup_exact)} (MC {mc})"
+    else:
+        speed = mc
+    label = standing.label + (" *" if standing.is_best_fixed else "")
+    captured = "—" if not math.isfinite(standing.captured) else f"{standing.captured:.0%}"
+    return (
+        label,
+        standing.method,
+        speed,
+        "reference" if standing.is_best_fixed else _signed(standing.gain, standing.gain_ci95),
+        captured,
+        f"{standing.mean_k:.2f}",
+        f"{standing.waste:.0%}" if math.isfinite(standing.waste) else "—",
+        k_share_text(standing.k_share),
+    )
+
+
+def scenario_text(scenario: SpecConfig) -> str:
+    """The scenario an arena runs, in one line."""
+    from .formatting import acceptance_text, cost_setting_text
+
+    return (
+        f"{acceptance_text(scenario)}; {cost_setting_text(scenario)}; "
+        f"T={scenario.tokens_per_seq}, {scenario.n_sequences} sequences, tail {scenario.tail}, "
+        f"seed {scenario.seed}"
+    )
+
+
+def policy_trace(config: SpecConfig) -> dict[str, np.ndarray]:
+    """The cycles of sequence 0 under the configuration's policy (on the scenario's common
+    random numbers): per cycle "r" (tokens still needed), "k" drafted, "accepted",
+    "regime" (0 easy, 1 hard, -1 without regimes) and "q_mean" (the mean confidence of the
+    drafted tokens, NaN without confidences)."""
+    from .policies import simulate_policy_config
+
+    one = config.replace(n_sequences=1)
+    result = simulate_policy_config(one, trace=True)
+    assert result.trace is not None
+    return result.trace

@@ -1,0 +1,293 @@
+"""K policies on a scenario: the glue between configurations and the two policy engines.
+
+``engine.stepwise`` simulates any policy cycle by cycle on common random numbers, and
+``engine.policy_exact`` gives exact expectations where a policy's state can be enumerated;
+both take plain arrays. This module builds those arrays from a :class:`SpecConfig`:
+
+- :func:`acceptance_of`: the acceptance model's regimes (one for every model but markov) or
+  its per-token confidences;
+- :func:`price_table`: what a cycle costs at every r (tokens still needed) and every k in
+  0..K_max, k = 0 being a plain decoding step (the baseline's step), from the kernel's one
+  cycle time (:func:`engine.kernel.cycle_times`);
+- :func:`crn_entropy`: the random stream every policy on a scenario shares: the seed and the
+  acceptance model with its parameters, and nothing a policy chooses (not K, not the policy,
+  not the length, the tail rule or any cost), so that every contender sees the same draws.
+
+A configuration goes to the stepwise engine (:func:`needs_stepwise`) when its policy is not
+fixed, or its acceptance ties cycles together (markov); every other configuration keeps the
+original's block sampler (engine.simulator), so that its results stay as they were.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Callable
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .config import FIELD_SPECS, SpecConfig, reads, schedule_k
+from .cost.models import build_cost
+from .draft_models import get_model
+from .kernel import context_length, cycle_times
+
+if TYPE_CHECKING:
+    from .policy_exact import PolicyExact
+    from .simulator import RunResult
+    from .stepwise import Acceptance, Policy, StepwiseResult
+
+# The sampler of the stepwise engine, as results name it (engine.sweep.sampler_name).
+STEPWISE_SAMPLER = "stepwise/1"
+# Policies whose state the exact program can enumerate.
+EXACT_POLICIES = ("fixed", "hf_heuristic", "schedule", "oracle")
+
+
+def needs_stepwise(config: SpecConfig) -> bool:
+    """Whether the configuration's Monte Carlo runs cycle by cycle (a policy other than
+    fixed K, or acceptance that ties cycles together)."""
+    return config.policy != "fixed" or not get_model(config.draft_model).cycles_independent
+
+
+def has_exact(config: SpecConfig) -> bool:
+    """Whether the configuration's policy has an exact value (fixed, hf_heuristic,
+    schedule, oracle); threshold and goodput are Monte Carlo only."""
+    return config.policy in EXACT_POLICIES
+
+
+def policy_k_max(config: SpecConfig) -> int:
+    """The largest k the configuration's policy can draft: K for fixed, the schedule's k at
+    the batch size, ``policy.k_max`` for the adaptive policies."""
+    if config.policy == "fixed":
+        return config.k
+    if config.policy == "schedule":
+        return schedule_k(config.schedule, config.batch_size)
+    return config.k_max
+
+
+def acceptance_of(config: SpecConfig, k_max: int) -> Acceptance:
+    """The stepwise engine's acceptance process for the configuration, up to k_max drafts."""
+    from .stepwise import Acceptance
+
+    model = get_model(config.draft_model)
+    if model.confidences:
+        return Acceptance(survival=None, beta=(config.beta_a, config.beta_b))
+    survival, stay, mix = model.regimes(config, k_max)
+    return Acceptance(survival=survival, stay=stay, mix=mix)
+
+
+def regimes_of(config: SpecConfig, k_max: int) -> tuple[np.ndarray, float, np.ndarray]:
+    """(survival, stay, mix) for the exact program: the model's regimes; a confidence
+    model's marginal (the q's are unseen by every policy the program enumerates)."""
+    return get_model(config.draft_model).regimes(config, k_max)
+
+
+def price_table(config: SpecConfig, k_max: int) -> tuple[np.ndarray, np.ndarray]:
+    """(draft_us, cycle_us), each (T + 1, k_max + 1): the cost of a cycle that starts with r
+    tokens still needed and drafts k (k = 0: one plain decoding step). Row 0 is unused.
+    Context-free costs give read-only broadcast views (no T x K memory)."""
+    cost = build_cost(config)
+    total = config.tokens_per_seq
+    ks = np.arange(k_max + 1, dtype=np.int64)[None, :]
+    if config.cost_model in ("linear", "table"):  # no context dependence
+        draft, _, cycle = cycle_times(cost, ks, config.batch_size, config.prompt_len)
+        shape = (total + 1, k_max + 1)
+        return (
+            np.broadcast_to(np.asarray(draft, dtype=np.float64), shape),
+            np.broadcast_to(np.asarray(cycle, dtype=np.float64), shape),
+        )
+    r = np.arange(total + 1, dtype=np.int64)
+    r[0] = 1
+    context = context_length(config, r)[:, None]
+    draft, _, cycle = cycle_times(cost, ks, config.batch_size, context)
+    return (
+        np.ascontiguousarray(np.broadcast_to(draft, (total + 1, k_max + 1)), dtype=np.float64),
+        np.ascontiguousarray(np.broadcast_to(cycle, (total + 1, k_max + 1)), dtype=np.float64),
+    )
+
+
+def crn_key_values(config: SpecConfig) -> dict[str, str]:
+    """The fields that key the common random numbers: the acceptance model and the
+    parameters it reads (see the module docstring)."""
+    return {
+        key: repr(config.get(key))
+        for key, spec in sorted(FIELD_SPECS.items())
+        if spec.part is not None and spec.part[0] == "draft_model" and reads(config, key)
+    } | {"draft_model": config.draft_model}
+
+
+def crn_entropy(config: SpecConfig) -> list[int]:
+    """The seed and the common-random-number key of the scenario, as entropy words."""
+    digest = hashlib.sha256(json.dumps(crn_key_values(config), sort_keys=True).encode()).digest()
+    words = [int.from_bytes(digest[i : i + 4], "little") for i in range(0, 16, 4)]
+    return [config.seed & 0xFFFFFFFF, config.seed >> 32, *words]
+
+
+def policy_of(config: SpecConfig, oracle_k: np.ndarray | None = None) -> Policy:
+    """The stepwise engine's policy for the configuration (``oracle_k``: the oracle's
+    table, from :func:`exact_policy`)."""
+    from .stepwise import Policy
+
+    name = config.policy
+    k = config.k
+    if name == "schedule":
+        name, k = "fixed", schedule_k(config.schedule, config.batch_size)
+    return Policy(
+        name=name,
+        k=k,
+        k_max=policy_k_max(config),
+        k_min=config.k_min,
+        rule=config.rule,
+        p_min=config.p_min,
+        h=config.stop_h,
+        window=config.window,
+        oracle_k=oracle_k,
+    )
+
+
+@lru_cache(maxsize=32)
+def exact_policy(config: SpecConfig) -> PolicyExact | None:
+    """Exact expectations of the configuration's policy over one sequence (None for a
+    policy with no exact value: threshold, goodput)."""
+    if not has_exact(config):
+        return None
+    from .policy_exact import Regimes, policy_exact
+
+    k_max = policy_k_max(config)
+    survival, stay, mix = regimes_of(config, k_max)
+    _, cycle = price_table(config, k_max)
+    name, k = config.policy, config.k
+    if name == "schedule":
+        name, k = "fixed", k_max
+    return policy_exact(
+        Regimes(survival=survival, stay=stay, mix=mix),
+        cycle,
+        config.tokens_per_seq,
+        policy=name,
+        k=k,
+        k_max=k_max,
+        clamp=config.tail == "clamp",
+    )
+
+
+def exact_speedup(config: SpecConfig) -> float:
+    """The policy's exact speedup (NaN where it has none)."""
+    from .kernel import cycle_costs
+
+    found = exact_policy(config)
+    if found is None:
+        return math.nan
+    return cycle_costs(config).baseline_us / found.time_us
+
+
+def simulate_policy_config(
+    config: SpecConfig,
+    *,
+    trace: bool = False,
+    should_stop: Callable[[], bool] | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> StepwiseResult:
+    """The stepwise Monte Carlo of the configuration, on the scenario's common random
+    numbers (:func:`crn_entropy`)."""
+    from .stepwise import simulate_policy
+
+    k_max = policy_k_max(config)
+    draft, cycle = price_table(config, k_max)
+    oracle = exact_policy(config) if config.policy == "oracle" else None
+    return simulate_policy(
+        acceptance_of(config, k_max),
+        policy_of(config, None if oracle is None else oracle.oracle_k),
+        tokens=config.tokens_per_seq,
+        n_sequences=config.n_sequences,
+        draft_us=draft,
+        cycle_us=cycle,
+        batch=config.batch_size,
+        clamp=config.tail == "clamp",
+        entropy=crn_entropy(config),
+        trace=trace,
+        should_stop=should_stop,
+        progress=progress,
+    )
+
+
+def simulate_run(
+    config: SpecConfig,
+    *,
+    records: bool = False,
+    on_cycles: Callable[[Any], None] | None = None,
+    max_records: int | None = None,
+    position_counts: bool = False,
+    should_stop: Callable[[], bool] | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> RunResult:
+    """:func:`engine.simulator.simulate` for a configuration of the stepwise engine: the
+    same metrics, and the per-cycle records of its first sequences."""
+    import pandas as pd
+
+    from .kernel import Totals, metrics_from_totals
+    from .simulator import RECORD_DTYPES, RunResult
+
+    want_records = records or on_cycles is not None
+    total = config.tokens_per_seq
+
+    def progress(tokens: int) -> None:
+        if on_progress is not None:
+            on_progress(tokens // total, tokens)
+
+    result = simulate_policy_config(
+        config,
+        trace=want_records,
+        should_stop=should_stop,
+        progress=progress if on_progress is not None else None,
+    )
+    totals = Totals()
+    totals.add_cycles(
+        result.cycles, result.drafted, result.accepted, result.kept, result.draft_time_us
+    )
+    totals.add_sequences(result.sequence_time_us)
+    if position_counts:
+        totals.accepted_counts = result.accepted_counts.copy()
+        totals.rejected_counts = result.rejected_counts.copy()
+    frame = None
+    if want_records:
+        assert result.trace is not None
+        frame = _trace_records(config, result.trace, price_table(config, policy_k_max(config)))
+        frame = frame.astype(RECORD_DTYPES)
+        if on_cycles is not None:
+            on_cycles(frame)
+        if max_records is not None:
+            frame = frame.iloc[:max_records]
+    cycles = frame if records else None
+    if records and cycles is None:
+        cycles = pd.DataFrame({n: pd.Series(dtype=d) for n, d in RECORD_DTYPES.items()})
+    return RunResult(config, metrics_from_totals(config, totals), cycles, totals)
+
+
+def _trace_records(
+    config: SpecConfig, trace: dict[str, np.ndarray], prices: tuple[np.ndarray, np.ndarray]
+) -> Any:
+    """The records (engine.simulator.RECORD_DTYPES) of the traced sequences' cycles."""
+    import pandas as pd
+
+    r, k, accepted = trace["r"], trace["k"], trace["accepted"]
+    sequence = trace.get("sequence", np.zeros(r.size, dtype=np.int64))
+    kept = np.minimum(accepted + 1, r)
+    cycle_time = prices[1][r, k]
+    starts = np.flatnonzero(np.r_[True, sequence[1:] != sequence[:-1]])
+    cycle = np.arange(r.size) - np.repeat(starts, np.diff(np.r_[starts, r.size]))
+    cum_time = np.cumsum(cycle_time)
+    offset = np.repeat(np.r_[0.0, cum_time[starts[1:] - 1]], np.diff(np.r_[starts, r.size]))
+    return pd.DataFrame(
+        {
+            "sequence": sequence,
+            "cycle": cycle,
+            "k": k,
+            "accepted": accepted,
+            "kept": kept,
+            "cycle_time_us": cycle_time,
+            "cum_tokens": config.tokens_per_seq - r + kept,
+            "cum_time_us": cum_time - offset,
+        }
+    )
