@@ -290,8 +290,9 @@ def _oracle_choice(
     choice = np.zeros((tokens + 1, regimes.count), dtype=np.int64)
     for r in range(1, tokens + 1):
         window = ahead[pad + r - width : pad + r][::-1]  # [n, g]: row n is r - 1 - n
-        # remaining[g, k] = sum_n P(n | k, g) ahead(r - 1 - n, g)
-        remaining = np.matmul(dist, window.T[:, :, None])[:, :, 0]
+        # remaining[g, k] = sum_n P(n | k, g) ahead(r - 1 - n, g); one row sum per (g, k),
+        # not a BLAS product: two k with the same outcomes get the same bits, a true tie.
+        remaining = np.sum(dist * window.T[:, None, :], axis=2)
         allowed = min(width, r) if clamp else width
         totals = prices[r, None, :allowed] + remaining[:, :allowed]
         best = np.argmin(totals, axis=1)  # the first minimum: the smallest k

@@ -39,15 +39,18 @@ def config_regimes(config: SpecConfig, k_max: int) -> Regimes:
     return Regimes(np.concatenate(([1.0], exact.survival(config, k_max)))[None, :])
 
 
-def random_case(seed: int, regimes: int, k_max: int, tokens: int) -> tuple[Regimes, np.ndarray]:
-    """Random survival rows, chain and prices strictly increasing in k (no exact ties)."""
+def random_case(
+    seed: int, regimes: int, k_max: int, tokens: int, monotone: bool = True
+) -> tuple[Regimes, np.ndarray]:
+    """Random survival rows, chain and prices, strictly increasing in k unless not
+    ``monotone`` (then drafting past the end may be cheaper); no exact ties."""
     rng = np.random.default_rng(seed)
     cond = rng.uniform(0.05, 0.95, size=(regimes, k_max))
     survival = np.concatenate([np.ones((regimes, 1)), np.cumprod(cond, axis=1)], axis=1)
     mix = rng.dirichlet(np.ones(regimes))
     stay = float(rng.uniform(0.2, 0.95))
     steps = rng.uniform(1.0, 30.0, size=(tokens + 1, k_max + 1))
-    prices = np.cumsum(steps, axis=1) + 100.0
+    prices = np.cumsum(steps, axis=1) + 100.0 if monotone else steps + 100.0
     return Regimes(survival, stay=stay, mix=mix), prices
 
 
@@ -174,11 +177,14 @@ def test_fixed_k_matches_engine_exact(case):
 
 @pytest.mark.parametrize("clamp", [False, True], ids=["full", "clamp"])
 @pytest.mark.parametrize("policy", POLICIES)
-@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
 def test_every_field_matches_brute_force(policy, clamp, seed):
+    # seed 3: one regime; seed 4: prices not monotone in k (a long draft may be cheaper).
     k_max = 4 if seed != 3 else 3
     tokens = 8 if seed != 2 else 5
-    regimes, prices = random_case(seed, regimes=2 if seed != 3 else 1, k_max=k_max, tokens=tokens)
+    regimes, prices = random_case(
+        seed, regimes=2 if seed != 3 else 1, k_max=k_max, tokens=tokens, monotone=seed != 4
+    )
     starts = range(0, k_max + 1) if policy == "fixed" else range(1, k_max + 1)
     for k in starts if policy != "oracle" else [1]:
         result = policy_exact(regimes, prices, tokens, policy=policy, k=k, k_max=k_max, clamp=clamp)
@@ -222,6 +228,21 @@ def test_oracle_is_the_best_policy(clamp):
     assert oracle.time_us < best_other * 0.99
     assert oracle.oracle_k is not None
     assert np.all(oracle.oracle_k[10:, 0] > oracle.oracle_k[10:, 1])
+
+
+@pytest.mark.parametrize("clamp", [False, True], ids=["full", "clamp"])
+def test_oracle_ties_go_to_the_smallest_k(clamp):
+    # At most one draft is ever accepted and every cycle costs the same: k = 1, 2, ..., K_max
+    # are the same choice, so the oracle drafts 1 (and 0 in the last cycle, r = 1).
+    k_max, tokens = 5, 20
+    survival = np.zeros((2, k_max + 1))
+    survival[:, 0], survival[:, 1] = 1.0, [0.7, 0.2]
+    regimes = Regimes(survival, stay=0.8, mix=np.array([0.5, 0.5]))
+    prices = np.full((tokens + 1, k_max + 1), 100.0)
+    result = policy_exact(regimes, prices, tokens, policy="oracle", k_max=k_max, clamp=clamp)
+    assert result.oracle_k is not None
+    assert result.oracle_k[1].tolist() == [0, 0]
+    assert np.all(result.oracle_k[2:] == 1)
 
 
 @pytest.mark.parametrize("clamp", [False, True], ids=["full", "clamp"])
