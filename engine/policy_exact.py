@@ -222,7 +222,8 @@ def _table_visits(regimes: Regimes, dist: FloatArray, choice: IntArray) -> Float
     the draft count is ``choice[r, g]`` (already after the tail rule)."""
     tokens = choice.shape[0] - 1
     width = dist.shape[1]  # K_max + 1: outcomes n = 0..K_max
-    pad = width  # rows 0..pad - 1 collect the mass of r - 1 - n < 0: finished sequences
+    # Row pad + r holds r; rows up to pad (r - 1 - n <= 0) collect finished sequences.
+    pad = width
     visits = np.zeros((pad + tokens + 1, regimes.count))
     visits[pad + tokens] = regimes.mix
     regime = np.arange(regimes.count)

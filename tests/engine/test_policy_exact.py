@@ -207,6 +207,21 @@ def test_brute_force_on_a_sticky_chain_with_a_wide_table():
         assert fields(result) == pytest.approx(want, rel=1e-12, abs=1e-12), policy
 
 
+@pytest.mark.parametrize("clamp", [False, True], ids=["full", "clamp"])
+@pytest.mark.parametrize("k_max", [0, 1])
+def test_edge_sizes_match_brute_force(k_max, clamp):
+    # T = 1..3, K_max = 0 or 1, three regimes: the padding rows and the states' bounds.
+    for tokens in (1, 2, 3):
+        regimes, prices = random_case(20 + tokens, regimes=3, k_max=1, tokens=tokens)
+        for policy in POLICIES if k_max else ("fixed", "oracle"):
+            k = k_max if policy != "oracle" else 1
+            result = policy_exact(
+                regimes, prices, tokens, policy=policy, k=k, k_max=k_max, clamp=clamp
+            )
+            want, _ = brute_force(regimes, prices, tokens, policy, k, k_max, clamp)
+            assert fields(result) == pytest.approx(want, rel=1e-12, abs=1e-12), (policy, tokens)
+
+
 # ---- properties ----------------------------------------------------------------------------
 
 
