@@ -222,6 +222,67 @@ def test_edge_sizes_match_brute_force(k_max, clamp):
             assert fields(result) == pytest.approx(want, rel=1e-12, abs=1e-12), (policy, tokens)
 
 
+def simulate(
+    regimes: Regimes,
+    prices: np.ndarray,
+    tokens: int,
+    policy: str,
+    k: int,
+    clamp: bool,
+    oracle_k: np.ndarray | None,
+    sequences: int,
+    seed: int,
+) -> np.ndarray:
+    """Monte Carlo of the process as SEMANTICS.md tells it, one row per sequence: time,
+    cycles, drafted, accepted, kept. The first regime from the mix; after every cycle the
+    regime is kept with probability stay, else redrawn from the mix."""
+    rng = np.random.default_rng(seed)
+    surv = regimes.survival
+    regime = rng.choice(regimes.count, size=sequences, p=regimes.mix)
+    left = np.full(sequences, tokens)
+    state = np.full(sequences, k)  # fixed K or K_c
+    out = np.zeros((sequences, 5))
+    while (live := left > 0).any():
+        r = np.maximum(left, 1)
+        if oracle_k is not None:
+            drafted = oracle_k[r, regime]
+        else:
+            drafted = np.minimum(state, r - 1) if clamp else state
+        u = rng.random(sequences)
+        # n = the number of positions j = 1..d whose survival exceeds u (S is non-increasing)
+        position = np.arange(1, surv.shape[1])
+        accepted = np.sum((u[:, None] < surv[regime, 1:]) & (position <= drafted[:, None]), axis=1)
+        cycle = np.stack(
+            [prices[r, drafted], np.ones(sequences), drafted, accepted, np.minimum(accepted, r)],
+            axis=1,
+        )
+        out[live] += cycle[live]
+        if policy == "hf_heuristic":
+            full = (accepted == drafted) & (drafted >= 1)
+            state = np.where(
+                full, np.minimum(state + 2, surv.shape[1] - 1), np.maximum(1, state - 1)
+            )
+        left = np.where(live, left - np.minimum(accepted + 1, r), 0)
+        redraw = rng.random(sequences) >= regimes.stay
+        regime = np.where(redraw, rng.choice(regimes.count, size=sequences, p=regimes.mix), regime)
+    return out
+
+
+@pytest.mark.parametrize("clamp", [False, True], ids=["full", "clamp"])
+@pytest.mark.parametrize("policy", POLICIES)
+def test_every_field_matches_monte_carlo(policy, clamp):
+    k_max, tokens, sequences = 6, 40, 20_000
+    j = np.arange(k_max + 1)
+    regimes = Regimes(np.stack([0.9**j, 0.35**j]), stay=0.85, mix=np.array([0.6, 0.4]))
+    prices = np.broadcast_to(200.0 + 25.0 * j, (tokens + 1, k_max + 1))
+    result = policy_exact(regimes, prices, tokens, policy=policy, k=3, k_max=k_max, clamp=clamp)
+    draws = simulate(regimes, prices, tokens, policy, 3, clamp, result.oracle_k, sequences, seed=12)
+    mean = draws.mean(axis=0)
+    standard_error = draws.std(axis=0, ddof=1) / np.sqrt(sequences)
+    want = np.array(fields(result)[:5])
+    assert np.all(np.abs(mean - want) <= 5.0 * standard_error + 1e-9), (mean, want)
+
+
 # ---- properties ----------------------------------------------------------------------------
 
 
