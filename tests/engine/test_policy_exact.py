@@ -1,9 +1,9 @@
 """engine.policy_exact: exact expectations of a sequence under a K policy.
 
 Checked against engine.exact (fixed K, one regime, real cost models), against a brute force
-that recurses over every state of small sequences in plain Python, and by properties that
-must hold whatever the implementation (the oracle is the best policy, a chain that forgets
-is i.i.d., deterministic acceptance gives counts by hand).
+that recurses over every state of small sequences in plain Python, against a Monte Carlo of
+the process, and by properties that must hold whatever the implementation (the oracle is the
+best policy, a chain that forgets is i.i.d., deterministic acceptance gives counts by hand).
 """
 
 from __future__ import annotations
@@ -148,8 +148,7 @@ ENGINE_CASES = {
 
 @pytest.mark.parametrize("case", list(ENGINE_CASES))
 def test_fixed_k_matches_engine_exact(case):
-    fields_ = dict(ENGINE_CASES[case])
-    config = SpecConfig().replace(**fields_)
+    config = SpecConfig().replace(**ENGINE_CASES[case])
     k_max = config.k + 3  # wider tables than the policy uses
     result = policy_exact(
         config_regimes(config, k_max),
