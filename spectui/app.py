@@ -1,4 +1,4 @@
-"""The spectui Textual app: a form, six views, presets and help. No simulation logic here."""
+"""The spectui Textual app: a form, seven views, presets and help. No simulation logic here."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ from spectui.widgets.run_view import RunView
 from spectui.widgets.sweep_view import SweepView
 
 if TYPE_CHECKING:
+    from spectui.widgets.arena_view import ArenaView
     from spectui.widgets.speedup_view import SpeedupView
 
 ANALYSIS_EVERY_S = 5.0
@@ -36,19 +37,27 @@ ANALYSIS_EVERY_S = 5.0
 # Raised until the form is on screen, then put back: about a tenth off the start-up time.
 STARTUP_GC_THRESHOLD = (50_000, 50, 100)
 _DEFAULT_GC_THRESHOLD = gc.get_threshold()
-VIEWS = (("run", "Run"), ("speedup", "Speedup vs K"), ("sweep", "Sweep"))
-VIEWS += (("analysis", "Analysis"), ("plots", "Plots"), ("regime", "Regime"))
+VIEWS: tuple[tuple[str, str], ...] = (
+    ("run", "Run"),
+    ("speedup", "Speedup vs K"),
+    ("sweep", "Sweep"),
+    ("analysis", "Analysis"),
+    ("plots", "Plots"),
+    ("regime", "Regime"),
+    ("arena", "Arena"),
+)
 
 # One list drives the bindings and the command palette: (key, action, title, help, footer?).
 ACTIONS: tuple[tuple[str, str, str, str, bool], ...] = (
     ("f1,question_mark", "help", "Help", "The model in a few sentences, and every key", True),
     ("f5,ctrl+r", "run", "Run", "Monte Carlo run of the form's configuration", True),
     ("f6", "start_sweep", "Sweep", "Start the chosen sweep preset", True),
+    ("f7", "start_arena", "Arena", "Run the K policies of the arena on the form's scenario", True),
     (
         "escape",
         "cancel",
         "Cancel",
-        "Stop the Monte Carlo run, else the sweep (its finished cells are kept)",
+        "Stop the Monte Carlo run, else the sweep, else the arena (finished results are kept)",
         True,
     ),
     ("ctrl+o", "load_preset", "Presets", "Load a shipped or user preset", True),
@@ -126,6 +135,8 @@ class SpectuiApp(App[None]):
                     yield Static("loading…", classes="lazy")
                 with TabPane("6 Regime", id="regime"):
                     yield Static("loading…", classes="lazy")
+                with TabPane("7 Arena", id="arena"):
+                    yield Static("loading…", classes="lazy")
         yield Footer()
 
     def on_load(self) -> None:
@@ -179,6 +190,8 @@ class SpectuiApp(App[None]):
             speedup.set_config(message.config)
         for regime in self.query("#regime-view"):
             regime.set_config(message.config)  # type: ignore[attr-defined]
+        for arena in self.query("#arena-view"):
+            arena.set_config(message.config)  # type: ignore[attr-defined]
 
     @work(thread=True, exclusive=True, group="exact", exit_on_error=False)
     def _exact(self, config: SpecConfig) -> None:
@@ -237,6 +250,12 @@ class SpectuiApp(App[None]):
             regime = RegimeView(id="regime-view")
             regime.config = self.config
             await pane.mount(regime)
+        elif pane_id == "arena":
+            from spectui.widgets.arena_view import ArenaView
+
+            arena = ArenaView(id="arena-view")
+            arena.config = self.config
+            await pane.mount(arena)
         elif pane_id == "speedup":
             from spectui.widgets.speedup_view import SpeedupView
 
@@ -320,10 +339,36 @@ class SpectuiApp(App[None]):
         view.action_start()
         self.call_after_refresh(self.action_focus_view)
 
+    async def action_start_arena(self) -> None:
+        self.query_one(TabbedContent).active = "arena"
+        await self._mount_lazy("arena")
+        view = self._arena_view()
+        if view is not None:
+            view.start()
+        self.call_after_refresh(self.action_focus_view)
+        self.refresh_bindings()
+
+    def _arena_view(self) -> ArenaView | None:
+        found = self.query("#arena-view")
+        return found.first() if found else None  # type: ignore[return-value]
+
     def action_cancel(self) -> None:
-        """Escape: stop the run if one is simulated, else the sweep."""
-        if not self.action_cancel_run():
+        """Escape: stop the arena when its view is shown, else the run if one is simulated,
+        else the sweep, else the arena."""
+        if self.query_one(TabbedContent).active == "arena" and self.action_cancel_arena():
+            return
+        if self.action_cancel_run():
+            return
+        if self._sweep_running():
             self.action_cancel_sweep()
+        else:
+            self.action_cancel_arena()
+
+    def action_cancel_arena(self) -> bool:
+        view = self._arena_view()
+        stopped = view is not None and view.cancel()
+        self.refresh_bindings()
+        return stopped
 
     def action_cancel_run(self) -> bool:
         stopped = self.query_one(RunView).cancel_run()
@@ -338,9 +383,13 @@ class SpectuiApp(App[None]):
         found = self.query(SweepView)
         return bool(found) and found.first().running
 
+    def _arena_running(self) -> bool:
+        view = self._arena_view()
+        return view is not None and view.running
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "cancel":
-            return self.query_one(RunView).busy or self._sweep_running()
+            return self.query_one(RunView).busy or self._sweep_running() or self._arena_running()
         if action == "cancel_sweep":
             return self._sweep_running()
         return True
@@ -419,6 +468,9 @@ class SpectuiApp(App[None]):
         yield SystemCommand("Cancel run", "Stop the Monte Carlo run", self.action_cancel_run)
         yield SystemCommand(
             "Cancel sweep", "Stop the sweep; finished cells are kept", self.action_cancel_sweep
+        )
+        yield SystemCommand(
+            "Cancel arena", "Stop the arena; finished rows are kept", self.action_cancel_arena
         )
         for view, title in VIEWS:
             yield SystemCommand(f"View: {title}", f"Show the {title} view", self._show(view))

@@ -20,7 +20,11 @@ Exact figures come from a dynamic program; Monte Carlo runs sample every accept 
 The **cost model** prices a cycle: `linear` (the costs above, plus `verify_token_us` per
 draft checked), `roofline` / `roofline_max` (from a GPU's and the models' specs, by batch
 size and context length) or `table` (measured latencies). The **Regime** view maps the
-optimal K over batch size and context length, and marks where no K pays.
+optimal K over batch size and context length, and marks where no K pays. The **Arena**
+view runs K policies (fixed, Hugging Face's heuristic, goodput, thresholds, the oracle...)
+on the form's scenario with the same random numbers: a leaderboard, best first, and the
+per-cycle trace of the highlighted policy: the k it drafted, what was accepted, and for
+the markov model the cycles spent in the easy regime.
 
 ## Keys
 
@@ -28,20 +32,22 @@ optimal K over batch size and context length, and marks where no K pays.
 | --- | --- | --- |
 | `F1` `?` | anywhere | this help |
 | `ctrl+p` | anywhere | command palette: every action, every preset |
-| `1` … `6` | outside a field | Run, Speedup vs K, Sweep, Analysis, Plots, Regime |
+| `1` … `7` | outside a field | Run, Speedup vs K, Sweep, Analysis, Plots, Regime, Arena |
 | `F2` | anywhere | focus the parameter form |
 | `F3` | anywhere | focus the current view |
 | `ctrl+b` | anywhere | hide / show the form panel (more room at 80x24) |
 | `F5` `ctrl+r` | anywhere | run the Monte Carlo for the form |
 | `F6` | anywhere | start the chosen sweep |
+| `F7` | anywhere | run the arena: the preset's `[[arena]]` policies, else the default set |
 | `ctrl+o` | anywhere | load a preset (picker) |
 | `ctrl+s` | anywhere | save the form as a preset (enter saves, escape cancels) |
 | `tab` / `shift+tab` | anywhere | next / previous field or widget |
 | `r` `e` `+` `-` `p` `x` | Run view | run, run to end, faster, slower, pause, export CSV |
 | `c` `f` | Speedup view | cycle comparison overlay, back to the form's curve |
 | `s` `m` `enter` | Sweep view | start, next model's heatmap, the cell's curve |
-| `escape` | while a run or a sweep runs | cancel it (a run first); a sweep keeps its cells |
+| `escape` | while a task runs | stop a run, else a sweep, else the arena; finished results stay |
 | `n` `p` `m` `d` | Plots view | next / previous plot, heatmap model, plot 1: more panels |
+| `↑` `↓` `[` `]` | Arena view | the policy traced; earlier / later cycles; escape stops the arena |
 | `ctrl+q` | anywhere | quit |
 
 In the form, `▶` marks the field that has the focus and `✗` a field whose value is not
