@@ -423,7 +423,9 @@ class ArenaView(ReportsWorkerErrors, Vertical):
             self._set_state(message.error)
             return
         if message.result is None:
-            self._set_state(f"stopped: the {done} finished policies are kept")
+            self._set_state(
+                f"stopped: {done} finished {'policy' if done == 1 else 'policies'} kept"
+            )
             if self.board_scenario is not None:  # the rows so far, best first too
                 self._sort(ArenaResult(self.board_scenario, self.standings, 0))
             return

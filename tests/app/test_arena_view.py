@@ -1,0 +1,334 @@
+"""The Arena view (key 7, F7): the leaderboard fills live as policies finish, escape stops it
+keeping the finished rows, a scenario the contenders cannot work with is refused in the
+status line, and the highlighted policy's per-cycle trace is drawn under the board.
+
+Most tests drive a fake ``engine.arena.run_arena`` that releases one policy at a time
+through gates (``threading.Event``), so a test sees the board after each row; the last one
+runs the real engine on a tiny markov scenario.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+
+import numpy as np
+import pytest
+from textual.widgets import DataTable, TabbedContent
+
+import engine.arena
+from engine.arena import (
+    LEADERBOARD_COLUMNS,
+    ArenaResult,
+    Standing,
+    default_contenders,
+    standing_cells,
+)
+from engine.config import SpecConfig
+from engine.formatting import policy_text
+from engine.simulator import RunStopped
+from spectui.app import create_app
+from spectui.messages import ConfigChanged
+from tests.app.helpers import settle
+from tests.app.screen import region_text, screen_text
+
+MARKOV = SpecConfig(draft_model="markov", n_sequences=200, tokens_per_seq=64, seed=7)
+# Fake speedups, in the order the arena reports the rows (the best fixed K first, the oracle,
+# then the other contenders): not their ranking, so that the final sort shows.
+FAKE_SPEEDUPS = (1.50, 2.00, 1.80, 1.20, 1.40)
+MAX_POLLS = 6000  # how long (x 5 ms) a gate waits for a test or a stop before giving up
+
+
+def _standing(config: SpecConfig, speedup: float, best_fixed: bool) -> Standing:
+    share = np.zeros(9)
+    share[min(config.k, 8)] = 1.0
+    return Standing(
+        label=policy_text(config),
+        config=config,
+        speedup=speedup,
+        ci95=0.02,
+        speedup_exact=speedup if config.policy != "goodput" else math.nan,
+        gain=speedup - FAKE_SPEEDUPS[0],
+        gain_ci95=0.01,
+        gain_ci95_unpaired=0.05,
+        captured=(speedup - FAKE_SPEEDUPS[0]) / (FAKE_SPEEDUPS[1] - FAKE_SPEEDUPS[0]),
+        mean_k=float(config.k),
+        waste=0.25,
+        k_share=share,
+        is_best_fixed=best_fixed,
+    )
+
+
+class GatedArena:
+    """Stands in for ``run_arena``: row i is reported once ``release(i)`` was called (or
+    all rows, with ``release_all``). Honours ``should_stop`` while it waits."""
+
+    def __init__(self) -> None:
+        self.gates = [threading.Event() for _ in FAKE_SPEEDUPS]
+        self.reported: list[Standing] = []
+        self.stopped = threading.Event()
+
+    def release(self, index: int) -> None:
+        self.gates[index].set()
+
+    def release_all(self) -> None:
+        for gate in self.gates:
+            gate.set()
+
+    def __call__(self, scenario, contenders, *, on_standing, should_stop, on_progress):
+        best = scenario.replace(**{"policy.name": "fixed", "k": 4})
+        order = [best, *(c for c in contenders if c.policy == "oracle")]
+        order += [c for c in contenders if c.policy != "oracle"]
+        order = order[: len(FAKE_SPEEDUPS)]
+        standings = []
+        for i, (config, speedup) in enumerate(zip(order, FAKE_SPEEDUPS, strict=True)):
+            on_progress(i, len(order))
+            polls = 0
+            while not self.gates[i].wait(0.005):
+                if should_stop():
+                    self.stopped.set()
+                    raise RunStopped()
+                polls += 1
+                if polls > MAX_POLLS:  # never told to stop: fail rather than hang the test
+                    raise RuntimeError("the arena was never told to stop")
+            standing = _standing(config, speedup, i == 0)
+            standings.append(standing)
+            self.reported.append(standing)
+            on_standing(standing)
+        on_progress(len(order), len(order))
+        return ArenaResult(scenario, standings, 4, ["a note of the arena"])
+
+
+def fake_trace(config: SpecConfig) -> dict[str, np.ndarray]:
+    """A trace whose largest k names the policy: the oracle drafts up to 7, the rest 3."""
+    top = 7 if config.policy == "oracle" else 3
+    k = np.array([1, 2, top, top, 2, 1, top, top] * 4)
+    return {
+        "r": np.arange(k.size, 0, -1),
+        "k": k,
+        "accepted": np.minimum(k, 1),
+        "regime": np.array([1, 1, 0, 0, 1, 1, 0, 0] * 4),
+        "q_mean": np.full(k.size, np.nan),
+    }
+
+
+@pytest.fixture
+def gated(monkeypatch: pytest.MonkeyPatch) -> GatedArena:
+    fake = GatedArena()
+    monkeypatch.setattr(engine.arena, "run_arena", fake)
+    monkeypatch.setattr(engine.arena, "policy_trace", fake_trace)
+    return fake
+
+
+def _board(app) -> DataTable:
+    return app.query_one("#arena-board", DataTable)
+
+
+def _shown_rows(app) -> list[tuple[str, ...]]:
+    board = _board(app)
+    return [tuple(str(c) for c in board.get_row_at(i)) for i in range(board.row_count)]
+
+
+def _status(app) -> str:
+    return " ".join(region_text(app, app.query_one("#arena-status")).split())
+
+
+async def _until(pilot, done, rounds: int = 200) -> None:
+    """Let the app run until ``done()`` holds (messages from a worker thread take a few
+    rounds of the event loop); fail if it never does."""
+    for _ in range(rounds):
+        if done():
+            return
+        await pilot.pause()
+    assert done()
+
+
+async def _open_arena(pilot, app) -> None:
+    await settle(pilot, app)
+    app.post_message(ConfigChanged(MARKOV))
+    await settle(pilot, app)
+    await pilot.press("7")
+    await settle(pilot, app)
+
+
+async def test_rows_appear_live_as_policies_finish_then_sort_best_first(gated):
+    app = create_app("default")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open_arena(pilot, app)
+        assert app.query_one(TabbedContent).active == "arena"
+        text = screen_text(app)
+        assert "Scenario: markov (easy 0.9, hard 0.3" in text
+        assert "Contenders (+ the best fixed K): the default set" in text
+        names = ", ".join(policy_text(c) for c in default_contenders(MARKOV))
+        assert _status(app) == f"F7 runs the arena: {names}"
+        await pilot.press("f7")
+        await _until(pilot, lambda: "0/5 policies · running the best fixed K…" in _status(app))
+        assert _board(app).row_count == 0
+        for shown in range(1, len(FAKE_SPEEDUPS)):  # all but the last: then it sorts
+            gated.release(shown - 1)
+            await _until(pilot, lambda n=shown: _board(app).row_count == n)
+            # What the board shows is what the engine says a row reads, in arrival order.
+            assert _shown_rows(app) == [standing_cells(s) for s in gated.reported]
+            assert _status(app).startswith(f"{shown}/5 policies · running ")
+        gated.release(len(FAKE_SPEEDUPS) - 1)
+        await settle(pilot, app)
+        assert [str(c.label) for c in _board(app).ordered_columns] == list(LEADERBOARD_COLUMNS)
+        ranked = sorted(gated.reported, key=lambda s: -s.best_speedup)
+        assert _shown_rows(app) == [standing_cells(s) for s in ranked]
+        assert _shown_rows(app)[0][0] == "oracle"
+        assert _status(app) == "5 policies, best first · * best fixed K=4 · a note of the arena"
+        board_text = region_text(app, _board(app))
+        assert "oracle" in board_text and "fixed K=4 *" in board_text
+        assert not app.check_action("cancel", ())
+
+
+async def test_the_progress_names_the_policy_running(gated):
+    app = create_app("default")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open_arena(pilot, app)
+        await pilot.press("f7")
+        gated.release(0)
+        await _until(pilot, lambda: _board(app).row_count == 1)
+        await _until(pilot, lambda: "1/5 policies · running oracle…" in _status(app))
+        gated.release(1)
+        hf = policy_text(default_contenders(MARKOV)[0])
+        await _until(pilot, lambda: f"2/5 policies · running {hf}…" in _status(app))
+        gated.release_all()
+        await settle(pilot, app)
+
+
+async def test_escape_stops_the_arena_and_keeps_the_finished_rows(gated):
+    app = create_app("default")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open_arena(pilot, app)
+        await pilot.press("f7")
+        gated.release(0)
+        gated.release(1)
+        await _until(pilot, lambda: _board(app).row_count == 2)
+        assert app.check_action("cancel", ())
+        await pilot.press("escape")
+        await _until(pilot, gated.stopped.is_set)
+        await settle(pilot, app)
+        assert _status(app) == "stopped: 2 finished policies kept"
+        ranked = sorted(gated.reported, key=lambda s: -s.best_speedup)
+        assert _shown_rows(app) == [standing_cells(s) for s in ranked]
+        assert not app.check_action("cancel", ())
+        # Still responsive: another view and back, and a new arena runs to its end.
+        await pilot.press("1")
+        await settle(pilot, app)
+        assert app.query_one(TabbedContent).active == "run"
+        gated.__init__()  # new gates, all open
+        gated.release_all()
+        await pilot.press("f7")
+        await settle(pilot, app)
+        assert app.query_one(TabbedContent).active == "arena"
+        assert _board(app).row_count == len(FAKE_SPEEDUPS)
+
+
+async def test_quitting_while_the_arena_runs_exits(gated):
+    app = create_app("default")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open_arena(pilot, app)
+        await pilot.press("f7")
+        await _until(pilot, lambda: "running the best fixed K" in _status(app))
+        await pilot.press("ctrl+q")
+        await pilot.pause()
+    assert gated.stopped.is_set()  # the worker was told to stop, the gates never opened
+    assert app.return_code == 0
+
+
+async def test_a_form_change_marks_the_board_stale(gated):
+    app = create_app("default")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open_arena(pilot, app)
+        gated.release_all()
+        await pilot.press("f7")
+        await settle(pilot, app)
+        rows = _shown_rows(app)
+        app.post_message(ConfigChanged(MARKOV.replace(seed=8)))
+        await settle(pilot, app)
+        assert _status(app).startswith("stale: the form changed since this arena")
+        assert "seed 8" in screen_text(app)
+        assert _shown_rows(app) == rows  # kept until the next arena
+
+
+PRESET = """\
+description = "threshold stops on a confidence model"
+
+[config]
+draft_model = "confidence"
+n_sequences = 100
+tokens_per_seq = 32
+
+[[arena]]
+"policy.name" = "threshold"
+"policy.rule" = ["p_min", "h"]
+"""
+
+
+async def test_a_contender_that_cannot_work_with_the_scenario_is_refused(tmp_path, gated):
+    path = tmp_path / "confidence-stop.toml"
+    path.write_text(PRESET)
+    app = create_app(str(path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("ctrl+b", "7")  # the form hidden: the contenders' line fits
+        await settle(pilot, app)
+        text = screen_text(app)
+        assert "Contenders (+ the best fixed K): preset confidence-stop's [[arena]]" in text
+        assert _status(app) == "F7 runs the arena: threshold p_min=0.75, threshold h=0.5"
+        app.post_message(ConfigChanged(MARKOV))  # no confidences: threshold cannot work
+        await settle(pilot, app)
+        refusal = (
+            "policy.name: threshold needs per-token confidences, which draft_model markov "
+            "does not give; use draft_model confidence"
+        )
+        assert _status(app) == refusal
+        await pilot.press("f7")
+        await settle(pilot, app)
+        assert _status(app) == refusal
+        assert _board(app).row_count == 0 and not gated.reported
+        assert app.is_running
+
+
+async def test_the_trace_follows_the_highlighted_row(gated):
+    app = create_app("default")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("ctrl+b")  # the form hidden: the trace has room
+        await _open_arena(pilot, app)
+        gated.release_all()
+        await pilot.press("f7")
+        await settle(pilot, app)
+        title = app.query_one("#arena-trace-title")
+        plot = app.query_one("#arena-trace")
+        # The cursor stayed on the first row that came, the best fixed K, now third.
+        assert _board(app).cursor_row == 2
+        assert region_text(app, title).startswith(" fixed K=4 · sequence 0 · cycles 1-32/32:")
+        assert "━━ k drafted  x accepted  █ easy" in region_text(app, title)
+        drawn = region_text(app, plot)
+        assert "█" in drawn  # the easy-regime band
+        assert [line.split()[0] for line in drawn.splitlines() if line[:1].isdigit()] == ["3", "0"]
+        await pilot.press("up", "up")  # the oracle, best first
+        await settle(pilot, app)
+        assert region_text(app, title).startswith(" oracle · sequence 0 · cycles 1-32/32:")
+        drawn = region_text(app, plot)
+        assert [line.split()[0] for line in drawn.splitlines() if line[:1].isdigit()][0] == "7"
+
+
+async def test_a_tiny_arena_on_the_real_engine_fills_every_row():
+    app = create_app("default")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open_arena(pilot, app)
+        await pilot.press("f7")
+        await settle(pilot, app, rounds=6)
+        view = app.query_one("#arena-view")
+        result = view.result
+        assert result is not None
+        contenders = default_contenders(MARKOV)
+        best_fixed = MARKOV.replace(**{"policy.name": "fixed", "k": result.best_fixed_k})
+        expected = len(contenders) + (best_fixed not in contenders)
+        assert _board(app).row_count == expected == len(result.standings)
+        assert _shown_rows(app) == [standing_cells(s) for s in result.ranked()]
+        assert _status(app).startswith(f"{expected} policies, best first")
+        title = region_text(app, app.query_one("#arena-trace-title"))
+        assert "sequence 0 · cycles 1-" in title
