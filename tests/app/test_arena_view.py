@@ -102,12 +102,12 @@ class GatedArena:
 def fake_trace(config: SpecConfig) -> dict[str, np.ndarray]:
     """A trace whose largest k names the policy: the oracle drafts up to 7, the rest 3."""
     top = 7 if config.policy == "oracle" else 3
-    k = np.array([1, 2, top, top, 2, 1, top, top] * 4)
+    k = np.array([1, 2, top, top, 2, 1, top, top] * 20)
     return {
         "r": np.arange(k.size, 0, -1),
         "k": k,
         "accepted": np.minimum(k, 1),
-        "regime": np.array([1, 1, 0, 0, 1, 1, 0, 0] * 4),
+        "regime": np.array([1, 1, 0, 0, 1, 1, 0, 0] * 20),
         "q_mean": np.full(k.size, np.nan),
     }
 
@@ -206,8 +206,11 @@ async def test_escape_stops_the_arena_and_keeps_the_finished_rows(gated):
         gated.release(1)
         await _until(pilot, lambda: _board(app).row_count == 2)
         assert app.check_action("cancel", ())
+        # In the Arena view escape stops the arena first, even with a sweep running.
+        app._sweep_running = lambda: True
         await pilot.press("escape")
         await _until(pilot, gated.stopped.is_set)
+        del app._sweep_running
         await settle(pilot, app)
         assert _status(app) == "stopped: 2 finished policies kept"
         ranked = sorted(gated.reported, key=lambda s: -s.best_speedup)
@@ -223,6 +226,20 @@ async def test_escape_stops_the_arena_and_keeps_the_finished_rows(gated):
         await settle(pilot, app)
         assert app.query_one(TabbedContent).active == "arena"
         assert _board(app).row_count == len(FAKE_SPEEDUPS)
+
+
+async def test_escape_in_another_view_stops_the_arena(gated):
+    app = create_app("default")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open_arena(pilot, app)
+        await pilot.press("f7")
+        await _until(pilot, lambda: "running the best fixed K" in _status(app))
+        await pilot.press("1", "escape")  # nothing else runs: escape stops the arena
+        await _until(pilot, gated.stopped.is_set)
+        await settle(pilot, app)
+        await pilot.press("7")
+        await settle(pilot, app)
+        assert _status(app) == "stopped: 0 finished policies kept"
 
 
 async def test_quitting_while_the_arena_runs_exits(gated):
@@ -308,14 +325,23 @@ async def test_the_trace_follows_the_highlighted_row(gated):
         plot = app.query_one("#arena-trace")
         # The cursor stayed on the first row that came, the best fixed K, now third.
         assert _board(app).cursor_row == 2
-        assert region_text(app, title).startswith(" fixed K=4 · sequence 0 · cycles 1-32/32:")
+        span = plot.span  # one cycle per column
+        assert span < 160 // 2
+        assert region_text(app, title).startswith(f" fixed K=4 · sequence 0 · cycles 1-{span}/160:")
         assert "━━ k drafted  x accepted  █ easy" in region_text(app, title)
         drawn = region_text(app, plot)
         assert "█" in drawn  # the easy-regime band
         assert _y_labels(drawn) == ["3", "0"]  # the fake's fixed K drafts up to 3
+        await pilot.press("right_square_bracket")  # the next cycles
+        await pilot.pause()
+        assert f" cycles {span + 1}-{2 * span}/160:" in region_text(app, title)
+        assert f"{span + 1} " in region_text(app, plot).splitlines()[-1]  # the x ticks
+        await pilot.press("left_square_bracket")
+        await pilot.pause()
+        assert f" cycles 1-{span}/160:" in region_text(app, title)
         await pilot.press("up", "up")  # the oracle, best first
         await settle(pilot, app)
-        assert region_text(app, title).startswith(" oracle · sequence 0 · cycles 1-32/32:")
+        assert region_text(app, title).startswith(f" oracle · sequence 0 · cycles 1-{span}/160:")
         assert _y_labels(region_text(app, plot)) == ["7", "3", "0"]  # the oracle, up to 7
 
 
