@@ -321,57 +321,84 @@ class _Goodput(_Chooser):
 
     The window is a ring of each row's two lengths per step: ``min(k, n + 1)`` (the cycle
     reached positions 1..that) and ``n`` (accepted 1..n), int16, 0 for rows not running.
-    Each group keeps histograms of these lengths over the window; the count of cycles that
-    reached (or accepted) position i is the histogram's tail sum from i.
+    Each group keeps histograms of these lengths over the window, ``(K_max + 1, groups)``;
+    the count of cycles that reached (or accepted) position i is the histogram's tail sum
+    from i. Positions run along axis 0 so that every scan over them is vectorised across
+    the groups.
     """
 
     def __init__(self, policy: Policy, rows: int, batch: int, cycle_us: FloatArray) -> None:
         self.policy = policy
-        self.k_table = cycle_us.shape[1] - 1
         self.group = np.arange(rows) // batch
         self.groups = int(self.group[-1]) + 1
-        self.width = self.k_table + 1  # histogram bins: lengths 0..K_max
+        width = cycle_us.shape[1]  # lengths 0..K_max
         self.reach_len = np.zeros((policy.window, rows), dtype=np.int16)
         self.acc_len = np.zeros((policy.window, rows), dtype=np.int16)
-        self.reach_hist = np.zeros((self.groups, self.width), dtype=np.int64)
-        self.acc_hist = np.zeros((self.groups, self.width), dtype=np.int64)
-        # The price of each k the policy may choose, by r.
-        self.price = cycle_us[:, : policy.k_max + 1]
+        self.reach_hist = np.zeros((width, self.groups), dtype=np.int64)
+        self.acc_hist = np.zeros((width, self.groups), dtype=np.int64)
+        # The price of each k the policy may choose, (k_max + 1, T + 1).
+        self.price = np.ascontiguousarray(cycle_us[:, : policy.k_max + 1].T)
 
-    def _histogram(self, lengths: np.ndarray) -> IntArray:
-        bins = self.group * self.width + lengths
-        counts = np.bincount(bins, minlength=self.groups * self.width)
-        return counts.reshape(self.groups, self.width)
+    def _count(self, hist: IntArray, lengths: np.ndarray, sign: int) -> None:
+        """Add (sign 1) or remove (-1) one step's lengths; length 0 counts at no position."""
+        rows = np.flatnonzero(lengths)
+        np.add.at(hist.reshape(-1), lengths[rows] * self.groups + self.group[rows], sign)
 
     def observe(self, step: int, drafted: IntArray, accepted: IntArray, running: IntArray) -> None:
         slot = step % self.policy.window
         reach = (np.minimum(drafted, accepted + 1) * running).astype(np.int16)
         acc = (accepted * running).astype(np.int16)
-        self.reach_hist += self._histogram(reach) - self._histogram(self.reach_len[slot])
-        self.acc_hist += self._histogram(acc) - self._histogram(self.acc_len[slot])
-        self.reach_len[slot] = reach
-        self.acc_len[slot] = acc
+        for hist, ring, lengths in (
+            (self.reach_hist, self.reach_len, reach),
+            (self.acc_hist, self.acc_len, acc),
+        ):
+            self._count(hist, ring[slot].astype(np.int64), -1)
+            self._count(hist, lengths.astype(np.int64), 1)
+            ring[slot] = lengths
 
     def choose(self, r: IntArray, regime: IntArray, q: FloatArray | None) -> IntArray:
         k_max = self.policy.k_max
-        # Cycles that reached / accepted position i = 1..k_max: tail sums of the histograms.
-        reached = np.cumsum(self.reach_hist[:, ::-1], axis=1)[:, ::-1][:, 1 : k_max + 1]
-        accepted = np.cumsum(self.acc_hist[:, ::-1], axis=1)[:, ::-1][:, 1 : k_max + 1]
-        depth = (reached > 0).sum(axis=1)  # positions with data: 1..depth (reach shrinks)
+        chosen = np.full(r.size, self.policy.k, dtype=np.int64)
+        live = np.flatnonzero(r > 0)
+        if not live.size or not k_max:
+            return chosen
+        groups = np.unique(self.group[live])
+        reached, accepted = _tail_sums(self.reach_hist[:, groups], self.acc_hist[:, groups], k_max)
+        depth = (reached > 0).sum(axis=0)  # positions with data: 1..depth (reach shrinks)
         with np.errstate(invalid="ignore", divide="ignore"):
             rate = accepted / reached
         # Positions deeper than the data take the deepest estimate.
-        column = np.minimum(np.arange(k_max), np.maximum(depth - 1, 0)[:, None])
-        rate = np.take_along_axis(rate, column, axis=1)
-        gain = np.ones((self.groups, k_max + 1))
-        if k_max:
-            gain[:, 1:] += np.cumsum(np.cumprod(rate, axis=1), axis=1)
-        rows_gain = gain[self.group]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            goodput = rows_gain / self.price[np.maximum(r, 1)]
-        # argmax: the smallest k on ties. Groups without data draft policy.k.
-        best = np.argmax(np.where(np.isnan(goodput), -np.inf, goodput), axis=1)
-        return np.where(depth[self.group] > 0, best, self.policy.k).astype(np.int64)
+        deepest = rate[np.maximum(depth - 1, 0), np.arange(groups.size)]
+        rate = np.where(np.arange(k_max)[:, None] < depth, rate, deepest)
+        # Goodput's numerator 1 + sum_{i <= k} prod_{l <= i} p_l, by k = 0..k_max. A loop
+        # over positions: numpy's scans along axis 0 are not vectorised across columns.
+        gain = np.ones((k_max + 1, groups.size))
+        reach_all, total = np.ones(groups.size), np.zeros(groups.size)
+        for i in range(k_max):
+            reach_all *= rate[i]
+            total += reach_all
+            gain[i + 1] += total
+        # Each live row at its own r; argmax takes the smallest k on ties.
+        at = np.searchsorted(groups, self.group[live])
+        best = np.argmax(gain[:, at] / self.price[:, r[live]], axis=0)
+        # Groups without data (nothing drafted in the window) draft policy.k.
+        chosen[live] = np.where(depth[at] > 0, best, self.policy.k)
+        return chosen
+
+
+def _tail_sums(reach_hist: IntArray, acc_hist: IntArray, k_max: int) -> tuple[IntArray, IntArray]:
+    """Cycles that reached and that accepted positions 1..k_max, ``(k_max, groups)``: the
+    histograms' tail sums from each position (the lengths reach K_max at most)."""
+    reached = np.empty((k_max, reach_hist.shape[1]), dtype=np.int64)
+    accepted = np.empty_like(reached)
+    reach_tail = reach_hist[k_max:].sum(axis=0)
+    acc_tail = acc_hist[k_max:].sum(axis=0)
+    reached[k_max - 1], accepted[k_max - 1] = reach_tail, acc_tail
+    for i in range(k_max - 1, 0, -1):
+        reach_tail += reach_hist[i]
+        acc_tail += acc_hist[i]
+        reached[i - 1], accepted[i - 1] = reach_tail, acc_tail
+    return reached, accepted
 
 
 def _chooser(policy: Policy, rows: int, batch: int, cycle_us: FloatArray) -> _Chooser:
