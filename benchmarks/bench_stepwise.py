@@ -26,8 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from engine.config import SpecConfig
 from engine.cost.models import build_cost
-from engine.kernel import cycle_times
-from engine.stepwise import Acceptance, Policy, simulate_policy
+from engine.stepwise import Acceptance, Policy, price_tables, simulate_policy
 
 K_MAX = 32
 TARGET_S = 10.0
@@ -45,20 +44,6 @@ COSTS = {
 }
 
 
-def price_tables(config: SpecConfig) -> tuple[np.ndarray, np.ndarray]:
-    """(draft_us, cycle_us), (T + 1, K_MAX + 1): a cycle with r tokens to go drafting k."""
-    total = config.tokens_per_seq
-    r = np.arange(total + 1)[:, None]
-    k = np.arange(K_MAX + 1)[None, :]
-    context = config.prompt_len + (total - r)
-    draft, _, cycle = cycle_times(build_cost(config), k, config.batch_size, context)
-    shape = (total + 1, K_MAX + 1)
-    return (
-        np.broadcast_to(np.asarray(draft, dtype=np.float64), shape).copy(),
-        np.broadcast_to(np.asarray(cycle, dtype=np.float64), shape).copy(),
-    )
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sequences", type=int, default=2000)
@@ -67,7 +52,9 @@ def main() -> None:
     args = parser.parse_args()
     tokens = args.tokens
     config = SpecConfig(tokens_per_seq=tokens, **COSTS[args.cost])
-    draft, cycle = price_tables(config)
+    draft, cycle = price_tables(
+        build_cost(config), tokens, K_MAX, config.batch_size, config.prompt_len
+    )
     baseline = float(cycle[1:, 0].sum())  # one plain step per token
     positions = np.arange(K_MAX + 1)
     markov = Acceptance(

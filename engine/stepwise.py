@@ -79,6 +79,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from .cost.base import CostModel
+from .kernel import cycle_times
+
 __all__ = [
     "MAX_CHUNK_SEQUENCES",
     "POLICY_NAMES",
@@ -87,6 +90,7 @@ __all__ = [
     "Policy",
     "StepwiseResult",
     "chunk_size",
+    "price_tables",
     "simulate_policy",
 ]
 
@@ -185,6 +189,25 @@ def chunk_size(n_sequences: int, batch: int) -> int:
     (one batch group if a group is larger), and no more than ``n_sequences``."""
     per_chunk = max(batch, MAX_CHUNK_SEQUENCES // batch * batch)
     return max(1, min(per_chunk, n_sequences))
+
+
+def price_tables(
+    cost: CostModel, tokens: int, k_max: int, batch: int = 1, prompt_len: int = 0
+) -> tuple[FloatArray, FloatArray]:
+    """(draft_us, cycle_us), each ``(tokens + 1, k_max + 1)`` microseconds: the price of a
+    cycle started with ``r`` tokens to go that drafts ``k`` (k = 0: a plain step), at the
+    context ``prompt_len + tokens - r`` and batch ``batch``, by
+    :func:`engine.kernel.cycle_times`; row 0 (r = 0) is priced at the last context and
+    unused."""
+    r = np.arange(tokens + 1)[:, None]
+    k = np.arange(k_max + 1)[None, :]
+    context = prompt_len + (tokens - np.maximum(r, 1))
+    draft, _, cycle = cycle_times(cost, k, batch, context)
+    shape = (tokens + 1, k_max + 1)
+    return (
+        np.broadcast_to(np.asarray(draft, dtype=np.float64), shape).copy(),
+        np.broadcast_to(np.asarray(cycle, dtype=np.float64), shape).copy(),
+    )
 
 
 # ---- Validation -------------------------------------------------------------------------

@@ -11,7 +11,6 @@ import pytest
 from engine.config import SpecConfig
 from engine.cost.models import build_cost
 from engine.exact import expected_sequence_time_us, survival
-from engine.kernel import cycle_times
 from engine.simulator import RunStopped
 from engine.stepwise import (
     MAX_CHUNK_SEQUENCES,
@@ -19,6 +18,7 @@ from engine.stepwise import (
     Policy,
     _Threshold,
     chunk_size,
+    price_tables,
     simulate_policy,
 )
 
@@ -27,18 +27,9 @@ Z = 4.5  # standard errors: fixed seeds make each check deterministic, this keep
 
 
 def prices(config: SpecConfig, k_max: int = K_MAX) -> tuple[np.ndarray, np.ndarray]:
-    """(draft_us, cycle_us) tables, (T + 1, k_max + 1), from the config's cost model: a
-    cycle started with r tokens to go that drafts k, at context prompt_len + T - r."""
-    cost = build_cost(config)
-    total = config.tokens_per_seq
-    r = np.arange(total + 1)[:, None]
-    k = np.arange(k_max + 1)[None, :]
-    context = config.prompt_len + (total - r)
-    draft, _, cycle = cycle_times(cost, k, config.batch_size, context)
-    shape = (total + 1, k_max + 1)
-    return (
-        np.broadcast_to(np.asarray(draft, dtype=np.float64), shape).copy(),
-        np.broadcast_to(np.asarray(cycle, dtype=np.float64), shape).copy(),
+    """(draft_us, cycle_us) tables of the config's cost model, (T + 1, k_max + 1)."""
+    return price_tables(
+        build_cost(config), config.tokens_per_seq, k_max, config.batch_size, config.prompt_len
     )
 
 
