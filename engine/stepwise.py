@@ -133,7 +133,7 @@ class Acceptance:
 
     @property
     def kind(self) -> str:
-        """ "confidence" (per-token q ~ Beta) or "survival" (a table per regime)."""
+        """Which model: "confidence" (per-token q ~ Beta) or "survival" (a table per regime)."""
         return "confidence" if self.beta is not None else "survival"
 
 
