@@ -494,9 +494,10 @@ class _Run:
         seq_time = np.zeros(rows)
         step = 0
         while True:
-            running = (remaining > 0).astype(np.int64)
-            if not running.any():
+            ran = remaining > 0
+            if not ran.any():
                 return seq_time
+            running = ran.astype(np.int64)
             if step % CHECK_EVERY_STEPS == 0 and step:
                 self.check(int(self.tokens * rows - remaining.sum()))
             # 1. The regime: drawn at every step for every row.
@@ -507,53 +508,59 @@ class _Run:
                 elif stay < 1.0:
                     redrawn = _inverse_cdf(cdf, (x - stay) / (1.0 - stay))
                     regime = np.where(x < stay, regime, redrawn)
-            # 2. The acceptance draws, then the policy's k and the tail rule.
+            # 2. The acceptance draws (the longest accepted prefix), then the policy's k and
+            # the tail rule.
             q = None
             if beta is None:
                 u = rng.random(rows)
+                leading = _leading_from_survival(neg_survival, regime, u)
             else:
                 q = rng.beta(beta[0], beta[1], size=(rows, k_table))
-                u_tokens = rng.random((rows, k_table))
+                token_accepted = rng.random((rows, k_table)) < q
+                leading = np.where(
+                    token_accepted.all(axis=1), k_table, token_accepted.argmin(axis=1)
+                )
             wanted = chooser.choose(remaining, regime, q)
             drafted = np.minimum(wanted, remaining - 1) if self.clamp else wanted
             drafted = drafted * running  # finished rows draft nothing
-            if neg_survival is None:
-                assert q is not None
-                accepted_tokens = u_tokens < q
-                leading = np.where(
-                    accepted_tokens.all(axis=1), k_table, accepted_tokens.argmin(axis=1)
-                )
-            elif regimes == 1:
-                leading = np.searchsorted(neg_survival[0], -u, side="left")
-            else:
-                leading = np.empty(rows, dtype=np.int64)
-                for g in range(regimes):
-                    rows_g = regime == g
-                    leading[rows_g] = np.searchsorted(neg_survival[g], -u[rows_g], side="left")
             accepted = np.minimum(leading, drafted)
             # 3. Emit and pay (rows that finished earlier: r = 0, nothing emitted or paid).
             emitted = np.minimum(accepted + 1, remaining) * running
             row = np.maximum(remaining, 1)
-            seq_time += np.where(running.astype(bool), self.cycle_us[row, drafted], 0.0)
-            ran = running.astype(bool)
+            seq_time += np.where(ran, self.cycle_us[row, drafted], 0.0)
             self.draft_time_us += float(self.draft_us[row[ran], drafted[ran]].sum())
             self.cycles += int(running.sum())
             self.drafted += int(drafted.sum())
             self.accepted += int(accepted.sum())
             self.kept += int(np.minimum(accepted, remaining).sum())
             self.k_counts += np.bincount(drafted[ran], minlength=k_table + 1)
-            if trace is not None and running[0]:
+            if trace is not None and ran[0]:
+                k0 = int(drafted[0])
                 trace["r"].append(int(remaining[0]))
-                trace["k"].append(int(drafted[0]))
+                trace["k"].append(k0)
                 trace["accepted"].append(int(accepted[0]))
                 trace["regime"].append(int(regime[0]) if regimes > 1 else -1)
-                k0 = int(drafted[0])
                 trace["q_mean"].append(
                     float(q[0, :k0].mean()) if q is not None and k0 else math.nan
                 )
             chooser.observe(step, drafted, accepted, running)
             remaining = remaining - emitted
             step += 1
+
+
+def _leading_from_survival(
+    neg_survival: FloatArray | None, regime: IntArray, u: FloatArray
+) -> IntArray:
+    """#{i in 1..K_max : S[g, i] > u} for each row's regime g (``neg_survival`` = -S[:, 1:],
+    non-decreasing rows; ``regime`` -1 with one regime)."""
+    assert neg_survival is not None
+    if neg_survival.shape[0] == 1:
+        return np.searchsorted(neg_survival[0], -u, side="left")
+    leading = np.empty(u.size, dtype=np.int64)
+    for g in range(neg_survival.shape[0]):
+        rows = regime == g
+        leading[rows] = np.searchsorted(neg_survival[g], -u[rows], side="left")
+    return leading
 
 
 def simulate_policy(

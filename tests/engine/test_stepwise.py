@@ -115,6 +115,27 @@ def test_totals_add_up():
     discarded = full.accepted + full.cycles - 300 * 40
     assert 0 < discarded <= 300 * 3
     assert full.kept < full.accepted
+    # Linear cost: drafting k tokens costs k * draft_cost_us.
+    assert full.draft_time_us == pytest.approx(full.drafted * 30.0)
+
+
+@pytest.mark.parametrize(
+    ("acceptance", "message"),
+    [
+        (Acceptance(survival=np.ones((1, 5))), "survival must be"),
+        (Acceptance(survival=np.array([[1.0] + [0.5] * 31 + [0.6]])), "non-increasing"),
+        (Acceptance(survival=np.ones((2, K_MAX + 1)), mix=np.array([0.6, 0.6])), "mix"),
+        (Acceptance(survival=np.ones((1, K_MAX + 1)), stay=1.5), "stay"),
+        (Acceptance(beta=(0.0, 1.0)), "beta"),
+        (Acceptance(), "survival table or beta"),
+    ],
+)
+def test_inconsistent_acceptance_is_refused(acceptance, message):
+    config = SpecConfig(tokens_per_seq=16, **LINEAR)
+    with pytest.raises(ValueError, match=message):
+        run(acceptance, Policy("fixed", k=2), config, n=2)
+    with pytest.raises(ValueError, match="k_max"):
+        run(iid(0.5), Policy("fixed", k=2, k_max=K_MAX + 1), config, n=2)
 
 
 def test_the_same_entropy_gives_the_same_run_and_another_a_different_one():
