@@ -178,6 +178,13 @@ def test_paired_sequence_times_are_strongly_correlated():
     unpaired = np.corrcoef(fixed.sequence_time_us, other.sequence_time_us)[0, 1]
     assert paired > 0.8
     assert abs(unpaired) < Z / math.sqrt(n)
+    # So the paired difference's standard error is far below the unpaired one.
+    difference = fixed.sequence_time_us - adaptive.sequence_time_us
+    se_paired = difference.std(ddof=1) / math.sqrt(n)
+    se_apart = math.hypot(
+        fixed.sequence_time_us.std(ddof=1), adaptive.sequence_time_us.std(ddof=1)
+    ) / math.sqrt(n)
+    assert se_paired < 0.5 * se_apart
 
 
 def test_the_documented_stream_reproduces_a_sequence():
