@@ -168,8 +168,12 @@ class StepwiseResult:
     microseconds. ``cycles``, ``drafted``, ``accepted`` (draft tokens accepted, before the
     tail discards any), ``kept`` (accepted draft tokens kept after the tail): totals over
     all sequences. ``draft_time_us``: total time drafting. ``k_counts``: ``(K_max + 1,)``
-    cycles by the number of tokens they drafted (after the tail rule). ``trace``: sequence
-    0's cycles, if asked for: ``r`` (tokens still needed at the start), ``k`` (drafted),
+    cycles by the number of tokens they drafted (after the tail rule).
+    ``accepted_counts``: ``(K_max + 1,)`` cycles by accepted drafts ``n``;
+    ``rejected_counts``: the same for the cycles that ended on a rejection (``n < k``),
+    as :func:`engine.simulator.acceptance_by_position` reads them. ``trace``: the cycles of
+    the first traced sequences (sequence 0 by default), if asked for, ordered by sequence
+    then cycle: ``sequence``, ``r`` (tokens still needed at the start), ``k`` (drafted),
     ``accepted``, ``regime`` (-1 without regimes) and ``q_mean`` (mean confidence of the
     drafted tokens; NaN without confidences or drafts).
     """
@@ -181,6 +185,8 @@ class StepwiseResult:
     kept: int
     draft_time_us: float
     k_counts: np.ndarray
+    accepted_counts: np.ndarray
+    rejected_counts: np.ndarray
     trace: dict[str, np.ndarray] | None = None
 
 
@@ -465,6 +471,8 @@ class _Run:
     draft_time_us: float = 0.0
     tokens_done: int = 0
     k_counts: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    accepted_counts: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    rejected_counts: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     @property
     def k_table(self) -> int:
@@ -479,9 +487,11 @@ class _Run:
             self.progress(self.tokens_done + tokens_now)
 
     def chunk(
-        self, rng: np.random.Generator, rows: int, trace: dict[str, list[float]] | None
+        self, rng: np.random.Generator, rows: int, trace: dict[str, list[np.ndarray]] | None
     ) -> FloatArray:
-        """Run one chunk of ``rows`` sequences to the end; their times in microseconds."""
+        """Run one chunk of ``rows`` sequences to the end; their times in microseconds.
+        ``trace``: lists to which each step appends the traced rows' cycles (the first
+        ``len(trace["rows"][0])`` rows)."""
         regimes, k_table = self.acceptance.regimes, self.k_table
         cdf = np.cumsum(np.asarray(self.acceptance.mix, dtype=np.float64))
         cdf[-1] = 1.0
@@ -534,18 +544,47 @@ class _Run:
             self.accepted += int(accepted.sum())
             self.kept += int(np.minimum(accepted, remaining).sum())
             self.k_counts += np.bincount(drafted[ran], minlength=k_table + 1)
-            if trace is not None and ran[0]:
-                k0 = int(drafted[0])
-                trace["r"].append(int(remaining[0]))
-                trace["k"].append(k0)
-                trace["accepted"].append(int(accepted[0]))
-                trace["regime"].append(int(regime[0]) if regimes > 1 else -1)
-                trace["q_mean"].append(
-                    float(q[0, :k0].mean()) if q is not None and k0 else math.nan
-                )
+            self.accepted_counts += np.bincount(accepted[ran], minlength=k_table + 1)
+            self.rejected_counts += np.bincount(
+                accepted[ran & (accepted < drafted)], minlength=k_table + 1
+            )
+            if trace is not None:
+                _trace_step(trace, ran, remaining, drafted, accepted, regime, q)
             chooser.observe(step, drafted, accepted, running)
             remaining = remaining - emitted
             step += 1
+
+
+_TRACE_FIELDS = ("sequence", "r", "k", "accepted", "regime", "q_mean")
+
+
+def _trace_step(
+    trace: dict[str, list[np.ndarray]],
+    ran: np.ndarray,
+    remaining: IntArray,
+    drafted: IntArray,
+    accepted: IntArray,
+    regime: IntArray,
+    q: FloatArray | None,
+) -> None:
+    """Append this step's cycles of the traced rows that ran it."""
+    rows = trace["rows"][0]
+    rows = rows[ran[rows]]
+    if not rows.size:
+        return
+    k = drafted[rows]
+    if q is None:
+        q_mean = np.full(rows.size, math.nan)
+    else:
+        drafted_q = np.where(np.arange(q.shape[1]) < k[:, None], q[rows], 0.0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            q_mean = np.where(k > 0, drafted_q.sum(axis=1) / k, math.nan)
+    for name, values in zip(
+        _TRACE_FIELDS,
+        (rows, remaining[rows], k, accepted[rows], regime[rows], q_mean),
+        strict=True,
+    ):
+        trace[name].append(values)
 
 
 def _leading_from_survival(
@@ -574,7 +613,7 @@ def simulate_policy(
     batch: int = 1,
     clamp: bool = False,
     entropy: Sequence[int],
-    trace: bool = False,
+    trace: bool | int = False,
     should_stop: Callable[[], bool] | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> StepwiseResult:
@@ -585,7 +624,9 @@ def simulate_policy(
     price of a cycle started with ``r`` tokens to go that drafts ``k`` (k = 0: a plain
     step) and its drafting part; row 0 is unused. ``batch``: sequences per batch group
     (goodput's shared estimates; chunks are multiples of it). ``clamp``: the "clamp" tail
-    rule, else "full". ``trace``: record sequence 0's cycles. ``should_stop()`` is asked
+    rule, else "full". ``trace``: record
+    sequence 0's cycles (True), or those of the first ``trace`` sequences (an int, at most
+    one chunk). ``should_stop()`` is asked
     every few steps: when true the run raises :class:`engine.simulator.RunStopped` (no
     partial result). ``progress(tokens_done)`` is told the tokens produced so far, all
     sequences, now and then and at the end.
@@ -617,11 +658,15 @@ def simulate_policy(
         should_stop=should_stop,
         progress=progress,
         k_counts=np.zeros(k_table + 1, dtype=np.int64),
+        accepted_counts=np.zeros(k_table + 1, dtype=np.int64),
+        rejected_counts=np.zeros(k_table + 1, dtype=np.int64),
     )
     per_chunk = chunk_size(n_sequences, batch)
-    recorded: dict[str, list[float]] | None = (
-        {name: [] for name in ("r", "k", "accepted", "regime", "q_mean")} if trace else None
-    )
+    traced = min(int(trace), per_chunk)
+    recorded: dict[str, list[np.ndarray]] | None = None
+    if traced:
+        recorded = {name: [] for name in _TRACE_FIELDS}
+        recorded["rows"] = [np.arange(traced)]
     times = []
     for c, start in enumerate(range(0, n_sequences, per_chunk)):
         rows = min(per_chunk, n_sequences - start)
@@ -632,9 +677,15 @@ def simulate_policy(
         progress(run.tokens_done)
     trace_arrays = None
     if recorded is not None:
+        del recorded["rows"]
+        columns = {
+            name: np.concatenate(parts) if parts else np.zeros(0)
+            for name, parts in recorded.items()
+        }
+        order = np.argsort(columns["sequence"], kind="stable")  # steps are in order already
         trace_arrays = {
-            name: np.asarray(values, dtype=np.float64 if name == "q_mean" else np.int64)
-            for name, values in recorded.items()
+            name: values[order].astype(np.float64 if name == "q_mean" else np.int64)
+            for name, values in columns.items()
         }
     return StepwiseResult(
         sequence_time_us=np.concatenate(times),
@@ -644,5 +695,7 @@ def simulate_policy(
         kept=run.kept,
         draft_time_us=run.draft_time_us,
         k_counts=run.k_counts,
+        accepted_counts=run.accepted_counts,
+        rejected_counts=run.rejected_counts,
         trace=trace_arrays,
     )

@@ -469,6 +469,7 @@ def reference_run(acceptance, policy, tokens, rows, draft_us, cycle_us, batch, c
     times = [0.0] * rows
     totals = [0, 0, 0, 0]
     k_counts = np.zeros(k_table + 1, dtype=np.int64)
+    by_accepted = np.zeros((2, k_table + 1), dtype=np.int64)  # all cycles; rejected ones
     step = 0
     while any(left > 0 for left in r):
         if regimes > 1:
@@ -543,6 +544,8 @@ def reference_run(acceptance, policy, tokens, rows, draft_us, cycle_us, batch, c
             totals[2] += n
             totals[3] += min(n, r[s])
             k_counts[drafted] += 1
+            by_accepted[0, n] += 1
+            by_accepted[1, n] += n < drafted
             observed.append((s, drafted, n))
             if n == drafted >= 1:
                 hf_k[s] = min(hf_k[s] + 2, policy.k_max)
@@ -552,7 +555,7 @@ def reference_run(acceptance, policy, tokens, rows, draft_us, cycle_us, batch, c
         for s, drafted, n in observed:
             history[s // batch].append((step, drafted, n))
         step += 1
-    return np.array(times), tuple(totals), k_counts
+    return np.array(times), tuple(totals), k_counts, by_accepted
 
 
 REFERENCE_CASES = {
@@ -601,9 +604,45 @@ def test_matches_a_literal_reference(case):
         clamp=clamp,
         entropy=[17],
     )
-    times, totals, k_counts = reference_run(
+    times, totals, k_counts, by_accepted = reference_run(
         acceptance, policy, 30, rows, draft, cycle, batch, clamp, [17]
     )
     np.testing.assert_allclose(result.sequence_time_us, times, rtol=1e-12)
     assert (result.cycles, result.drafted, result.accepted, result.kept) == totals
     assert np.array_equal(result.k_counts, k_counts)
+    assert np.array_equal(result.accepted_counts, by_accepted[0])
+    assert np.array_equal(result.rejected_counts, by_accepted[1])
+
+
+def test_traces_of_several_sequences():
+    config = SpecConfig(tokens_per_seq=50, tail="clamp", **LINEAR)
+    acceptance = Acceptance(beta=(3.0, 1.0))
+    policy = Policy("threshold", p_min=0.6, k_max=10)
+    one = run(acceptance, policy, config, n=20, trace=True)
+    five = run(acceptance, policy, config, n=20, trace=5)
+    assert one.trace is not None and five.trace is not None
+    first = five.trace["sequence"] == 0
+    for name in ("sequence", "r", "k", "accepted", "regime", "q_mean"):
+        np.testing.assert_allclose(five.trace[name][first], one.trace[name], rtol=1e-12)
+    assert five.trace["sequence"].tolist() == sorted(five.trace["sequence"].tolist())
+    assert set(five.trace["sequence"].tolist()) == set(range(5))
+    for s in range(5):
+        mine = five.trace["sequence"] == s
+        r, accepted = five.trace["r"][mine], five.trace["accepted"][mine]
+        # Each cycle starts where the previous one left off; the last one ends the sequence.
+        assert r[0] == 50
+        assert np.array_equal(r[1:], r[:-1] - np.minimum(accepted[:-1] + 1, r[:-1]))
+        assert r[-1] - min(accepted[-1] + 1, r[-1]) == 0
+    assert np.isnan(five.trace["q_mean"][five.trace["k"] == 0]).all()
+
+
+def test_position_counts_give_the_acceptance_by_position():
+    from engine.simulator import acceptance_by_position
+
+    config = SpecConfig(tokens_per_seq=64, **LINEAR)
+    result = run(iid(0.7), Policy("hf_heuristic", k=3), config, n=500)
+    assert result.accepted_counts.sum() == result.cycles
+    assert int((np.arange(K_MAX + 1) * result.accepted_counts).sum()) == result.accepted
+    observed = acceptance_by_position(result.accepted_counts, result.rejected_counts, 3)
+    tested = result.accepted_counts[1:].sum() + result.rejected_counts[0]  # reached position 1
+    assert abs(observed[0] - 0.7) < Z * math.sqrt(0.21 / tested)
