@@ -133,10 +133,19 @@ def acceptance_text(config: Any) -> str:
 
 def policy_text(config: Any) -> str:
     """A K policy with its parameters, as a leaderboard names it: "fixed K=4",
-    "hf_heuristic K0=5", "threshold p_min=0.75", "goodput w=16", "schedule K=3", "oracle"."""
-    from engine.config import schedule_k
+    "hf_heuristic K0=5", "threshold p_min=0.75", "goodput w=16", "schedule K=3", "oracle";
+    an adaptive policy's bound when it is not 32: "hf_heuristic K0=5 ≤8"."""
+    from engine.config import K_MAX_POLICY
 
     c = config
+    name = c.policy
+    bound = f" ≤{c.k_max}" if c.k_max != K_MAX_POLICY else ""
+    return _policy_name(c) + ("" if name in ("fixed", "schedule") else bound)
+
+
+def _policy_name(c: Any) -> str:
+    from engine.config import schedule_k
+
     name = c.policy
     if name == "fixed":
         return f"fixed K={c.k}"

@@ -10,8 +10,8 @@ builds the acceptance model.
 The random stream (the contract for common random numbers)
 -----------------------------------------------------------
 Policies are compared on the same draws: sequence ``s``'s ``j``-th cycle sees the same
-random numbers under every policy, so one policy's luck is the other's (docs/model.md, "K policies",
-"Common random numbers"). The stream is:
+random numbers under every policy, so one policy's luck is the other's (docs/model.md,
+"K policies", "Common random numbers"). The stream is:
 
 - Sequences run in chunks of at most :data:`MAX_CHUNK_SEQUENCES` (a multiple of the batch
   size, :func:`chunk_size`); chunk ``c`` (0, 1, ...) draws from

@@ -24,12 +24,6 @@ from engine.config import FIELD_SPECS, ConfigError
 from engine.presets import ARENA_KEYS
 from spectui.errors import UsageError
 
-LEGEND = (
-    "* the best fixed K (exact), the reference; gain: speedup minus the reference's on the "
-    "same draws, 95 % paired interval; captured: share of the oracle's gain; speedup: "
-    "exact where the policy's state can be enumerated, with the Monte Carlo estimate (MC)"
-)
-
 
 def add_arena_parser(
     sub: Any, add_scenario_flags: Callable[[argparse.ArgumentParser], None]
@@ -87,9 +81,15 @@ def _table(result: Any) -> Any:
 
     from engine.arena import LEADERBOARD_COLUMNS, standing_cells
 
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, header_style="bold", pad_edge=False)
+    table = Table(
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        header_style="bold",
+        pad_edge=False,
+        padding=(0, 0),  # the box's own divider parts the columns
+    )
     for i, name in enumerate(LEADERBOARD_COLUMNS):
-        table.add_column(name, justify="left" if i in (0, 1, 7) else "right")
+        table.add_column(name, justify="left" if i in (0, 7) else "right", no_wrap=True)
     for standing in result.ranked():
         table.add_row(*standing_cells(standing))
     return table
@@ -120,7 +120,7 @@ def _standing_json(standing: Any) -> dict[str, Any]:
 def cmd_arena(args: argparse.Namespace) -> int:
     from rich.text import Text
 
-    from engine.arena import run_arena, scenario_text, standing_cells
+    from engine.arena import LEADERBOARD_LEGEND, run_arena, scenario_text, standing_cells
     from spectui.render import console
 
     try:
@@ -162,5 +162,5 @@ def cmd_arena(args: argparse.Namespace) -> int:
         ]
         print(json.dumps(payload))
     else:
-        out.print(Text(LEGEND, style="dim"))
+        out.print(Text(LEADERBOARD_LEGEND, style="dim"))
     return 0
