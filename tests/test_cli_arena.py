@@ -110,7 +110,7 @@ def test_policy_flags_choose_one_contender(run):
     ],
 )
 def test_bad_input_is_one_line_naming_the_fields(run, args, message):
-    status, out, err = run(*args, *SMALL)
+    status, _, err = run(*args, *SMALL)
     assert status == 2
     assert message in err
     assert "Traceback" not in err and len(err.strip().splitlines()) <= 2  # usage + the error
