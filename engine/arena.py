@@ -195,6 +195,11 @@ def run_arena(
     order += [c for c in contenders if c.policy != "oracle" and c != reference]
     order = [reference, *order]
     baseline = cycle_costs(scenario).baseline_us
+    # A label names the policy; its bound on k too where two labels would read the same.
+    plain = [policy_text(c) for c in order]
+    labels = [
+        policy_text(c, bound=plain.count(text) > 1) for c, text in zip(order, plain, strict=True)
+    ]
     standings: list[Standing] = []
     ref_times: np.ndarray | None = None
     speedup_ref = math.nan
@@ -219,7 +224,7 @@ def run_arena(
             captured = gain / oracle_gain[0]
         k_counts = result.k_counts.astype(np.float64)
         standing = Standing(
-            label=policy_text(config),
+            label=labels[done],
             config=config,
             speedup=speedup,
             ci95=ci95,
@@ -266,7 +271,7 @@ LEADERBOARD_LEGEND = (
     "exact: the exact speedup where the policy's state can be enumerated (— : Monte Carlo "
     "only); MC: the Monte Carlo speedup on the shared draws; gain: MC speedup minus the best "
     "fixed K's (*, ref) on the same draws, 95 % paired interval; capt: share of the oracle's "
-    "gain captured; k avg: mean k drafted; k most: the k drafted most often, % of cycles"
+    "gain captured; k avg: mean k drafted; k most: the k drafted most often, k:% of cycles"
 )
 
 
@@ -280,9 +285,9 @@ def _gain_text(standing: Standing) -> str:
 
 
 def k_share_text(share: np.ndarray, top: int = 2) -> str:
-    """The k drafted most often, with their shares of the cycles: "4:61% 5:20%"."""
+    """The k drafted most often, with their percentages of the cycles: "4:61 5:20"."""
     order = np.argsort(-share, kind="stable")[:top]
-    return " ".join(f"{int(k)}:{share[k]:.0%}" for k in order if share[k] >= 0.005)
+    return " ".join(f"{int(k)}:{share[k] * 100:.0f}" for k in order if share[k] >= 0.005)
 
 
 def standing_cells(standing: Standing) -> tuple[str, ...]:
@@ -292,7 +297,7 @@ def standing_cells(standing: Standing) -> tuple[str, ...]:
 
     mc = speedup_text(standing.speedup, unit="")
     if math.isfinite(standing.ci95):
-        mc += f" ±{standing.ci95:.2f}"
+        mc += f"±{standing.ci95:.2f}"
     captured = "—" if not math.isfinite(standing.captured) else f"{standing.captured:.0%}"
     return (
         standing.label + (" *" if standing.is_best_fixed else ""),

@@ -131,16 +131,16 @@ def acceptance_text(config: Any) -> str:
     return f"{c.draft_model} ({params})"
 
 
-def policy_text(config: Any) -> str:
+def policy_text(config: Any, bound: bool = False) -> str:
     """A K policy with its parameters, as a leaderboard names it: "fixed K=4",
     "hf_heuristic K0=5", "threshold p_min=0.75", "goodput w=16", "schedule K=3", "oracle";
-    an adaptive policy's bound when it is not 32: "hf_heuristic K0=5 ≤8"."""
-    from engine.config import K_MAX_POLICY
+    with ``bound``, an adaptive policy's bound on k too: "hf_heuristic K0=5 ≤8"."""
+    return _policy_name(config) + (policy_bound(config) if bound else "")
 
-    c = config
-    name = c.policy
-    bound = f" ≤{c.k_max}" if c.k_max != K_MAX_POLICY else ""
-    return _policy_name(c) + ("" if name in ("fixed", "schedule") else bound)
+
+def policy_bound(config: Any) -> str:
+    """An adaptive policy's bound on k as a label suffix: " ≤8" ("" for fixed, schedule)."""
+    return "" if config.policy in ("fixed", "schedule") else f" ≤{config.k_max}"
 
 
 def _policy_name(c: Any) -> str:
