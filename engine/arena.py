@@ -163,6 +163,17 @@ def default_contenders(scenario: SpecConfig) -> list[SpecConfig]:
     return out
 
 
+# The oracle's gain over the best fixed K below which "captured" is not shown: a share of
+# almost nothing says nothing.
+MATTERS = 0.01
+
+
+def _gain_matters(gain: tuple[float, float], reference: float) -> bool:
+    """Whether a gain (value, 95 % half-width) is beyond noise and at least
+    :data:`MATTERS` of the reference speedup."""
+    return gain[0] > gain[1] and gain[0] >= MATTERS * reference
+
+
 def run_arena(
     scenario: SpecConfig,
     contenders: Sequence[SpecConfig],
@@ -184,8 +195,14 @@ def run_arena(
     order += [c for c in contenders if c.policy != "oracle" and c != reference]
     order = [reference, *order]
     baseline = cycle_costs(scenario).baseline_us
+    # A label names the policy; its bound on k too where two labels would read the same.
+    plain = [policy_text(c) for c in order]
+    labels = [
+        policy_text(c, bound=plain.count(text) > 1) for c, text in zip(order, plain, strict=True)
+    ]
     standings: list[Standing] = []
     ref_times: np.ndarray | None = None
+    speedup_ref = math.nan
     oracle_gain: tuple[float, float] | None = None
     for done, config in enumerate(order):
         if on_progress is not None:
@@ -198,16 +215,16 @@ def run_arena(
         std = float(times.std(ddof=1)) if n > 1 else math.nan
         ci95 = Z95 * speedup * std / math.sqrt(n) / mean if n > 1 else math.nan
         if ref_times is None:
-            ref_times = times
+            ref_times, speedup_ref = times, speedup
         gain, gain_ci, gain_ci_unpaired = paired_difference(baseline, times, ref_times)
         if config.policy == "oracle" and oracle_gain is None:
             oracle_gain = (gain, gain_ci)
         captured = math.nan
-        if oracle_gain is not None and oracle_gain[0] > oracle_gain[1]:
+        if oracle_gain is not None and _gain_matters(oracle_gain, speedup_ref):
             captured = gain / oracle_gain[0]
         k_counts = result.k_counts.astype(np.float64)
         standing = Standing(
-            label=policy_text(config),
+            label=labels[done],
             config=config,
             speedup=speedup,
             ci95=ci95,
@@ -229,9 +246,10 @@ def run_arena(
     if on_progress is not None:
         on_progress(len(order), len(order))
     notes = []
-    if oracle_gain is not None and not oracle_gain[0] > oracle_gain[1]:
+    if oracle_gain is not None and not _gain_matters(oracle_gain, speedup_ref):
         notes.append(
-            "the oracle's gain over the best fixed K is within noise: no policy can gain much"
+            f"the oracle gains under {MATTERS:.0%} over the best fixed K (or within noise): "
+            "no policy that sees only the past can gain more here"
         )
     return ArenaResult(scenario, standings, k_star, notes)
 
@@ -240,46 +258,52 @@ def run_arena(
 
 LEADERBOARD_COLUMNS = (
     "policy",
-    "method",
-    "speedup",
-    "gain vs best fixed",
-    "captured",
-    "mean k",
+    "exact",
+    "MC ±95%",
+    "gain ±95%",
+    "capt",
+    "k avg",
     "waste",
-    "k drafted most",
+    "k most",
+)
+# What the columns mean, under every leaderboard.
+LEADERBOARD_LEGEND = (
+    "exact: the exact speedup where the policy's state can be enumerated (— : Monte Carlo "
+    "only); MC: the Monte Carlo speedup on the shared draws; gain: MC speedup minus the best "
+    "fixed K's (*, ref) on the same draws, 95 % paired interval; capt: share of the oracle's "
+    "gain captured; k avg: mean k drafted; k most: the k drafted most often, k:% of cycles"
 )
 
 
-def _signed(value: float, ci: float) -> str:
-    if not math.isfinite(value):
+def _gain_text(standing: Standing) -> str:
+    if standing.is_best_fixed:
+        return "ref"
+    if not math.isfinite(standing.gain):
         return "—"
-    text = f"{value:+.3f}"
-    return text + (f" ±{ci:.3f}" if math.isfinite(ci) else "")
+    ci = f"±{standing.gain_ci95:.3f}" if math.isfinite(standing.gain_ci95) else ""
+    return f"{standing.gain:+.3f}{ci}"
 
 
-def k_share_text(share: np.ndarray, top: int = 3) -> str:
-    """The k drafted most often, with their shares: "4:61% 5:20% 3:9%"."""
+def k_share_text(share: np.ndarray, top: int = 2) -> str:
+    """The k drafted most often, with their percentages of the cycles: "4:61 5:20"."""
     order = np.argsort(-share, kind="stable")[:top]
-    return " ".join(f"{int(k)}:{share[k]:.0%}" for k in order if share[k] > 0)
+    return " ".join(f"{int(k)}:{share[k] * 100:.0f}" for k in order if share[k] >= 0.005)
 
 
 def standing_cells(standing: Standing) -> tuple[str, ...]:
-    """One leaderboard row as text, in :data:`LEADERBOARD_COLUMNS` order. The speedup is the
-    exact one where it exists ("2.41x (MC 2.40x ±0.02)"), else the Monte Carlo one."""
+    """One leaderboard row as text, in :data:`LEADERBOARD_COLUMNS` order (the CLI's table
+    and the app's Arena view)."""
     from .formatting import speedup_text
 
-    mc = f"{speedup_text(standing.speedup)} ±{standing.ci95:.2f}"
-    if math.isfinite(standing.speedup_exact):
-        speed = f"{speedup_text(standing.speedup_exact)} (MC {mc})"
-    else:
-        speed = mc
-    label = standing.label + (" *" if standing.is_best_fixed else "")
+    mc = speedup_text(standing.speedup, unit="")
+    if math.isfinite(standing.ci95):
+        mc += f"±{standing.ci95:.2f}"
     captured = "—" if not math.isfinite(standing.captured) else f"{standing.captured:.0%}"
     return (
-        label,
-        standing.method,
-        speed,
-        "reference" if standing.is_best_fixed else _signed(standing.gain, standing.gain_ci95),
+        standing.label + (" *" if standing.is_best_fixed else ""),
+        speedup_text(standing.speedup_exact, missing="—"),
+        mc,
+        _gain_text(standing),
         captured,
         f"{standing.mean_k:.2f}",
         f"{standing.waste:.0%}" if math.isfinite(standing.waste) else "—",

@@ -131,12 +131,21 @@ def acceptance_text(config: Any) -> str:
     return f"{c.draft_model} ({params})"
 
 
-def policy_text(config: Any) -> str:
+def policy_text(config: Any, bound: bool = False) -> str:
     """A K policy with its parameters, as a leaderboard names it: "fixed K=4",
-    "hf_heuristic K0=5", "threshold p_min=0.75", "goodput w=16", "schedule K=3", "oracle"."""
+    "hf_heuristic K0=5", "threshold p_min=0.75", "goodput w=16", "schedule K=3", "oracle";
+    with ``bound``, an adaptive policy's bound on k too: "hf_heuristic K0=5 ≤8"."""
+    return _policy_name(config) + (policy_bound(config) if bound else "")
+
+
+def policy_bound(config: Any) -> str:
+    """An adaptive policy's bound on k as a label suffix: " ≤8" ("" for fixed, schedule)."""
+    return "" if config.policy in ("fixed", "schedule") else f" ≤{config.k_max}"
+
+
+def _policy_name(c: Any) -> str:
     from engine.config import schedule_k
 
-    c = config
     name = c.policy
     if name == "fixed":
         return f"fixed K={c.k}"

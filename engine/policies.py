@@ -29,10 +29,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .config import FIELD_SPECS, SpecConfig, reads, schedule_k
+from .config import FIELD_SPECS, K_MAX_POLICY, SpecConfig, reads, schedule_k
 from .cost.models import build_cost
 from .draft_models import get_model
-from .kernel import context_length, cycle_times
 
 if TYPE_CHECKING:
     from .policy_exact import PolicyExact
@@ -84,27 +83,22 @@ def regimes_of(config: SpecConfig, k_max: int) -> tuple[np.ndarray, float, np.nd
     return get_model(config.draft_model).regimes(config, k_max)
 
 
+def stream_width(config: SpecConfig) -> int:
+    """How many draft positions each cycle's draws cover (the price tables' and the
+    acceptance tables' K_max): 32, or the policy's own bound if it drafts more. Every
+    contender whose policy drafts at most 32 sees the very same draws, the confidence
+    model's per-token q's included."""
+    return max(K_MAX_POLICY, policy_k_max(config))
+
+
 def price_table(config: SpecConfig, k_max: int) -> tuple[np.ndarray, np.ndarray]:
     """(draft_us, cycle_us), each (T + 1, k_max + 1): the cost of a cycle that starts with r
-    tokens still needed and drafts k (k = 0: one plain decoding step). Row 0 is unused.
-    Context-free costs give read-only broadcast views (no T x K memory)."""
-    cost = build_cost(config)
-    total = config.tokens_per_seq
-    ks = np.arange(k_max + 1, dtype=np.int64)[None, :]
-    if config.cost_model in ("linear", "table"):  # no context dependence
-        draft, _, cycle = cycle_times(cost, ks, config.batch_size, config.prompt_len)
-        shape = (total + 1, k_max + 1)
-        return (
-            np.broadcast_to(np.asarray(draft, dtype=np.float64), shape),
-            np.broadcast_to(np.asarray(cycle, dtype=np.float64), shape),
-        )
-    r = np.arange(total + 1, dtype=np.int64)
-    r[0] = 1
-    context = context_length(config, r)[:, None]
-    draft, _, cycle = cycle_times(cost, ks, config.batch_size, context)
-    return (
-        np.ascontiguousarray(np.broadcast_to(draft, (total + 1, k_max + 1)), dtype=np.float64),
-        np.ascontiguousarray(np.broadcast_to(cycle, (total + 1, k_max + 1)), dtype=np.float64),
+    tokens still needed and drafts k (k = 0: one plain decoding step), by
+    :func:`engine.stepwise.price_tables` (the kernel's one cycle time). Row 0 is unused."""
+    from .stepwise import price_tables
+
+    return price_tables(
+        build_cost(config), config.tokens_per_seq, k_max, config.batch_size, config.prompt_len
     )
 
 
@@ -185,7 +179,7 @@ def exact_speedup(config: SpecConfig) -> float:
 def simulate_policy_config(
     config: SpecConfig,
     *,
-    trace: bool = False,
+    trace: bool | int = False,
     should_stop: Callable[[], bool] | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> StepwiseResult:
@@ -193,11 +187,11 @@ def simulate_policy_config(
     numbers (:func:`crn_entropy`)."""
     from .stepwise import simulate_policy
 
-    k_max = policy_k_max(config)
-    draft, cycle = price_table(config, k_max)
+    width = stream_width(config)
+    draft, cycle = price_table(config, width)
     oracle = exact_policy(config) if config.policy == "oracle" else None
     return simulate_policy(
-        acceptance_of(config, k_max),
+        acceptance_of(config, width),
         policy_of(config, None if oracle is None else oracle.oracle_k),
         tokens=config.tokens_per_seq,
         n_sequences=config.n_sequences,
@@ -236,9 +230,12 @@ def simulate_run(
         if on_progress is not None:
             on_progress(tokens // total, tokens)
 
+    traced = config.n_sequences
+    if max_records is not None and on_cycles is None:  # enough sequences for them
+        traced = min(traced, max(1, max_records * 2 // max(config.tokens_per_seq, 1) + 1))
     result = simulate_policy_config(
         config,
-        trace=want_records,
+        trace=traced if want_records else False,
         should_stop=should_stop,
         progress=progress if on_progress is not None else None,
     )
@@ -253,7 +250,7 @@ def simulate_run(
     frame = None
     if want_records:
         assert result.trace is not None
-        frame = _trace_records(config, result.trace, price_table(config, policy_k_max(config)))
+        frame = _trace_records(config, result.trace, price_table(config, stream_width(config)))
         frame = frame.astype(RECORD_DTYPES)
         if on_cycles is not None:
             on_cycles(frame)

@@ -1,5 +1,5 @@
 """Exact expectations of one sequence under a K policy, for i.i.d. or Markov-modulated
-acceptance (SEMANTICS.md, "Acceptance models beyond the original" and "K policies").
+acceptance (docs/model.md, "Acceptance models beyond the original" and "K policies").
 
 Plain arrays in, expectations out: the caller turns a configuration into a
 :class:`Regimes` (survival probabilities per hidden regime, the chain between cycles) and a

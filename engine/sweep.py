@@ -84,13 +84,23 @@ def config_frame(configs: Sequence[SpecConfig]) -> pd.DataFrame:
     return pd.DataFrame([[c.get(key) for key in columns] for c in configs], columns=columns)
 
 
-def sampler_name(engine: str = "fast", exact_only: bool = False) -> str:
+def sampler_name(
+    engine: str = "fast", exact_only: bool = False, config: SpecConfig | None = None
+) -> str:
     """What made a sweep row's Monte Carlo values (its ``sampler`` column): the fast engine's
-    sampler (:data:`engine.simulator.SAMPLER`), the reference loop's per-token tests, or
-    nothing (an exact-only row)."""
+    sampler (:data:`engine.simulator.SAMPLER`; for ``config`` with a K policy or markov
+    acceptance the stepwise engine's, :data:`engine.policies.STEPWISE_SAMPLER`), the
+    reference loop's per-token tests, or nothing (an exact-only row)."""
     if exact_only:
         return EXACT_ONLY_SAMPLER
-    return SAMPLER if engine == "fast" else REFERENCE_SAMPLER
+    if engine != "fast":
+        return REFERENCE_SAMPLER
+    if config is not None:
+        from .policies import STEPWISE_SAMPLER, needs_stepwise
+
+        if needs_stepwise(config):
+            return STEPWISE_SAMPLER
+    return SAMPLER
 
 
 def _exact_many(configs: Sequence[SpecConfig]) -> list[dict[str, float]]:
@@ -121,7 +131,6 @@ def evaluate_many(
         raise ValueError(f"engine: {engine!r} is not one of {', '.join(ENGINES)}")
     # The reference engine's runs compute their own (one configuration each).
     exact = _exact_many(configs) if exact_only or engine == "fast" else []
-    sampler = sampler_name(engine, exact_only)
     metrics: list[dict[str, float]] = []
     if exact_only:
         for config, values in zip(configs, exact, strict=True):
@@ -141,11 +150,12 @@ def evaluate_many(
             )
             found.update(zip(members, (run.metrics for run in runs), strict=True))
         metrics = [found[i] for i in range(len(configs))]
+    samplers = [sampler_name(engine, exact_only, c) for c in configs]
     if not fields:
-        return [{**values, "sampler": sampler} for values in metrics]
+        return [{**values, "sampler": s} for values, s in zip(metrics, samplers, strict=True)]
     return [
-        {**config.to_dict(), **values, "sampler": sampler}
-        for config, values in zip(configs, metrics, strict=True)
+        {**config.to_dict(), **values, "sampler": s}
+        for config, values, s in zip(configs, metrics, samplers, strict=True)
     ]
 
 

@@ -149,6 +149,9 @@ def build_parser() -> Parser:
     from spectui.regime_command import add_regime_parser
 
     add_regime_parser(sub, add_scenario_flags)
+    from spectui.arena_command import add_arena_parser
+
+    add_arena_parser(sub, add_scenario_flags)
 
     sub.add_parser("presets", help="list shipped and user presets")
 

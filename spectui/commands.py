@@ -14,8 +14,9 @@ from typing import Any
 
 from engine.config import FIELD_SPECS, SpecConfig
 from engine.presets import load_preset
+from spectui.arena_command import cmd_arena  # noqa: F401 (main() finds commands here)
 from spectui.errors import UsageError
-from spectui.regime_command import cmd_regime  # noqa: F401 (main() finds commands here)
+from spectui.regime_command import cmd_regime  # noqa: F401
 
 
 def _config_from_args(args: argparse.Namespace) -> SpecConfig:
@@ -70,7 +71,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from engine.sweep import sampler_name
 
     config = _config_from_args(args)
-    sampler = sampler_name(args.engine)
+    sampler = sampler_name(args.engine, config=config)
     # Before the run, so that a run's work is never thrown away on a bad output file.
     if args.cycles_out is not None and is_parquet(args.cycles_out) and not parquet_available():
         raise UsageError(f"--cycles-out: writing Parquet needs pyarrow: {PARQUET_INSTALL}")

@@ -17,7 +17,7 @@ from textual.widgets import Static
 from textual.worker import Worker, get_current_worker
 from textual_plotext import PlotextPlot
 
-from engine.config import BATCH_MAX, DRAFT_MODEL_NAMES, K_MAX, SpecConfig
+from engine.config import BATCH_MAX, K_MAX, ORIGINAL_MODEL_NAMES, SpecConfig
 from engine.formatting import speedup_text
 from spectui.messages import CurveReady
 from spectui.plotting.terminal import (
@@ -206,7 +206,8 @@ class SpeedupView(ReportsWorkerErrors, Vertical, can_focus=True):
         curves = [(f"exact {config.draft_model}", ks, exact)]
         variants: list[tuple[str, SpecConfig]] = []
         if overlay == "models":
-            variants = [(m, config.replace(draft_model=m)) for m in DRAFT_MODEL_NAMES]
+            # The original's three models at their defaults (and the form's own).
+            variants = [(m, config.replace(draft_model=m)) for m in ORIGINAL_MODEL_NAMES]
             variants = [v for v in variants if v[0] != config.draft_model]
         elif overlay == "costs" and config.cost_model == "linear":
             for factor in (0.5, 2.0):

@@ -232,7 +232,7 @@ def simulate(
     sequences: int,
     seed: int,
 ) -> np.ndarray:
-    """Monte Carlo of the process as SEMANTICS.md tells it, one row per sequence: time,
+    """Monte Carlo of the process as docs/model.md tells it, one row per sequence: time,
     cycles, drafted, accepted, kept. The first regime from the mix; after every cycle the
     regime is kept with probability stay, else redrawn from the mix."""
     rng = np.random.default_rng(seed)

@@ -1,0 +1,177 @@
+"""The policy arena: common random numbers, paired intervals, and what it must show
+(issue 12): i.i.d. acceptance leaves adaptive policies little, bursty acceptance does not;
+Hugging Face's K collapses and climbs; goodput turns speculation down where verifying
+extra tokens costs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engine.arena import (
+    best_fixed_k,
+    default_contenders,
+    paired_difference,
+    run_arena,
+    standing_cells,
+)
+from engine.config import ConfigError, SpecConfig
+from engine.kernel import Z95
+from engine.policies import exact_speedup, simulate_policy_config
+
+MARKOV = SpecConfig(
+    draft_model="markov",
+    p_easy=0.9,
+    p_hard=0.3,
+    stay=0.95,
+    easy_frac=0.5,
+    k=4,
+    n_sequences=600,
+    tokens_per_seq=128,
+)
+
+
+def _policy(config: SpecConfig, name: str, **changes: object) -> SpecConfig:
+    return config.replace(**{"policy.name": name, **changes})
+
+
+@pytest.fixture(scope="module")
+def markov_arena():
+    contenders = [
+        _policy(MARKOV, "hf_heuristic"),
+        _policy(MARKOV, "goodput", window=4),
+        _policy(MARKOV, "fixed", k=2),
+        _policy(MARKOV, "oracle"),
+    ]
+    return run_arena(MARKOV, contenders)
+
+
+def test_the_best_fixed_k_runs_first_then_the_oracle(markov_arena):
+    rows = markov_arena.standings
+    k_star, speedups = best_fixed_k(MARKOV, 32)
+    assert rows[0].is_best_fixed and rows[0].config.k == k_star == markov_arena.best_fixed_k
+    assert speedups[k_star - 1] == max(speedups)
+    assert rows[1].policy == "oracle"
+    assert rows[0].gain == 0.0 and rows[0].gain_ci95 == 0.0
+    assert sum(r.is_best_fixed for r in rows) == 1
+
+
+def test_paired_interval_is_narrower_than_unpaired(markov_arena):
+    for row in markov_arena.standings[1:]:
+        assert 0 < row.gain_ci95 < 0.75 * row.gain_ci95_unpaired, row.label
+
+
+def test_paired_gain_of_exact_policies_holds_the_exact_difference(markov_arena):
+    """The Monte Carlo paired gain of a policy with an exact value is within its interval
+    (widened to 4.5 standard errors: 2.3 x the 95 % half-width) of the exact difference."""
+    reference = markov_arena.standings[0].speedup_exact
+    for row in markov_arena.standings[1:]:
+        if row.method != "exact":
+            continue
+        exact_gain = row.speedup_exact - reference
+        assert abs(row.gain - exact_gain) <= 2.3 * row.gain_ci95, (row.label, row.gain, exact_gain)
+
+
+def test_each_row_says_whether_it_is_exact(markov_arena):
+    methods = {r.policy: r.method for r in markov_arena.standings}
+    assert methods == {
+        "fixed": "exact",
+        "oracle": "exact",
+        "hf_heuristic": "exact",
+        "goodput": "Monte Carlo",
+    }
+    goodput = next(r for r in markov_arena.standings if r.policy == "goodput")
+    cells = standing_cells(goodput)
+    assert cells[1] == "—" and goodput.method == "Monte Carlo"
+    oracle = next(r for r in markov_arena.standings if r.policy == "oracle")
+    assert standing_cells(oracle)[1] == f"{oracle.speedup_exact:.2f}x"
+
+
+def test_common_random_numbers_are_the_same_draws_for_every_policy():
+    """Fixed K = 1 and K = 3 on i.i.d. acceptance: each sequence's first cycle accepts
+    min(n, 1) of what K = 3 accepted, because both read the same first uniform."""
+    base = SpecConfig(acceptance_rate=0.6, n_sequences=1, tokens_per_seq=64)
+    for seed in range(20):
+        one = simulate_policy_config(_policy(base, "fixed", k=1, seed=seed), trace=True)
+        three = simulate_policy_config(_policy(base, "fixed", k=3, seed=seed), trace=True)
+        assert one.trace is not None and three.trace is not None
+        assert one.trace["accepted"][0] == min(three.trace["accepted"][0], 1)
+
+
+def test_the_arena_is_reproducible_and_its_rows_equal_lone_runs(markov_arena):
+    again = simulate_policy_config(markov_arena.standings[1].config)
+    assert np.array_equal(again.sequence_time_us, markov_arena.standings[1].sequence_time_us)
+
+
+def test_iid_acceptance_leaves_little_to_adapt_and_bursts_do_not():
+    """Under the original's i.i.d. acceptance the oracle beats the best fixed K by under
+    1 % at T = 256 (what remains comes from the last cycles); under long markov regimes
+    (stay 0.95, p 0.9 / 0.3) by over 20 %. Exact values."""
+    iid = SpecConfig(acceptance_rate=0.8, tokens_per_seq=256)
+    _, speedups = best_fixed_k(iid, 32)
+    oracle = exact_speedup(_policy(iid, "oracle"))
+    assert 0 <= oracle / speedups.max() - 1 < 0.01
+    bursty = MARKOV.replace(tokens_per_seq=256)
+    _, speedups = best_fixed_k(bursty, 32)
+    assert exact_speedup(_policy(bursty, "oracle")) / speedups.max() - 1 > 0.20
+
+
+def test_hf_heuristic_collapses_at_low_acceptance_and_climbs_at_high():
+    low = SpecConfig(acceptance_rate=0.3, n_sequences=200, tokens_per_seq=1024)
+    high = low.replace(acceptance_rate=0.97)
+    result_low = run_arena(low, [_policy(low, "hf_heuristic")])
+    result_high = run_arena(high, [_policy(high, "hf_heuristic")])
+    hf_low, hf_high = result_low.standings[1], result_high.standings[1]
+    assert hf_low.k_share[1] > 0.5 and hf_low.mean_k < 2.0
+    # K climbs to policy.k_max (32): the k drafted most often, and over half the cycles
+    # draft 25 or more
+    assert int(np.argmax(hf_high.k_share)) == 32 and hf_high.k_share[25:].sum() > 0.5
+    # It costs against the best fixed K in both (exact values)
+    assert hf_low.speedup_exact < result_low.standings[0].speedup_exact
+    assert hf_high.speedup_exact < result_high.standings[0].speedup_exact
+
+
+def test_goodput_turns_speculation_down_where_verifying_costs():
+    free = SpecConfig(acceptance_rate=0.7, n_sequences=200, tokens_per_seq=256)
+    costly = free.replace(**{"cost.verify_token_us": 60.0})
+    mean_k = {}
+    for name, scenario in (("free", free), ("costly", costly)):
+        result = run_arena(scenario, [_policy(scenario, "goodput", k=4)])
+        mean_k[name] = result.standings[1].mean_k
+    assert mean_k["costly"] < 0.6 * mean_k["free"], mean_k
+    roof = free.replace(
+        **{"cost.model": "roofline", "workload.prompt_len": 1024, "tokens_per_seq": 128}
+    )
+    by_batch = {}
+    for batch in (1, 128):
+        scenario = roof.replace(**{"workload.batch_size": batch})
+        result = run_arena(scenario, [_policy(scenario, "goodput", k=4)])
+        by_batch[batch] = result.standings[1].mean_k
+    assert by_batch[128] < by_batch[1], by_batch
+
+
+def test_default_contenders_fit_the_model():
+    names = [c.policy for c in default_contenders(SpecConfig())]
+    assert names == ["hf_heuristic", "goodput", "schedule", "oracle"]
+    confident = SpecConfig(draft_model="confidence")
+    assert [c.policy for c in default_contenders(confident)].count("threshold") == 2
+    table = SpecConfig(draft_model="per_position", rates="0.9,0.8,0.7")
+    assert default_contenders(table)[-1].k_max == 3
+
+
+def test_a_policy_that_cannot_work_is_refused_naming_both():
+    with pytest.raises(ConfigError, match="threshold.*draft_model markov") as err:
+        _policy(MARKOV, "threshold")
+    assert err.value.field == "policy.name"
+    with pytest.raises(ConfigError, match="oracle.*per_position.*acceptance.rates"):
+        SpecConfig(draft_model="per_position", rates="0.9,0.8").replace(**{"policy.name": "oracle"})
+
+
+def test_paired_difference_by_hand():
+    a = np.array([10.0, 12.0, 14.0])
+    b = a + 1.0  # perfectly correlated, so var(d) = (g_a + g_b)^2 var(a) / n
+    diff, paired, unpaired = paired_difference(100.0, a, b)
+    assert diff == pytest.approx(100 / 12 - 100 / 13)
+    g_a, g_b, var = -100 / 12**2, 100 / 13**2, 4.0  # var(a) = var(b) = 4
+    assert paired == pytest.approx(Z95 * abs(g_a + g_b) * (var / 3) ** 0.5)
+    assert unpaired == pytest.approx(Z95 * ((g_a**2 + g_b**2) * var / 3) ** 0.5)

@@ -1,0 +1,115 @@
+"""`spectui arena`: leaderboards on the command line, asserted on what they print."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from engine.config import SpecConfig
+from engine.policies import exact_speedup
+from spectui.__main__ import main
+
+SMALL = ["--n-sequences", "200", "--tokens-per-seq", "96"]
+
+
+@pytest.fixture
+def run(capsys, monkeypatch):
+    """Run the CLI in-process at 80 columns without colour: (status, stdout, stderr)."""
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("COLUMNS", "80")
+
+    def invoke(*args: str) -> tuple[int, str, str]:
+        try:
+            status = main(["arena", *args])
+        except SystemExit as exit_:  # argparse errors
+            status = int(exit_.code or 0)
+        out = capsys.readouterr()
+        return status, out.out, out.err
+
+    return invoke
+
+
+ROW = re.compile(r"^(?P<label>\S.*?)\s+(?P<exact>\d+\.\d\dx|—)\s+(?P<rest>\d.*)$")
+
+
+def _rows(out: str) -> dict[str, list[str]]:
+    """The printed leaderboard rows by policy label: the cells after the label."""
+    rows = {}
+    for line in out.splitlines():
+        found = ROW.match(line)
+        if found:
+            rest = found["rest"].split()
+            cells = [found["exact"], *rest]
+            rows[found["label"]] = cells
+    return rows
+
+
+def test_a_markov_preset_prints_every_policy_with_exact_values(run):
+    status, out, err = run("--preset", "bursty-code-chat", *SMALL)
+    assert status == 0, err
+    assert out.startswith("Arena: markov (easy 0.9, hard 0.3, stay 0.95, easy share 0.5)")
+    rows = _rows(out)
+    assert {"oracle", "hf_heuristic K0=4", "goodput w=4"} <= set(rows)
+    best = [name for name in rows if name.endswith("*")]
+    assert len(best) == 1 and rows[best[0]][2] == "ref"
+    scenario = SpecConfig(draft_model="markov", k=4, n_sequences=200, tokens_per_seq=96).replace(
+        **{"policy.name": "oracle"}
+    )
+    assert rows["oracle"][0] == f"{exact_speedup(scenario):.2f}x"
+    assert rows["goodput w=4"][0] == "—"  # Monte Carlo only, and it says so
+    # The oracle beats the best fixed K by a clear paired margin
+    gain = rows["oracle"][2]
+    value, ci = (float(x) for x in gain.split("±"))
+    assert value > 3 * ci > 0
+    assert "95 % paired interval" in out
+
+
+def test_json_has_every_figure(run):
+    status, out, _ = run("--preset", "hf-vs-fixed", *SMALL, "--json")
+    assert status == 0
+    boards = json.loads(out)
+    assert [b["scenario"]["acceptance_rate"] for b in boards] == [0.3, 0.6, 0.9, 0.97]
+    for board in boards:
+        policies = [s["policy"] for s in board["standings"]]
+        assert "oracle" in policies and f"fixed K={board['best_fixed_k']}" in policies
+        for standing in board["standings"]:
+            assert standing["method"] in ("exact", "Monte Carlo")
+            if not standing["best_fixed"]:
+                assert standing["gain_ci95"] < standing["gain_ci95_unpaired"]
+    low = boards[0]["standings"]
+    hf = next(s for s in low if s["policy"] == "hf_heuristic K0=5 ≤32")
+    assert hf["mean_k"] < 2.0  # K collapses at acceptance 0.3
+
+
+def test_policy_flags_choose_one_contender(run):
+    status, out, _ = run("--policy", "hf_heuristic", "--k", "3", *SMALL)
+    assert status == 0
+    names = [line.split()[0] for line in out.splitlines() if line.startswith(("hf_", "fixed"))]
+    assert names == sorted(names, key=lambda n: n != names[0]) and len(names) == 2
+    assert any(line.startswith("hf_heuristic K0=3") for line in out.splitlines())
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--policy", "threshold"],
+            "policy.name: threshold needs per-token confidences, which draft_model fixed "
+            "does not give; use draft_model confidence",
+        ),
+        (
+            ["--draft-model", "per_position", "--policy", "oracle"],
+            "policy.name: oracle would choose k up to policy.k_max 32 from the per_position "
+            "table, which gives only 3 rates (acceptance.rates)",
+        ),
+        (["--rates", "0.9,1.5"], "argument --rates: '0.9,1.5' is not allowed; expected 1 to"),
+        (["--schedule", "4:2"], "argument --schedule: '4:2' is not allowed; expected BATCH:K"),
+    ],
+)
+def test_bad_input_is_one_line_naming_the_fields(run, args, message):
+    status, _, err = run(*args, *SMALL)
+    assert status == 2
+    assert message in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) <= 2  # usage + the error
