@@ -47,7 +47,7 @@ the markov model the cycles spent in the easy regime.
 | `s` `m` `enter` | Sweep view | start, next model's heatmap, the cell's curve |
 | `escape` | while a task runs | stop a run, else a sweep, else the arena; finished results stay |
 | `n` `p` `m` `d` | Plots view | next / previous plot, heatmap model, plot 1: more panels |
-| `↑` `↓` `[` `]` | Arena view | the policy traced; earlier / later cycles; escape stops the arena |
+| `↑` `↓` `[` `]` `l` | Arena view | the policy traced; earlier / later cycles; the columns |
 | `ctrl+q` | anywhere | quit |
 
 In the form, `▶` marks the field that has the focus and `✗` a field whose value is not

@@ -11,7 +11,9 @@ change marks the board stale (it stays, and says so).
 Under the board, the trace of the highlighted row's policy along sequence 0
 (:func:`engine.arena.policy_trace`, computed in a worker): the k it drafted in each cycle
 and how many of them were accepted, and for the markov model a band over the cycles spent
-in the easy regime, so that a policy chasing a regime switch can be watched.
+in the easy regime, so that a policy chasing a regime switch can be watched. One cycle per
+column: ``[`` and ``]`` show earlier and later cycles. ``l`` shows what the columns mean
+(:data:`engine.arena.LEADERBOARD_LEGEND`) in the trace's place.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ START_HINT = "F7 runs the arena"
 TRACE_MIN_SPAN = 10  # the fewest cycles the trace shows
 TRACE_DEFAULT_WIDTH = 60  # the plot's size in cells before it is laid out
 TRACE_DEFAULT_HEIGHT = 8
+X_TICKS_MIN_HEIGHT = 7  # a lower plot gives its x ticks' row to the curves
 K_COLOR = "blue+"
 ACCEPTED_COLOR = "green+"
 REGIME_COLOR = "gray"
@@ -148,12 +151,14 @@ class TracePlot(PlotextPlot):
         k, accepted = trace["k"][shown], trace["accepted"][shown]
         cycles = list(range(first + 1, last + 2))  # numbered from 1
         top = max(1, int(k.max()) if k.size else 1)
+        height = self.size.height or TRACE_DEFAULT_HEIGHT
+        x_ticks = height >= X_TICKS_MIN_HEIGHT  # else the title's cycle range says where
         band = 0.0
         regime = trace.get("regime")
         if regime is not None and (regime >= 0).any():
             # A band over the cycles in the easy regime, in a row of its own above the curves:
-            # the plot's top row (the rows but the x ticks' share 0..band).
-            rows = max(3, (self.size.height or TRACE_DEFAULT_HEIGHT) - 1)
+            # the top one of the plot's rows (but the x ticks' row), which share 0..band.
+            rows = max(3, height - x_ticks)
             band = top * rows / (rows - 1)
             for start, end in easy_runs(regime[shown]):
                 xs = [first + start + 0.5, first + end + 1.5]
@@ -164,10 +169,10 @@ class TracePlot(PlotextPlot):
             plt.scatter(cycles, accepted.tolist(), marker=ACCEPTED_MARKER, color=ACCEPTED_COLOR)
             plt.xlim(cycles[0], max(cycles[0] + 1, cycles[-1]))
             plt.ylim(0, band if band else top)
-            ticks = [c for c in cycles if c == cycles[0] or c % 5 == 0]
+            ticks = [c for c in cycles if c == cycles[0] or c % 5 == 0] if x_ticks else []
             plt.xticks(*spaced_ticks(ticks, [str(c) for c in ticks], self.span))
             # 0 and the largest k shown, and half of it where there are rows for it.
-            tall = (self.size.height or TRACE_DEFAULT_HEIGHT) >= 7 and top >= 4
+            tall = height >= 7 and top >= 4
             yticks = [0, top // 2, top] if tall else [0, top]
             plt.yticks(yticks, [str(t) for t in yticks])
         drawing.legend[:0] = [
@@ -192,6 +197,7 @@ class ArenaView(ReportsWorkerErrors, Vertical):
     BINDINGS = [
         Binding("right_square_bracket", "trace_page(1)", "Later cycles", show=False),
         Binding("left_square_bracket", "trace_page(-1)", "Earlier cycles", show=False),
+        Binding("l", "toggle_legend", "Columns", tooltip="What the leaderboard's columns mean"),
     ]
 
     DEFAULT_CSS = """
@@ -208,7 +214,6 @@ class ArenaView(ReportsWorkerErrors, Vertical):
         text-overflow: ellipsis;
     }
     ArenaView #arena-status {
-        max-height: 2;
         color: $text-muted;
     }
     ArenaView #arena-board {
@@ -249,12 +254,16 @@ class ArenaView(ReportsWorkerErrors, Vertical):
             zebra_stripes=True,
         )
         yield Static("", id="arena-status")
+        yield Static("", id="arena-columns")  # the columns' legend, shown with l
         yield Static("", id="arena-trace-title")
         yield TracePlot(id="arena-trace")
 
     def on_mount(self) -> None:
-        from engine.arena import LEADERBOARD_COLUMNS
+        from engine.arena import LEADERBOARD_COLUMNS, LEADERBOARD_LEGEND
 
+        columns = self.query_one("#arena-columns", Static)
+        columns.update(Text(LEADERBOARD_LEGEND))
+        columns.display = False
         board = self.query_one("#arena-board", DataTable)
         for column in LEADERBOARD_COLUMNS:
             board.add_column(column, key=column)
@@ -500,8 +509,20 @@ class ArenaView(ReportsWorkerErrors, Vertical):
         plot = self.query_one(TracePlot)
         first = plot.first if index == self.trace_index and plot.trace is not None else 0
         self.trace_index = index
-        plot.display = True
+        self._show_parts()
         self.redraw_trace(first)
+
+    def action_toggle_legend(self) -> None:
+        """Show what the columns mean in place of the trace, or the trace again."""
+        columns = self.query_one("#arena-columns", Static)
+        columns.display = not columns.display
+        self._show_parts()
+
+    def _show_parts(self) -> None:
+        """The trace (when there is one) unless the columns' legend takes its place."""
+        legend = bool(self.query_one("#arena-columns", Static).display)
+        self.query_one("#arena-trace-title", Static).display = not legend
+        self.query_one(TracePlot).display = self.trace_index is not None and not legend
 
     def redraw_trace(self, first: int | None = None) -> None:
         """Draw the shown trace from cycle ``first`` (None: where it is), with its title
@@ -521,7 +542,7 @@ class ArenaView(ReportsWorkerErrors, Vertical):
         self.workers.cancel_group(self, "trace")
         plot = self.query_one(TracePlot)
         plot.trace, plot.first, self.trace_index = None, 0, None
-        plot.display = False
+        self._show_parts()
         self.query_one("#arena-trace-title", Static).update("")
 
     # --- failures ----------------------------------------------------------------------------

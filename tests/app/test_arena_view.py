@@ -19,6 +19,7 @@ from textual.widgets import DataTable, TabbedContent
 import engine.arena
 from engine.arena import (
     LEADERBOARD_COLUMNS,
+    LEADERBOARD_LEGEND,
     ArenaResult,
     Standing,
     default_contenders,
@@ -343,6 +344,17 @@ async def test_the_trace_follows_the_highlighted_row(gated):
         await settle(pilot, app)
         assert region_text(app, title).startswith(f" oracle · sequence 0 · cycles 1-{span}/160:")
         assert _y_labels(region_text(app, plot)) == ["7", "3", "0"]  # the oracle, up to 7
+        # l: what the columns mean, in the trace's place; l again: the trace.
+        await pilot.press("l")
+        await pilot.pause()
+        legend = " ".join(region_text(app, app.query_one("#arena-columns")).split())
+        assert legend == " ".join(LEADERBOARD_LEGEND.split())
+        assert not title.display and not plot.display
+        await pilot.press("l")
+        await pilot.pause()
+        assert region_text(app, title).startswith(" oracle · sequence 0 ·")
+        assert plot.display and not app.query_one("#arena-columns").display
+        assert _y_labels(region_text(app, plot)) == ["7", "3", "0"]
 
 
 async def test_a_tiny_arena_on_the_real_engine_fills_every_row():
