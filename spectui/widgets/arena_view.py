@@ -320,7 +320,7 @@ class ArenaView(ReportsWorkerErrors, Vertical):
     def _show_status(self) -> None:
         text = self.state
         if self.stale and not self.running:
-            text = f"stale: the form changed since this arena ({START_HINT} again) · {text}"
+            text = f"stale (the form changed; F7 runs it again) · {text}"
         self.query_one("#arena-status", Static).update(Text(text))
 
     def _set_state(self, text: str) -> None:

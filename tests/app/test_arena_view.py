@@ -265,7 +265,7 @@ async def test_a_form_change_marks_the_board_stale(gated):
         rows = _shown_rows(app)
         app.post_message(ConfigChanged(MARKOV.replace(seed=8)))
         await settle(pilot, app)
-        assert _status(app).startswith("stale: the form changed since this arena")
+        assert _status(app).startswith("stale (the form changed; F7 runs it again) · 5 policies")
         assert "seed 8" in screen_text(app)
         assert _shown_rows(app) == rows  # kept until the next arena
 
@@ -374,3 +374,18 @@ async def test_a_tiny_arena_on_the_real_engine_fills_every_row():
         assert _status(app).startswith(f"{expected} policies, best first")
         title = region_text(app, app.query_one("#arena-trace-title"))
         assert "sequence 0 · cycles 1-" in title
+
+
+async def test_loading_a_preset_brings_its_contenders(tmp_path, gated):
+    path = tmp_path / "confidence-stop.toml"
+    path.write_text(PRESET)
+    app = create_app("default")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("ctrl+b")
+        await _open_arena(pilot, app)
+        assert "Contenders (+ the best fixed K): the default set" in screen_text(app)
+        assert app.apply_preset(str(path))
+        await settle(pilot, app)
+        text = screen_text(app)
+        assert "Contenders (+ the best fixed K): preset confidence-stop's [[arena]]" in text
+        assert _status(app) == "F7 runs the arena: threshold p_min=0.75, threshold h=0.5"
