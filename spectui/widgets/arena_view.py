@@ -319,7 +319,9 @@ class ArenaView(ReportsWorkerErrors, Vertical):
 
     def _show_status(self) -> None:
         text = self.state
-        if self.stale and not self.running:
+        if self.stale and not self.running and self.problem:
+            text = f"stale (the form changed) · {self.problem}"
+        elif self.stale and not self.running:
             text = f"stale (the form changed; F7 runs it again) · {text}"
         self.query_one("#arena-status", Static).update(Text(text))
 

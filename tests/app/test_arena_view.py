@@ -268,6 +268,10 @@ async def test_a_form_change_marks_the_board_stale(gated):
         assert _status(app).startswith("stale (the form changed; F7 runs it again) · 5 policies")
         assert "seed 8" in screen_text(app)
         assert _shown_rows(app) == rows  # kept until the next arena
+        app.post_message(ConfigChanged(None))  # an invalid form: the reason replaces the hint
+        await settle(pilot, app)
+        assert _status(app) == "stale (the form changed) · form invalid: fix it to run the arena"
+        assert _shown_rows(app) == rows
 
 
 PRESET = """\
