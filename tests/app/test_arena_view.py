@@ -30,7 +30,7 @@ from engine.formatting import policy_text
 from engine.simulator import RunStopped
 from spectui.app import create_app
 from spectui.messages import ConfigChanged
-from tests.app.helpers import settle
+from tests.app.helpers import notifications, settle
 from tests.app.screen import region_text, screen_text
 
 MARKOV = SpecConfig(draft_model="markov", n_sequences=200, tokens_per_seq=64, seed=7)
@@ -393,3 +393,19 @@ async def test_loading_a_preset_brings_its_contenders(tmp_path, gated):
         text = screen_text(app)
         assert "Contenders (+ the best fixed K): preset confidence-stop's [[arena]]" in text
         assert _status(app) == "F7 runs the arena: threshold p_min=0.75, threshold h=0.5"
+
+
+async def test_a_refusal_from_the_engine_shows_in_the_status_line(monkeypatch):
+    from engine.config import ConfigError
+
+    def refuse(scenario, contenders, **kwargs):
+        raise ConfigError("policy.window", "a refusal only the run can see")
+
+    monkeypatch.setattr(engine.arena, "run_arena", refuse)
+    app = create_app("default")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open_arena(pilot, app)
+        await pilot.press("f7")
+        await settle(pilot, app)
+        assert _status(app) == "policy.window: a refusal only the run can see"
+        assert not notifications(app) and app.is_running
