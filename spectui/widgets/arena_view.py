@@ -71,6 +71,17 @@ def arena_contenders(config: SpecConfig, preset: Any) -> tuple[list[SpecConfig],
     return default_contenders(config), f"the default set{where}"
 
 
+def contender_labels(contenders: list[SpecConfig]) -> list[str]:
+    """The contenders as the leaderboard will name them: with an adaptive policy's bound on
+    k where two would otherwise read the same (the rule of :func:`engine.arena.run_arena`)."""
+    from engine.formatting import policy_text
+
+    plain = [policy_text(c) for c in contenders]
+    return [
+        policy_text(c, bound=plain.count(p) > 1) for c, p in zip(contenders, plain, strict=True)
+    ]
+
+
 def easy_runs(regime: np.ndarray) -> list[tuple[int, int]]:
     """The runs of consecutive cycles in the easy regime (0), as (first, last) indexes."""
     easy = np.r_[False, regime == 0, False].astype(np.int8)
@@ -173,8 +184,8 @@ class TracePlot(PlotextPlot):
             plt.xticks(*spaced_ticks(ticks, [str(c) for c in ticks], self.span))
             # 0 and the largest k shown, and half of it where there are rows for it.
             tall = height >= 7 and top >= 4
-            yticks = [0, top // 2, top] if tall else [0, top]
-            plt.yticks(yticks, [str(t) for t in yticks])
+            yticks: list[float] = [0, top // 2, top] if tall else [0, top]
+            plt.yticks(yticks, [f"{t:g}" for t in yticks])
         drawing.legend[:0] = [
             LegendEntry("k drafted", GLYPHS[K_MARKER], K_COLOR),
             LegendEntry("accepted", ACCEPTED_MARKER, ACCEPTED_COLOR),
@@ -305,12 +316,9 @@ class ArenaView(ReportsWorkerErrors, Vertical):
         self.query_one("#arena-source", Static).update(Text(source))
 
     def _ready_text(self) -> str:
-        from engine.formatting import policy_text
-
         if self.problem:
             return self.problem
-        names = ", ".join(policy_text(c) for c in self.contenders)
-        return f"{START_HINT}: {names}"
+        return f"{START_HINT}: {', '.join(contender_labels(self.contenders))}"
 
     @property
     def stale(self) -> bool:
@@ -395,15 +403,14 @@ class ArenaView(ReportsWorkerErrors, Vertical):
         """The status while the arena runs, "3/6 policies · running goodput w=16…": the next
         contender in the order :func:`engine.arena.run_arena` runs them (the best fixed K,
         the oracle, the others)."""
-        from engine.formatting import policy_text
-
         if done == 0:
             return f"0/{total} policies · running the best fixed K…"
         finished = [s.config for s in self.standings]
-        order = [c for c in self.contenders if c.policy == "oracle"]
-        order += [c for c in self.contenders if c.policy != "oracle"]
-        pending = [c for c in order if c not in finished]
-        which = f" {policy_text(pending[0])}" if pending else ""
+        labels = contender_labels(self.contenders)
+        order = [i for i, c in enumerate(self.contenders) if c.policy == "oracle"]
+        order += [i for i, c in enumerate(self.contenders) if c.policy != "oracle"]
+        pending = [labels[i] for i in order if self.contenders[i] not in finished]
+        which = f" {pending[0]}" if pending else ""
         return f"{done}/{total} policies · running{which}…"
 
     def on_arena_progress(self, message: ArenaProgress) -> None:

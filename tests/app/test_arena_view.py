@@ -30,6 +30,7 @@ from engine.formatting import policy_text
 from engine.simulator import RunStopped
 from spectui.app import create_app
 from spectui.messages import ConfigChanged
+from spectui.widgets.arena_view import contender_labels
 from tests.app.helpers import notifications, settle
 from tests.app.screen import region_text, screen_text
 
@@ -160,7 +161,7 @@ async def test_rows_appear_live_as_policies_finish_then_sort_best_first(gated):
         text = screen_text(app)
         assert "Scenario: markov (easy 0.9, hard 0.3" in text
         assert "Contenders (+ the best fixed K): the default set" in text
-        names = ", ".join(policy_text(c) for c in default_contenders(MARKOV))
+        names = ", ".join(contender_labels(default_contenders(MARKOV)))
         assert _status(app) == f"F7 runs the arena: {names}"
         await pilot.press("f7")
         await _until(pilot, lambda: "0/5 policies · running the best fixed K…" in _status(app))
@@ -192,7 +193,7 @@ async def test_the_progress_names_the_policy_running(gated):
         await _until(pilot, lambda: _board(app).row_count == 1)
         await _until(pilot, lambda: "1/5 policies · running oracle…" in _status(app))
         gated.release(1)
-        hf = policy_text(default_contenders(MARKOV)[0])
+        hf = contender_labels(default_contenders(MARKOV))[0]
         await _until(pilot, lambda: f"2/5 policies · running {hf}…" in _status(app))
         gated.release_all()
         await settle(pilot, app)
@@ -409,3 +410,16 @@ async def test_a_refusal_from_the_engine_shows_in_the_status_line(monkeypatch):
         await settle(pilot, app)
         assert _status(app) == "policy.window: a refusal only the run can see"
         assert not notifications(app) and app.is_running
+
+
+def test_contenders_are_named_as_the_leaderboard_names_them():
+    """Two contenders that differ only in their bound on k read apart, as in run_arena."""
+    from engine.presets import load_preset
+
+    preset = load_preset("hf-vs-fixed")
+    scenario = preset.config.replace(n_sequences=20, tokens_per_seq=16)
+    contenders = preset.contenders(scenario)
+    labels = contender_labels(contenders)
+    assert len(set(labels)) == len(labels)
+    ran = {s.label for s in engine.arena.run_arena(scenario, contenders).standings}
+    assert set(labels) <= ran
