@@ -17,6 +17,7 @@ import pandas as pd
 from . import draft_models
 from .config import (
     CONFIG_FIELDS,
+    DEFAULTS,
     FIELD_SPECS,
     ORIGINAL_MODEL_NAMES,
     SCENARIO_FIELDS,
@@ -27,6 +28,8 @@ from .config import (
 from .draft_models import DRAFT_MODELS, MODEL_PARAMETERS, get_model, inert_parameters
 from .simulator import METRIC_NAMES
 
+# The parameters of the original's three models (always columns of a sweep frame).
+ORIGINAL_PARAMETERS = frozenset(p for m in ORIGINAL_MODEL_NAMES for p in get_model(m).reads)
 REQUIRED_COLUMNS = (*CONFIG_FIELDS, *METRIC_NAMES)
 # Columns that, with the model's own parameters, define a cell of the optimal-K table.
 CELL_COLUMNS = ("draft_cost_us", "verify_cost_us", "tokens_per_seq", "n_sequences", "tail", "seed")
@@ -108,7 +111,10 @@ def check_sweep_frame(frame: pd.DataFrame, where: str) -> None:
     for name in METRIC_NAMES:
         if not pd.api.types.is_numeric_dtype(frame[name]):
             raise SweepDataError(f"{where}: column {name} holds non-numeric values")
-    if frame["speedup_exact"].isna().any():
+    missing = frame["speedup_exact"].isna()
+    if "policy.name" in frame:  # a K policy may have no exact value (goodput, threshold)
+        missing &= frame["policy.name"] == "fixed"
+    if missing.any():
         raise SweepDataError(f"{where}: column speedup_exact has empty cells")
 
 
@@ -121,18 +127,23 @@ def effective(frame: pd.DataFrame) -> pd.DataFrame:
     """The frame with inert parameters blanked (NaN) and the duplicates they made dropped."""
     out = frame.copy()
     models = out["draft_model"].to_numpy()
-    for name in DRAFT_MODELS:
+    present = [name for name in DRAFT_MODELS if (models == name).any()]
+    for name in present:  # a newer model's parameter left at its default has no column
+        for column in get_model(name).reads:
+            if column not in out:
+                out[column] = DEFAULTS[column]
+    for name in present:
         rows = models == name
-        if not rows.any():
-            continue
         for column in inert_parameters(name):
+            if column not in out and column not in ORIGINAL_PARAMETERS:
+                continue  # a newer model's parameter, absent: nothing to blank
             # Whole-column assignment: a .loc[rows, columns] write costs ~10x more, and this
             # runs on every heatmap snapshot of a live sweep.
-            values = (
-                out[column].to_numpy(dtype=float, copy=True)
-                if column in out
-                else np.full(len(out), np.nan)
-            )
+            if column in out:
+                values = out[column].to_numpy(copy=True)
+                values = values.astype(float if values.dtype.kind in "fiub" else object)
+            else:
+                values = np.full(len(out), np.nan)
             values[rows] = np.nan
             out[column] = values
     return out.drop_duplicates(subset=config_columns(out)).reset_index(drop=True)

@@ -92,7 +92,9 @@ class ArenaResult:
     notes: list[str] = field(default_factory=list)
 
     def ranked(self) -> list[Standing]:
-        return sorted(self.standings, key=lambda s: -s.best_speedup)
+        """Best first, by the Monte Carlo speedup on the shared draws: the order of the
+        paired gains (an exact value and another row's estimate are never compared)."""
+        return sorted(self.standings, key=lambda s: -s.speedup)
 
 
 def paired_difference(
@@ -121,46 +123,73 @@ def paired_difference(
 
 def best_fixed_k(scenario: SpecConfig, k_max: int) -> tuple[int, np.ndarray]:
     """The fixed K in 1..k_max with the largest exact speedup on the scenario (the smallest
-    on a tie), and every K's exact speedup."""
-    from .policies import exact_speedup
+    on a tie), and every K's exact speedup (one batched exact program)."""
+    from .exact import exact_metrics_many
 
     fixed = [scenario.replace(**{"policy.name": "fixed", "k": k}) for k in range(1, k_max + 1)]
-    speedups = np.array([exact_speedup(c) for c in fixed])
+    speedups = exact_metrics_many(fixed)["speedup_exact"]
     return int(np.argmax(speedups)) + 1, speedups
 
 
+def table_reach(scenario: SpecConfig) -> int | None:
+    """How many positions a per_position scenario's table gives (None for other models):
+    its arena keeps every policy within them, so that the oracle, which may not choose k
+    beyond the table, stays the ceiling."""
+    from .config import rates_of
+
+    return len(rates_of(scenario.rates)) if scenario.draft_model == "per_position" else None
+
+
 def arena_k_max(scenario: SpecConfig, contenders: Sequence[SpecConfig]) -> int:
-    """How far the search for the best fixed K goes: the largest k any contender may draft
-    (at least 8)."""
+    """How far the search for the best fixed K goes: every k any contender may draft, and
+    at least 1..32 (a per_position scenario: its table's positions)."""
+    from .config import K_MAX_POLICY
     from .policies import policy_k_max
 
-    return max([8, *(policy_k_max(c) for c in contenders)])
+    reach = table_reach(scenario)
+    if reach is not None:
+        return reach
+    return max([K_MAX_POLICY, *(policy_k_max(c) for c in contenders)])
+
+
+def contender_labels(configs: Sequence[SpecConfig]) -> list[str]:
+    """How a leaderboard names each contender: the policy and its main parameter; where two
+    would read the same, their bound on k too; where they still do, every parameter."""
+    plain = [policy_text(c) for c in configs]
+    labels = [
+        policy_text(c, bound=plain.count(text) > 1) for c, text in zip(configs, plain, strict=True)
+    ]
+    return [
+        policy_text(c, bound=True, detail=True) if labels.count(text) > 1 else text
+        for c, text in zip(configs, labels, strict=True)
+    ]
 
 
 def default_contenders(scenario: SpecConfig) -> list[SpecConfig]:
     """The policies an arena runs when none are given: Hugging Face's heuristic from the
     scenario's K, goodput, the batch schedule, the oracle, and both threshold rules where
-    the draft sees its confidences. (The best fixed K is always added.)"""
+    the draft sees its confidences. (The best fixed K is always added.) On a per_position
+    scenario every policy stays within its table's positions, and no schedule."""
     from .draft_models import get_model
 
-    policy = "policy.name"
-    out = [
-        scenario.replace(**{policy: "hf_heuristic", "k": min(scenario.k, scenario.k_max)}),
-        scenario.replace(**{policy: "goodput", "k": min(scenario.k, scenario.k_max)}),
-        scenario.replace(**{policy: "schedule"}),
+    k_max = scenario.k_max
+    reach = table_reach(scenario)
+    if reach is not None:
+        k_max = min(k_max, reach)
+    start = min(scenario.k, k_max)
+    settings: list[dict[str, object]] = [
+        {"policy.name": "hf_heuristic", "k": start},
+        {"policy.name": "goodput", "k": start},
     ]
+    if reach is None:
+        settings.append({"policy.name": "schedule"})
     if get_model(scenario.draft_model).confidences:
-        out += [
-            scenario.replace(**{policy: "threshold", "policy.rule": "p_min"}),
-            scenario.replace(**{policy: "threshold", "policy.rule": "h"}),
+        settings += [
+            {"policy.name": "threshold", "policy.rule": "p_min"},
+            {"policy.name": "threshold", "policy.rule": "h"},
         ]
-    oracle_k_max = scenario.k_max
-    if scenario.draft_model == "per_position":
-        from .config import rates_of
-
-        oracle_k_max = min(oracle_k_max, len(rates_of(scenario.rates)))
-    out.append(scenario.replace(**{policy: "oracle", "policy.k_max": oracle_k_max}))
-    return out
+    settings.append({"policy.name": "oracle"})
+    return [scenario.replace(**{"policy.k_max": k_max, **changes}) for changes in settings]
 
 
 # The oracle's gain over the best fixed K below which "captured" is not shown: a share of
@@ -171,7 +200,7 @@ MATTERS = 0.01
 def _gain_matters(gain: tuple[float, float], reference: float) -> bool:
     """Whether a gain (value, 95 % half-width) is beyond noise and at least
     :data:`MATTERS` of the reference speedup."""
-    return gain[0] > gain[1] and gain[0] >= MATTERS * reference
+    return bool(gain[0] > gain[1] and gain[0] >= MATTERS * reference)  # NaN: False
 
 
 def run_arena(
@@ -180,14 +209,15 @@ def run_arena(
     *,
     on_standing: Callable[[Standing], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
-    on_progress: Callable[[int, int], None] | None = None,
+    on_progress: Callable[[int, int, str], None] | None = None,
 ) -> ArenaResult:
     """Run every contender on the scenario's common random numbers (see the module
     docstring); ``on_standing`` is told each row as it finishes, ``on_progress(done,
-    total)`` counts contenders. Raises :class:`engine.simulator.RunStopped` when
-    ``should_stop()`` turns true (rows already reported stay valid)."""
+    total, running)`` counts contenders and names the one starting ("" at the end).
+    Raises :class:`engine.simulator.RunStopped` when ``should_stop()`` turns true (rows
+    already reported stay valid)."""
     from .kernel import cycle_costs
-    from .policies import exact_speedup, simulate_policy_config
+    from .policies import exact_speedup, simulate_policy_config, stream_width
 
     k_star, _ = best_fixed_k(scenario, arena_k_max(scenario, contenders))
     reference = scenario.replace(**{"policy.name": "fixed", "k": k_star})
@@ -195,19 +225,18 @@ def run_arena(
     order += [c for c in contenders if c.policy != "oracle" and c != reference]
     order = [reference, *order]
     baseline = cycle_costs(scenario).baseline_us
-    # A label names the policy; its bound on k too where two labels would read the same.
-    plain = [policy_text(c) for c in order]
-    labels = [
-        policy_text(c, bound=plain.count(text) > 1) for c, text in zip(order, plain, strict=True)
-    ]
+    labels = contender_labels(order)
+    # One width of draws for all: every contender sees the very same numbers (the
+    # confidence model draws a q per position up to it).
+    width = max(stream_width(c) for c in order)
     standings: list[Standing] = []
     ref_times: np.ndarray | None = None
     speedup_ref = math.nan
     oracle_gain: tuple[float, float] | None = None
     for done, config in enumerate(order):
         if on_progress is not None:
-            on_progress(done, len(order))
-        result = simulate_policy_config(config, should_stop=should_stop)
+            on_progress(done, len(order), labels[done])
+        result = simulate_policy_config(config, should_stop=should_stop, width=width)
         times = result.sequence_time_us
         n = times.size
         mean = float(times.mean())
@@ -244,9 +273,16 @@ def run_arena(
         if on_standing is not None:
             on_standing(standing)
     if on_progress is not None:
-        on_progress(len(order), len(order))
+        on_progress(len(order), len(order), "")
     notes = []
-    if oracle_gain is not None and not _gain_matters(oracle_gain, speedup_ref):
+    if reach := table_reach(scenario):
+        notes.append(
+            f"per_position gives rates for {reach} position{'s' * (reach > 1)} "
+            f"(acceptance.rates): the best "
+            f"fixed K is sought within them, as the oracle chooses within them"
+        )
+    noisy = oracle_gain is not None and not math.isfinite(oracle_gain[1])
+    if oracle_gain is not None and not noisy and not _gain_matters(oracle_gain, speedup_ref):
         notes.append(
             f"the oracle gains under {MATTERS:.0%} over the best fixed K (or within noise): "
             "no policy that sees only the past can gain more here"

@@ -710,6 +710,11 @@ MODEL_PARAMETERS: frozenset[str] = frozenset(p for r in MODEL_READS.values() for
 
 # Acceptance models whose draft tokens carry a confidence q the draft sees.
 CONFIDENCE_MODELS = ("confidence",)
+# Acceptance models whose cycles are tied together (they run cycle by cycle).
+STEPWISE_MODELS = ("markov",)
+# A K policy (or markov acceptance) prices every (r, k) a sequence may meet: at most this
+# many cycle prices (T x (K_max + 1), 256 MiB of float64 each for prices and drafts).
+POLICY_CELLS_MAX = 1 << 25
 
 
 def _check_policy(config: SpecConfig) -> None:
@@ -727,13 +732,30 @@ def _check_policy(config: SpecConfig) -> None:
             raise ConfigError(
                 "policy.name",
                 f"oracle would choose k up to policy.k_max {config.k_max} from the "
-                f"per_position table, which gives only {given} rates (acceptance.rates); "
+                f"per_position table, which gives only {given} rate{'s' * (given > 1)} "
+                f"(acceptance.rates); "
                 f"set policy.k_max to at most {given} or give more rates",
             )
     if policy in ("hf_heuristic", "goodput") and config.k > config.k_max:
         raise ConfigError(
             "k", f"{config.k} is above policy.k_max {config.k_max}; {policy} starts at K"
         )
+    stepwise = policy != "fixed" or config.draft_model in STEPWISE_MODELS
+    if stepwise:
+        if policy == "fixed":
+            widest = config.k
+        elif policy == "schedule":
+            widest = schedule_k(config.schedule, config.batch_size)
+        else:
+            widest = config.k_max
+        cells = config.tokens_per_seq * (max(K_MAX_POLICY, widest) + 1)
+        if cells > POLICY_CELLS_MAX:
+            raise ConfigError(
+                "tokens_per_seq",
+                f"{config.tokens_per_seq} tokens with k up to {widest} need "
+                f"{cells:,} cycle prices (T x (K_max + 1)); a K policy or markov acceptance "
+                f"runs with at most {POLICY_CELLS_MAX:,}",
+            )
     if policy == "threshold" and config.k_min > config.k_max:
         raise ConfigError("policy.k_min", f"{config.k_min} is above policy.k_max {config.k_max}")
 

@@ -131,11 +131,17 @@ def acceptance_text(config: Any) -> str:
     return f"{c.draft_model} ({params})"
 
 
-def policy_text(config: Any, bound: bool = False) -> str:
+def policy_text(config: Any, bound: bool = False, detail: bool = False) -> str:
     """A K policy with its parameters, as a leaderboard names it: "fixed K=4",
     "hf_heuristic K0=5", "threshold p_min=0.75", "goodput w=16", "schedule K=3", "oracle";
-    with ``bound``, an adaptive policy's bound on k too: "hf_heuristic K0=5 ≤8"."""
-    return _policy_name(config) + (policy_bound(config) if bound else "")
+    with ``bound``, an adaptive policy's bound on k too: "hf_heuristic K0=5 ≤8"; with
+    ``detail``, every parameter the policy reads: "goodput w=16 K0=2 ≤32"."""
+    text = _policy_name(config)
+    if detail and config.policy == "goodput":
+        text += f" K0={config.k}"
+    if detail and config.policy == "threshold":
+        text += f" K≥{config.k_min}"
+    return text + (policy_bound(config) if bound else "")
 
 
 def policy_bound(config: Any) -> str:

@@ -393,7 +393,7 @@ def pareto_speedup_vs_overhead(frame: pd.DataFrame) -> pd.DataFrame:
         {
             "draft_model": points["draft_model"],
             "k": points["k"],
-            **{p: points[p] for p in sorted(MODEL_PARAMETERS)},
+            **{p: points.get(p, np.nan) for p in sorted(MODEL_PARAMETERS)},
             "draft_cost_us": points["draft_cost_us"],
             "cost_ratio": points["cost_ratio"],
             "compute_overhead": points[overhead],

@@ -141,6 +141,18 @@ def policy_of(config: SpecConfig, oracle_k: np.ndarray | None = None) -> Policy:
     )
 
 
+# The exact program's work above which a configuration has no exact value: hf_heuristic and
+# the oracle sum over every (r, K or k, n, regime), about T x (K_max + 1)^2 x G terms
+# (T = 4,096, K_max = 32, two regimes: 8.9 M terms, 0.3 s); beyond this, several seconds.
+EXACT_WORK_MAX = 1 << 27
+
+
+def exact_work(tokens: int, k_max: int, regimes: int, policy: str) -> int:
+    """Terms the exact program sums for a policy (see :data:`EXACT_WORK_MAX`)."""
+    per_r = (k_max + 1) ** 2 if policy in ("hf_heuristic", "oracle") else k_max + 1
+    return tokens * per_r * regimes
+
+
 @lru_cache(maxsize=32)
 def exact_policy(config: SpecConfig) -> PolicyExact | None:
     """Exact expectations of the configuration's policy over one sequence (None for a
@@ -151,6 +163,8 @@ def exact_policy(config: SpecConfig) -> PolicyExact | None:
 
     k_max = policy_k_max(config)
     survival, stay, mix = regimes_of(config, k_max)
+    if exact_work(config.tokens_per_seq, k_max, survival.shape[0], config.policy) > EXACT_WORK_MAX:
+        return None  # more than a few seconds of work: no exact value (n/a)
     _, cycle = price_table(config, k_max)
     name, k = config.policy, config.k
     if name == "schedule":
@@ -182,12 +196,14 @@ def simulate_policy_config(
     trace: bool | int = False,
     should_stop: Callable[[], bool] | None = None,
     progress: Callable[[int], None] | None = None,
+    width: int | None = None,
 ) -> StepwiseResult:
     """The stepwise Monte Carlo of the configuration, on the scenario's common random
-    numbers (:func:`crn_entropy`)."""
+    numbers (:func:`crn_entropy`). ``width``: the draws' width (at least
+    :func:`stream_width`); policies compared on one scenario pass the same."""
     from .stepwise import simulate_policy
 
-    width = stream_width(config)
+    width = max(stream_width(config), width or 0)
     draft, cycle = price_table(config, width)
     oracle = exact_policy(config) if config.policy == "oracle" else None
     return simulate_policy(

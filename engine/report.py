@@ -13,8 +13,15 @@ import numpy as np
 import pandas as pd
 
 from . import analysis as A
+from .config import ORIGINAL_MODEL_NAMES
 from .draft_models import DRAFT_MODELS, get_model
-from .formatting import HEATMAP_LEGEND, cell_text, cost_setting_text, speedup_text
+from .formatting import (
+    HEATMAP_LEGEND,
+    acceptance_text,
+    cell_text,
+    cost_setting_text,
+    speedup_text,
+)
 from .plot_data import optimal_k_heatmap
 
 # The original's claims, transcribed from its README ("Key Findings").
@@ -56,6 +63,9 @@ def _fmt(x: float, digits: int = 2) -> str:
 
 def _config_text(row: pd.Series) -> str:
     model = str(row["draft_model"])
+    if model not in ORIGINAL_MODEL_NAMES:  # newer models: their parameters in words
+        config = A.row_config(row)
+        return f"{acceptance_text(config)}, K={int(row['k'])}, {cost_setting_text(config)}"
     params = ", ".join(f"{p}={row[p]:g}" for p in get_model(model).reads)
     if row.get("cost.model", "linear") != "linear":
         config = A.row_config(row)

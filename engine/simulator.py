@@ -557,9 +557,11 @@ def simulate_shared(
     first_config = configs[0]
     from .policies import needs_stepwise
 
-    if needs_stepwise(first_config):  # cycle by cycle, each on its own prices
-        return [simulate(c, should_stop=should_stop) for c in configs]
     key = draw_key(first_config)
+    if any(needs_stepwise(c) for c in configs) and len(configs) > 1:
+        raise ValueError("simulate_shared: a K policy or markov acceptance runs alone")
+    if needs_stepwise(first_config):  # cycle by cycle
+        return [simulate(first_config, should_stop=should_stop)]
     if any(draw_key(c) != key for c in configs[1:]):
         raise ValueError("simulate_shared: the configurations do not share their draws")
     sampler = get_model(first_config.draft_model).prefix_sampler(first_config)

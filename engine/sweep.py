@@ -166,9 +166,16 @@ def evaluate(config: SpecConfig, engine: str = "fast", exact_only: bool = False)
 
 def draw_groups(configs: Sequence[SpecConfig], order: Sequence[int]) -> list[list[int]]:
     """Indices of ``configs`` in ``order``, gathered into groups that share their draws
-    (:func:`engine.simulator.draw_key`), each group where its first member comes."""
+    (:func:`engine.simulator.draw_key`), each group where its first member comes. A
+    configuration of the stepwise engine (a K policy, markov acceptance) runs alone: its
+    cycles depend on its policy, which the draw key leaves out."""
+    from .policies import needs_stepwise
+
     groups: dict[tuple[Any, ...], list[int]] = {}
     for index in order:
+        if needs_stepwise(configs[index]):
+            groups[("stepwise", index)] = [index]
+            continue
         seed, key = draw_key(configs[index])
         groups.setdefault((seed, *key), []).append(index)
     return list(groups.values())

@@ -138,9 +138,10 @@ def cmd_arena(args: argparse.Namespace) -> int:
             if live:
                 err_out.print(Text("  finished: " + "  ".join(standing_cells(standing)[:4])))
 
-        def on_progress(done: int, total: int) -> None:
-            if sys.stderr.isatty():
-                err_out.print(Text(f"  {done}/{total} policies", style="dim"), end="\r")
+        def on_progress(done: int, total: int, running: str) -> None:
+            if sys.stderr.isatty() and running:
+                line = f"  {done}/{total} policies · running {running}…"
+                err_out.print(Text(line, style="dim"), end="\r")
 
         result = run_arena(scenario, contenders, on_standing=on_standing, on_progress=on_progress)
         boards.append(result)

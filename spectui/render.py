@@ -91,6 +91,8 @@ def run_summary(result: RunResult) -> Panel:
     ]
     costs = cycle_costs(c)
     at = f"K={c.k}, context {c.prompt_len}"
+    if c.policy != "fixed":  # the policy chooses each cycle's k: a full cycle of K
+        at = f"a cycle of K={c.k}, context {c.prompt_len}"
     rows += [
         ("draft time / cycle", _us(costs.limit_draft_us), at),
         ("verify time / cycle", _us(costs.limit_verify_us), f"{c.k + 1} tokens/seq"),

@@ -113,3 +113,24 @@ def test_bad_input_is_one_line_naming_the_fields(run, args, message):
     assert status == 2
     assert message in err
     assert "Traceback" not in err and len(err.strip().splitlines()) <= 2  # usage + the error
+
+
+def test_sweeps_of_the_new_models_and_policies_analyse(tmp_path, capsys, monkeypatch):
+    """A sweep over the acceptance models beyond the original and over policies writes
+    rows that `spectui analyze` reads back (parameters left at their defaults have no
+    column; rates are text)."""
+    monkeypatch.setenv("NO_COLOR", "1")
+    preset = tmp_path / "new.toml"
+    preset.write_text(
+        'description = "new models"\n[config]\nn_sequences = 50\n'
+        '[[grid]]\ndraft_model = ["per_position", "beta_round", "markov", "confidence"]\n'
+        "k = [2, 4]\n"
+        '[[grid]]\n"policy.name" = ["fixed", "hf_heuristic", "goodput"]\n'
+    )
+    out = tmp_path / "new.csv"
+    assert main(["sweep", "--preset", str(preset), "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["analyze", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "per_position (rates 0.9,0.8,0.7), K=" in printed or "Optimal K, per_position" in printed
+    assert "Optimal K, markov" in printed

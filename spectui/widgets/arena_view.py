@@ -71,17 +71,6 @@ def arena_contenders(config: SpecConfig, preset: Any) -> tuple[list[SpecConfig],
     return default_contenders(config), f"the default set{where}"
 
 
-def contender_labels(contenders: list[SpecConfig]) -> list[str]:
-    """The contenders as the leaderboard will name them: with an adaptive policy's bound on
-    k where two would otherwise read the same (the rule of :func:`engine.arena.run_arena`)."""
-    from engine.formatting import policy_text
-
-    plain = [policy_text(c) for c in contenders]
-    return [
-        policy_text(c, bound=plain.count(p) > 1) for c, p in zip(contenders, plain, strict=True)
-    ]
-
-
 def easy_runs(regime: np.ndarray) -> list[tuple[int, int]]:
     """The runs of consecutive cycles in the easy regime (0), as (first, last) indexes."""
     easy = np.r_[False, regime == 0, False].astype(np.int8)
@@ -99,11 +88,13 @@ class ArenaStanding(Message):
 
 @dataclass
 class ArenaProgress(Message):
-    """Arena number ``run`` has finished ``done`` of ``total`` policies."""
+    """Arena number ``run`` has finished ``done`` of ``total`` policies and is running the
+    one named ``running`` ("" when it is done)."""
 
     run: int
     done: int
     total: int
+    running: str = ""
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, ArenaProgress)
@@ -318,6 +309,8 @@ class ArenaView(ReportsWorkerErrors, Vertical):
     def _ready_text(self) -> str:
         if self.problem:
             return self.problem
+        from engine.arena import contender_labels
+
         return f"{START_HINT}: {', '.join(contender_labels(self.contenders))}"
 
     @property
@@ -380,8 +373,8 @@ class ArenaView(ReportsWorkerErrors, Vertical):
         def on_standing(standing: Standing) -> None:
             self.post_message(ArenaStanding(run, standing))
 
-        def on_progress(done: int, total: int) -> None:
-            self.post_message(ArenaProgress(run, done, total))
+        def on_progress(done: int, total: int, running: str) -> None:
+            self.post_message(ArenaProgress(run, done, total, running))
 
         try:
             result = run_arena(
@@ -399,24 +392,18 @@ class ArenaView(ReportsWorkerErrors, Vertical):
             return
         self.post_message(ArenaEnded(run, result))
 
-    def _running_text(self, done: int, total: int) -> str:
-        """The status while the arena runs, "3/6 policies · running goodput w=16…": the next
-        contender in the order :func:`engine.arena.run_arena` runs them (the best fixed K,
-        the oracle, the others)."""
+    @staticmethod
+    def _running_text(done: int, total: int, running: str) -> str:
+        """The status while the arena runs, "3/6 policies · running goodput w=16…" (the
+        best fixed K first, as :func:`engine.arena.run_arena` names it)."""
         if done == 0:
-            return f"0/{total} policies · running the best fixed K…"
-        finished = [s.config for s in self.standings]
-        labels = contender_labels(self.contenders)
-        order = [i for i, c in enumerate(self.contenders) if c.policy == "oracle"]
-        order += [i for i, c in enumerate(self.contenders) if c.policy != "oracle"]
-        pending = [labels[i] for i in order if self.contenders[i] not in finished]
-        which = f" {pending[0]}" if pending else ""
-        return f"{done}/{total} policies · running{which}…"
+            return f"0/{total} policies · running the best fixed K, {running}…"
+        return f"{done}/{total} policies · running {running}…"
 
     def on_arena_progress(self, message: ArenaProgress) -> None:
         message.stop()
         if message.run == self.run_number and self.running and message.done < message.total:
-            self._set_state(self._running_text(message.done, message.total))
+            self._set_state(self._running_text(message.done, message.total, message.running))
 
     def on_arena_standing(self, message: ArenaStanding) -> None:
         message.stop()

@@ -22,6 +22,7 @@ from engine.arena import (
     LEADERBOARD_LEGEND,
     ArenaResult,
     Standing,
+    contender_labels,
     default_contenders,
     standing_cells,
 )
@@ -30,7 +31,6 @@ from engine.formatting import policy_text
 from engine.simulator import RunStopped
 from spectui.app import create_app
 from spectui.messages import ConfigChanged
-from spectui.widgets.arena_view import contender_labels
 from tests.app.helpers import notifications, settle
 from tests.app.screen import region_text, screen_text
 
@@ -82,9 +82,10 @@ class GatedArena:
         order = [best, *(c for c in contenders if c.policy == "oracle")]
         order += [c for c in contenders if c.policy != "oracle"]
         order = order[: len(FAKE_SPEEDUPS)]
+        labels = contender_labels(order)
         standings = []
         for i, (config, speedup) in enumerate(zip(order, FAKE_SPEEDUPS, strict=True)):
-            on_progress(i, len(order))
+            on_progress(i, len(order), labels[i])
             polls = 0
             while not self.gates[i].wait(0.005):
                 if should_stop():
@@ -97,7 +98,7 @@ class GatedArena:
             standings.append(standing)
             self.reported.append(standing)
             on_standing(standing)
-        on_progress(len(order), len(order))
+        on_progress(len(order), len(order), "")
         return ArenaResult(scenario, standings, 4, ["a note of the arena"])
 
 
@@ -164,7 +165,8 @@ async def test_rows_appear_live_as_policies_finish_then_sort_best_first(gated):
         names = ", ".join(contender_labels(default_contenders(MARKOV)))
         assert _status(app) == f"F7 runs the arena: {names}"
         await pilot.press("f7")
-        await _until(pilot, lambda: "0/5 policies · running the best fixed K…" in _status(app))
+        running = "0/5 policies · running the best fixed K, fixed K=4…"
+        await _until(pilot, lambda: running in _status(app))
         assert _board(app).row_count == 0
         for shown in range(1, len(FAKE_SPEEDUPS)):  # all but the last: then it sorts
             gated.release(shown - 1)

@@ -175,3 +175,56 @@ def test_paired_difference_by_hand():
     g_a, g_b, var = -100 / 12**2, 100 / 13**2, 4.0  # var(a) = var(b) = 4
     assert paired == pytest.approx(Z95 * abs(g_a + g_b) * (var / 3) ** 0.5)
     assert unpaired == pytest.approx(Z95 * ((g_a**2 + g_b**2) * var / 3) ** 0.5)
+
+
+def test_the_best_fixed_k_is_sought_beyond_the_contenders():
+    """A schedule drafting 2 does not bound the search: at acceptance 0.97 the best fixed K
+    is far above 8."""
+    scenario = SpecConfig(acceptance_rate=0.97, n_sequences=50, tokens_per_seq=256)
+    contender = _policy(scenario, "schedule", schedule="1:2")
+    result = run_arena(scenario, [contender])
+    _, speedups = best_fixed_k(scenario, 64)
+    assert result.best_fixed_k == int(np.argmax(speedups)) + 1 > 8
+
+
+def test_every_contender_sees_the_same_draws_whatever_its_bound():
+    """On the confidence model the draws cover one width for the whole arena: hf_heuristic
+    bounded at 32 and at 40 (it never drafts above 8 here) give the same sequence times."""
+    scenario = SpecConfig(draft_model="confidence", n_sequences=300, tokens_per_seq=64, k=3)
+    low = _policy(scenario, "hf_heuristic", k=3)
+    high = _policy(scenario, "hf_heuristic", k=3, **{"policy.k_max": 40})
+    rows = run_arena(scenario, [low, high]).standings[1:]
+    assert np.array_equal(rows[0].sequence_time_us, rows[1].sequence_time_us)
+    assert rows[0].label != rows[1].label
+
+
+def test_labels_tell_every_contender_apart():
+    scenario = SpecConfig(draft_model="confidence")
+    contenders = [
+        _policy(scenario, "goodput", k=2),
+        _policy(scenario, "goodput", k=6),
+        _policy(scenario, "threshold", k_min=1),
+        _policy(scenario, "threshold", k_min=4),
+    ]
+    from engine.arena import contender_labels
+
+    labels = contender_labels(contenders)
+    assert len(set(labels)) == 4, labels
+
+
+def test_the_leaderboard_ranks_by_the_shared_draws():
+    scenario = SpecConfig(n_sequences=10, batch_size=7)
+    result = run_arena(scenario, [_policy(scenario, "goodput")])
+    speedups = [s.speedup for s in result.ranked()]
+    assert speedups == sorted(speedups, reverse=True)
+
+
+def test_a_per_position_arena_keeps_the_oracle_the_ceiling():
+    scenario = SpecConfig(draft_model="per_position", rates="0.95", n_sequences=200)
+    result = run_arena(scenario, default_contenders(scenario))
+    oracle = next(s for s in result.standings if s.policy == "oracle")
+    assert result.best_fixed_k == 1
+    assert all(
+        oracle.speedup_exact >= s.speedup_exact for s in result.standings if s.method == "exact"
+    )
+    assert any("per_position gives rates for 1 position (" in n for n in result.notes)

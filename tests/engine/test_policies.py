@@ -98,3 +98,25 @@ def test_a_policy_run_records_its_cycles():
     assert run.metrics["speedup"] == pytest.approx(
         run.metrics["baseline_time_us"] / run.metrics["spec_time_us"]
     )
+
+
+def test_a_sweep_over_policies_runs_each_policy():
+    """Policies are not in the draw key, so a sweep must not share one fixed-K run among
+    them: each row is its own policy's run."""
+    base = SpecConfig(n_sequences=200)
+    configs = [
+        base.replace(**{"policy.name": name}) for name in ("fixed", "hf_heuristic", "oracle")
+    ]
+    rows = evaluate_many(configs)
+    assert len({r["cycles"] for r in rows}) == 3
+    for row in rows:
+        assert abs(row["speedup"] - row["speedup_exact"]) <= WIDE * row["speedup_ci95"]
+
+
+def test_a_policy_too_large_for_the_engines_is_refused_in_one_line():
+    from engine.config import ConfigError
+
+    with pytest.raises(ConfigError, match="tokens_per_seq: 100000 tokens with k up to 1024"):
+        SpecConfig(tokens_per_seq=100_000).replace(
+            **{"policy.name": "oracle", "policy.k_max": 1024}
+        )
