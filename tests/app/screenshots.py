@@ -69,6 +69,19 @@ async def _shoot(out: Path) -> list[Path]:
         await app.action_show_view("regime")
         await settle(pilot, app, rounds=8)
         await save("regime")
+        # The policy arena on bursty acceptance: the leaderboard and hf_heuristic's trace.
+        app.apply_preset("bursty-code-chat")
+        await settle(pilot, app)
+        await app.action_start_arena()
+        view = app._arena_view()
+        for _ in range(200):  # until the arena has ended and its board is sorted
+            await pilot.pause(0.05)
+            if view is not None and view.result is not None and not app._arena_running():
+                break
+        await settle(pilot, app)
+        await pilot.press("down")  # hf_heuristic, second best
+        await settle(pilot, app, rounds=4)
+        await save("arena")
     return saved
 
 

@@ -93,6 +93,28 @@ async def _regime(pilot) -> None:
     await _quiet(pilot)
 
 
+async def _arena(pilot) -> None:
+    """The arena of bursty-code-chat (markov acceptance), small: every row and the trace of
+    the highlighted policy."""
+    await settle(pilot, pilot.app)
+    pilot.app.apply_preset("bursty-code-chat")
+    await settle(pilot, pilot.app)
+    from spectui.widgets.param_form import ParamForm
+
+    form = pilot.app.query_one(ParamForm)
+    config, _ = form.current_config()
+    form.load_config(config.replace(n_sequences=200, tokens_per_seq=64))
+    await settle(pilot, pilot.app)
+    await pilot.app.action_start_arena()
+    view = pilot.app._arena_view()
+    for _ in range(400):  # until the arena has ended and its board is sorted
+        await pilot.pause(0.02)
+        if view is not None and view.result is not None and not pilot.app._arena_running():
+            break
+    await settle(pilot, pilot.app, rounds=5)
+    await _quiet(pilot)
+
+
 VIEWS = {
     "start": _start,
     "run": _run,
@@ -103,6 +125,7 @@ VIEWS = {
     "invalid_form": _invalid,
     "help": _help,
     "regime": _regime,
+    "arena": _arena,
 }
 
 
