@@ -54,6 +54,13 @@ ACTIONS: tuple[tuple[str, str, str, str, bool], ...] = (
     ("f6", "start_sweep", "Sweep", "Start the chosen sweep preset", True),
     ("f7", "start_arena", "Arena", "Run the K policies of the arena on the form's scenario", True),
     (
+        "f8",
+        "calibrate",
+        "Calibrate",
+        "Fit the acceptance model to serving logs; recommend K for the form's scenario",
+        False,
+    ),
+    (
         "escape",
         "cancel",
         "Cancel",
@@ -319,6 +326,21 @@ class SpectuiApp(App[None]):
 
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
+
+    def action_calibrate(self) -> None:
+        """Open the Calibrate screen on the form's scenario; ``f`` there loads the fitted
+        model into the form."""
+        from spectui.screens.calibrate import CalibrateScreen
+
+        if isinstance(self.screen, CalibrateScreen):
+            return
+
+        def chosen(config: SpecConfig | None) -> None:
+            if config is not None:
+                self.form.load_config(config)
+                self.notify(f"Loaded the fitted {config.draft_model} model into the form")
+
+        self.push_screen(CalibrateScreen(self.config), chosen)
 
     # --- run and sweep -------------------------------------------------------------------
     def action_run(self) -> None:

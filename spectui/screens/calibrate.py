@@ -1,0 +1,572 @@
+"""The Calibrate screen: serving-log lines in, a fitted acceptance model and a K out.
+
+A person pastes log lines (the text area) or types a log file's path (enter loads it). A
+thread worker parses them (:mod:`engine.calibrate.logs`), fits the acceptance models and
+recommends K for the form's scenario (:mod:`engine.calibrate.fit`); the screen shows
+
+* **Windows**: each measurement window parsed (line, source, drafts, K, M, used or why it
+  was rejected) and how many lines were skipped;
+* **Fit**: the observed conditional per-position rates with their 95 % intervals and the
+  chosen model's fitted curve (plotext), every model's fit error and criterion, the notes;
+* **Recommend**: the recommended K, its predicted speedup and interval, the tolerance band,
+  the change against the log's K, and each serving engine's setting for it.
+
+``f`` sends the chosen model to the form (``Calibration.config`` of the form's scenario) and
+closes the screen; escape closes it. Edits to the text are analysed after a pause
+(:data:`DEBOUNCE_S`); :meth:`CalibrateScreen.analyse_now` runs a pending analysis at once.
+
+The calibration package is imported by the worker, never at import time: the app starts
+(and this screen opens) whether or not it is there.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
+from textual.screen import ModalScreen
+from textual.timer import Timer
+from textual.widgets import DataTable, Footer, Input, Static, TabbedContent, TabPane, TextArea
+from textual.worker import Worker, get_current_worker
+from textual_plotext import PlotextPlot
+
+from spectui.plotting.terminal import GLYPHS, Drawing, LegendEntry, legend_lines, nice_ticks
+from spectui.widgets.common import ReportsWorkerErrors, failure_reason, fmt
+
+if TYPE_CHECKING:
+    from engine.config import SpecConfig
+
+DEBOUNCE_S = 0.5  # an edit to the pasted text is analysed after this pause
+ROWS_MAX = 1000  # windows listed in the table (the fit uses every one)
+PASTED = "pasted text"
+MARK_ERROR = "✗"
+HINT = "paste log lines above, or type a log file's path and press enter"
+OBSERVED_COLOR = "red+"
+FIT_COLOR = "blue+"
+OBSERVED_GLYPH = "●"
+INTERVAL_GLYPH = "│"
+ENGINES = ("vllm", "sglang", "llama.cpp", "tensorrt-llm")
+
+
+@dataclass
+class Analysis:
+    """What one analysis found so far (the worker posts it after each stage).
+
+    ``parsed``: the ParseResult; ``calibration`` and ``recommendation`` once fitted;
+    ``curves``: each fitted model's conditional rates at the observed positions;
+    ``emitted``: each engine's setting for the recommended K; ``error``: why it stopped
+    (one line); ``note``: why there is no recommendation (the form is invalid)."""
+
+    generation: int
+    source: str
+    parsed: Any = None
+    calibration: Any = None
+    recommendation: Any = None
+    curves: dict[str, list[float]] = field(default_factory=dict)
+    emitted: dict[str, str] = field(default_factory=dict)
+    error: str | None = None
+    note: str | None = None
+    done: bool = False
+
+
+class AnalysisReady(Message):
+    """The worker's news: ``analysis`` as far as it got."""
+
+    def __init__(self, analysis: Analysis) -> None:
+        super().__init__()
+        self.analysis = analysis
+
+
+def _module(name: str) -> Any:
+    """``engine.calibrate.<name>``, imported when first needed (tests may stand in for it)."""
+    return importlib.import_module(f"engine.calibrate.{name}")
+
+
+def model_rates(values: dict[str, object], base: SpecConfig, positions: int) -> list[float]:
+    """The conditional acceptance rates at positions 1..``positions`` of the model that
+    ``values`` (SpecConfig field values, ``draft_model`` among them) sets on ``base``."""
+    from engine.draft_models import DRAFT_MODELS
+
+    config = base.replace(**values)
+    probs = DRAFT_MODELS[config.draft_model].position_probs(config, positions)
+    return [float(p) for p in probs]
+
+
+def source_label(source: str) -> str:
+    """How the status line names an input: "pasted text", or a file's name."""
+    return source if source == PASTED else Path(source).name
+
+
+def _number(value: float | None, digits: int) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    if float(value).is_integer():
+        return f"{value:.0f}"
+    return f"{value:.{digits}f}"
+
+
+def window_row(window: Any, used: bool) -> tuple[str, ...]:
+    """A window's cells: line, source, drafts, K, M, status."""
+    status = "used" if used else "rejected: " + "; ".join(window.problems or ("?",))
+    return (
+        str(window.line),
+        window.source,
+        _number(window.drafts, 1),
+        "—" if window.k is None else str(window.k),
+        fmt(window.mean_length, 2) if window.mean_length is not None else "—",
+        status,
+    )
+
+
+def _change_text(rec: Any) -> str:
+    if rec.log_k is None or rec.log_speedup is None:
+        return "the log does not say which K it was recorded at"
+    change = rec.change if rec.change is not None else rec.speedup / rec.log_speedup - 1.0
+    return (
+        f"at the log's K = {rec.log_k}: {fmt(rec.log_speedup, speedup=True)}x; "
+        f"K = {rec.k} changes that by {change * 100:+.1f} %"
+    )
+
+
+def recommendation_text(rec: Any, scenario_label: str) -> str:
+    """The Recommend pane's head: K, speedup and interval, band, change, the scenario."""
+    band = ", ".join(str(k) for k in rec.band)
+    lines = [
+        f"Recommended K = {rec.k}: speedup {fmt(rec.speedup, speedup=True)}x "
+        f"[{fmt(rec.low, speedup=True)}, {fmt(rec.high, speedup=True)}] "
+        "(95 %, the fit's uncertainty)",
+        f"Within 2 % of the best: K = {band}",
+        _change_text(rec),
+        f"Scenario (the form): {scenario_label}",
+    ]
+    return "\n".join(lines)
+
+
+def settings_table(emitted: dict[str, str]) -> Table:
+    """Each serving engine's setting for the recommended K: its name, then the text (wrapped
+    within its column)."""
+    table = Table.grid(padding=(0, 1))
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column()
+    for name, text in emitted.items():
+        table.add_row(name, text)
+    return table
+
+
+def models_table(cal: Any, criterion_name: str) -> Table:
+    """One row per model: parameters, fit error (RMS of the conditional rates) and the
+    criterion; ``*`` marks the chosen model."""
+    table = Table(box=None, padding=(0, 1, 0, 0), show_edge=False, header_style="bold")
+    for name in ("model", "par", "rms", criterion_name):
+        table.add_column(name, justify="left" if name == "model" else "right")
+    for model in cal.models:
+        mark = "*" if model.name == cal.chosen.name else " "
+        table.add_row(
+            f"{mark}{model.name}",
+            str(model.parameters),
+            _figure(model.rms_error, 3),
+            _figure(model.criterion, 1),
+        )
+    return table
+
+
+def _figure(value: float, digits: int) -> str:
+    return "—" if math.isnan(value) else f"{value:.{digits}f}"
+
+
+class RatesPlot(PlotextPlot):
+    """Observed conditional rates with their 95 % intervals, and the chosen model's curve."""
+
+    def draw(self, positions: list[Any], fitted: list[float], label: str) -> Drawing:
+        color = not self.app.no_color
+        drawing = Drawing()
+        plt = self.plt
+        plt.clear_data()
+        plt.clear_figure()
+        plt.xlabel("draft position i")
+        plt.ylabel("P(accept i | i-1 accepted)")
+        xs = [p.position for p in positions]
+        lows, highs = [p.low for p in positions], [p.high for p in positions]
+        if fitted:  # first: the observed marks are drawn over it
+            plt.plot(xs[: len(fitted)], fitted, marker="hd", color=FIT_COLOR)
+        for x, low, high in zip(xs, lows, highs, strict=True):
+            plt.plot([x, x], [low, high], marker=INTERVAL_GLYPH, color=OBSERVED_COLOR)
+        plt.scatter(xs, [p.rate for p in positions], marker=OBSERVED_GLYPH, color=OBSERVED_COLOR)
+        drawing.legend.append(
+            LegendEntry("observed, 95 % interval", OBSERVED_GLYPH, OBSERVED_COLOR)
+        )
+        if fitted:
+            drawing.legend.append(LegendEntry(label, GLYPHS["hd"], FIT_COLOR))
+        low = max(0.0, min([*lows, *fitted]) - 0.02)
+        high = min(1.0, max([*highs, *fitted]) + 0.02)
+        plt.ylim(low, high)
+        ticks = nice_ticks(low, high, max(2, self.size.height - 4))
+        plt.yticks(ticks, [f"{t:g}" for t in ticks])
+        plt.xlim(0.5, max(xs) + 0.5)
+        plt.xticks(xs, [str(x) for x in xs])
+        if not color:
+            drawing.legend = [LegendEntry(e.label, e.glyph) for e in drawing.legend]
+        self.refresh()
+        return drawing
+
+
+class CalibrateScreen(ReportsWorkerErrors, ModalScreen["SpecConfig | None"]):
+    """Calibrate from serving logs; dismisses with the form's scenario carrying the fitted
+    model (``f``), or None (escape)."""
+
+    DEFAULT_CSS = """
+    CalibrateScreen {
+        background: $background;
+    }
+    CalibrateScreen #cal-title {
+        height: 1;
+        padding: 0 1;
+        text-style: bold;
+    }
+    CalibrateScreen #cal-source {
+        height: 1;
+    }
+    CalibrateScreen #cal-path {
+        width: 1fr;
+    }
+    CalibrateScreen #cal-k {
+        width: 12;
+    }
+    CalibrateScreen #cal-text {
+        height: 4;
+        border: none;
+        padding: 0 1;
+    }
+    CalibrateScreen #cal-status {
+        height: auto;
+        max-height: 2;
+        padding: 0 1;
+        color: $text-muted;
+    }
+    CalibrateScreen #cal-status.-error {
+        color: $text-error;
+        text-style: bold;
+        border-left: outer $error;
+        padding: 0;
+    }
+    CalibrateScreen #cal-tabs {
+        height: 1fr;
+    }
+    CalibrateScreen TabPane {
+        padding: 0;
+        height: 1fr;
+    }
+    CalibrateScreen #cal-windows {
+        height: 1fr;
+    }
+    CalibrateScreen #cal-skipped, CalibrateScreen #cal-legend {
+        height: auto;
+        padding: 0 1;
+        color: $text-muted;
+    }
+    CalibrateScreen #cal-fit-right {
+        width: 40;
+        height: 1fr;
+    }
+    CalibrateScreen #cal-plot {
+        height: 1fr;
+    }
+    CalibrateScreen #cal-models, CalibrateScreen #cal-recommend {
+        height: auto;
+        padding: 0 1;
+    }
+    """
+
+    BINDINGS = [
+        Binding("escape", "close", "Close"),
+        Binding("f", "send", "Send to form", tooltip="Load the fitted model into the form"),
+    ]
+
+    def __init__(self, scenario: SpecConfig | None) -> None:
+        super().__init__()
+        self.scenario = scenario  # the form's configuration: None when it is invalid
+        self.analysis: Analysis | None = None
+        self._generation = 0
+        self._timer: Timer | None = None
+        self._rows: list[tuple[Any, bool]] = []  # the table's windows, and whether used
+        self._windows_note = ""
+
+    def compose(self) -> ComposeResult:
+        yield Static("Calibrate from serving logs (vLLM, SGLang, llama.cpp)", id="cal-title")
+        with Horizontal(id="cal-source"):
+            yield Input(placeholder="log file path (enter loads it)", id="cal-path", compact=True)
+            yield Input(
+                placeholder="log K",
+                id="cal-k",
+                compact=True,
+                type="integer",
+                tooltip="The K the log was recorded at, where it does not say (SGLang)",
+            )
+        yield TextArea(id="cal-text", placeholder="…or paste log lines here", soft_wrap=False)
+        yield Static(HINT, id="cal-status")
+        with TabbedContent(id="cal-tabs"):
+            with TabPane("Windows", id="cal-tab-windows"):
+                yield DataTable(id="cal-windows", cursor_type="row", zebra_stripes=True)
+                yield Static("", id="cal-skipped")
+            with TabPane("Fit", id="cal-tab-fit"), Horizontal():
+                with Vertical(id="cal-fit-left"):
+                    yield RatesPlot(id="cal-plot")
+                    yield Static("", id="cal-legend")
+                with VerticalScroll(id="cal-fit-right"):
+                    yield Static("", id="cal-models")
+            with TabPane("Recommend", id="cal-tab-recommend"), VerticalScroll():
+                yield Static("", id="cal-recommend")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#cal-windows", DataTable)
+        for name, width in (("line", 5), ("source", 15), ("drafts", 8), ("K", 3), ("M", 5)):
+            table.add_column(name, width=width, key=name)
+        table.add_column("status", key="status")
+        self.query_one("#cal-text", TextArea).focus()
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        event.stop()  # the app's handler is for its own views' tabs
+
+    # --- input ------------------------------------------------------------------------------
+    @property
+    def pending(self) -> bool:
+        """An edit waits for its analysis (the debounce timer runs)."""
+        return self._timer is not None
+
+    def on_text_area_changed(self, event: TextArea.Changed) -> None:
+        event.stop()
+        if self._timer is not None:
+            self._timer.stop()
+        self._timer = self.set_timer(DEBOUNCE_S, self.analyse_now)
+
+    def analyse_now(self) -> None:
+        """Analyse the pasted text now (a pending timer is dropped)."""
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+        text = self.query_one("#cal-text", TextArea).text
+        if not text.strip():
+            self._generation += 1  # whatever is under way is stale
+            self._status(HINT)
+            return
+        self._start(PASTED, text=text)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        path = self.query_one("#cal-path", Input).value.strip()
+        if path:
+            self.load_file(path)
+        else:
+            self.analyse_now()
+
+    def load_file(self, path: str) -> None:
+        """Parse and fit the log file at ``path`` (``~`` expanded)."""
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+        self._start(path, path=str(Path(path).expanduser()))
+
+    def _log_k(self) -> int | None:
+        text = self.query_one("#cal-k", Input).value.strip()
+        return int(text) if text.isdigit() and int(text) > 0 else None
+
+    def _start(self, source: str, *, text: str = "", path: str | None = None) -> None:
+        self._generation += 1
+        self._status(f"{source_label(source)}: parsing…")
+        self._analyse(self._generation, source, text, path, self._log_k(), self.scenario)
+
+    # --- the worker -------------------------------------------------------------------------
+    @work(thread=True, exclusive=True, group="calibrate", exit_on_error=False)
+    def _analyse(
+        self,
+        generation: int,
+        source: str,
+        text: str,
+        path: str | None,
+        log_k: int | None,
+        scenario: SpecConfig | None,
+    ) -> None:
+        """Parse, then fit, then recommend; post what is known after each stage. Errors a
+        person can act on (no usable line, an unreadable file, nothing to fit) end it with
+        a one-line reason; anything else fails the worker (a notification)."""
+        worker = get_current_worker()
+        found = Analysis(generation, source)
+        label = source_label(source)
+
+        def post(**changes: Any) -> None:
+            for name, value in changes.items():
+                setattr(found, name, value)
+            self.post_message(AnalysisReady(Analysis(**vars(found))))
+
+        try:
+            logs, fit = _module("logs"), _module("fit")
+        except ImportError as err:
+            post(error=f"the calibration engine is not available ({err})", done=True)
+            return
+        try:
+            parsed = logs.parse_log_file(path) if path else logs.parse_log(text, source)
+        except ValueError as err:  # LogError: one line, naming the input
+            post(error=str(err), done=True)
+            return
+        post(parsed=parsed)
+        if worker.is_cancelled:
+            return
+        try:
+            cal = fit.calibrate(parsed.windows, k=log_k) if log_k else fit.calibrate(parsed.windows)
+        except ValueError as err:  # CalibrationError: nothing to fit
+            post(error=f"{label}: cannot fit: {err}", done=True)
+            return
+        base = scenario if scenario is not None else _default_config()
+        positions = len(cal.positions)
+        curves = {}
+        if positions:  # each model's rates where the log has observed ones
+            curves = {m.name: model_rates(m.values, base, positions) for m in cal.models}
+        post(calibration=cal, curves=curves)
+        if scenario is None:
+            post(note="the form is invalid: no scenario to recommend K for", done=True)
+            return
+        if worker.is_cancelled:
+            return
+        rec = fit.recommend(cal, scenario)
+        post(recommendation=rec, emitted=dict(fit.emit(rec, cal)), done=True)
+
+    def on_analysis_ready(self, message: AnalysisReady) -> None:
+        message.stop()
+        found = message.analysis
+        if found.generation != self._generation:
+            return  # an older text's analysis
+        self.analysis = found
+        label = source_label(found.source)
+        if found.error is not None:
+            self._status(f"{MARK_ERROR} {found.error}", error=True)
+        elif found.done:
+            self._status(self._summary(found))
+        elif found.calibration is not None:
+            self._status(f"{label}: {self._counts(found.parsed)} · recommending K…")
+        else:
+            self._status(f"{label}: {self._counts(found.parsed)} · fitting…")
+        if found.parsed is not None:
+            self._show_windows(found.parsed)
+        self._show_fit(found.calibration, found.curves)
+        self._show_recommendation(found)
+
+    def worker_failed(self, worker: Worker[Any]) -> None:
+        """The analysis raised something unexpected: say so (the app notifies the reason)."""
+        self._status(f"{MARK_ERROR} calibration failed: {failure_reason(worker)}", error=True)
+
+    # --- showing ----------------------------------------------------------------------------
+    def _status(self, text: str, error: bool = False) -> None:
+        status = self.query_one("#cal-status", Static)
+        status.update(Text(text))
+        status.set_class(error, "-error")
+
+    @staticmethod
+    def _counts(parsed: Any) -> str:
+        return f"{len(parsed.windows)} used, {len(parsed.rejected)} rejected"
+
+    def _summary(self, found: Analysis) -> str:
+        parts = [f"{source_label(found.source)}: {self._counts(found.parsed)}"]
+        cal, rec = found.calibration, found.recommendation
+        parts.append(cal.chosen.name)
+        if rec is not None:
+            parts.append(f"K = {rec.k} ({fmt(rec.speedup, speedup=True)}x) · f: to form")
+        elif found.note:
+            parts.append(found.note)
+        return " · ".join(parts)
+
+    def _show_windows(self, parsed: Any) -> None:
+        table = self.query_one("#cal-windows", DataTable)
+        table.clear()
+        rows = [(w, True) for w in parsed.windows] + [(w, False) for w in parsed.rejected]
+        rows.sort(key=lambda row: row[0].line)
+        self._rows = rows[:ROWS_MAX]
+        for window, used in self._rows:
+            table.add_row(*window_row(window, used))
+        shown = "" if len(rows) <= ROWS_MAX else f" · the first {ROWS_MAX} of {len(rows)} shown"
+        self._windows_note = (
+            f"windows: {self._counts(parsed)} · {parsed.skipped} of {parsed.lines} lines "
+            f"skipped (no metrics){shown}"
+        )
+        self.query_one("#cal-skipped", Static).update(self._windows_note)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        """Under the table: the highlighted window's whole status (a rejection's reasons
+        are often wider than the table's column), then the counts."""
+        event.stop()
+        if not 0 <= event.cursor_row < len(self._rows):
+            return
+        window, used = self._rows[event.cursor_row]
+        status = window_row(window, used)[-1]
+        self.query_one("#cal-skipped", Static).update(
+            Text(f"line {window.line}: {status}\n{self._windows_note}")
+        )
+
+    def _show_fit(self, cal: Any, curves: dict[str, list[float]]) -> None:
+        plot = self.query_one(RatesPlot)
+        legend = self.query_one("#cal-legend", Static)
+        models = self.query_one("#cal-models", Static)
+        if cal is None:
+            plot.display = False
+            legend.update("")
+            models.update("")
+            return
+        criterion = str(getattr(_module("fit"), "CRITERION", "criterion")).split(" ")[0]
+        table = models_table(cal, criterion)
+        if cal.positions:
+            plot.display = True
+            label = f"fitted {cal.chosen.name}"
+            drawing = plot.draw(cal.positions, curves.get(cal.chosen.name, []), label)
+            width = max(10, self.size.width - 2)
+            lines = legend_lines(drawing, width, color=not self.app.no_color)
+            legend.update(Text.from_ansi("\n".join(lines)))
+        else:
+            plot.display = False
+            legend.update("no per-position rates in this log: nothing to plot")
+        chosen = f"* chosen: {cal.chosen.name}, smallest {criterion}"
+        if len(cal.models) == 1:
+            chosen = f"* {cal.chosen.name}: the only model these windows allow"
+        models.update(Group(table, Text("\n".join([chosen, *cal.notes]))))
+
+    def _show_recommendation(self, found: Analysis) -> None:
+        pane = self.query_one("#cal-recommend", Static)
+        if found.recommendation is None:
+            pane.update(found.note or ("recommending K…" if found.calibration else ""))
+            return
+        from spectui.widgets.speedup_view import config_label
+
+        assert self.scenario is not None
+        head = Text(recommendation_text(found.recommendation, config_label(self.scenario)))
+        pane.update(Group(head, Text(""), settings_table(found.emitted)) if found.emitted else head)
+
+    # --- actions ----------------------------------------------------------------------------
+    def action_send(self) -> None:
+        """Close with the form's scenario carrying the chosen model."""
+        cal = self.analysis.calibration if self.analysis else None
+        if cal is None:
+            self.notify("Nothing fitted yet: paste log lines or load a file.", severity="warning")
+            return
+        if self.scenario is None:
+            self.notify("The form is invalid: fix it first.", severity="error")
+            return
+        self.dismiss(cal.config(self.scenario))
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+def _default_config() -> SpecConfig:
+    from engine.config import SpecConfig
+
+    return SpecConfig()

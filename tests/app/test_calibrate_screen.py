@@ -1,0 +1,325 @@
+"""The Calibrate screen (F8): paste or open a log, see the windows, the fit and the K to use,
+send the fitted model to the form.
+
+Most tests stand a small fake in for the calibration engine (``engine.calibrate.logs`` and
+``.fit``, as the screen imports them), so they test the screen and not the fit; the last
+ones run the real engine on a real log (tests/fixtures/logs/). Timers are driven: a test
+pastes, sees the analysis pending, and runs it with ``analyse_now`` (no sleeps).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from textual import events
+from textual.widgets import TextArea
+
+from engine.config import SpecConfig
+from spectui.app import create_app
+from spectui.screens.calibrate import PASTED, CalibrateScreen
+from tests.app.helpers import notifications, settle
+from tests.app.screen import screen_text
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
+# vLLM v1, one window (vllm-project/vllm issue 19254): M 2.16, 150 accepted, 387 drafted.
+V1_LOG = FIXTURES / "vllm_v1_mean_length.log"
+
+PASTE = "INFO some line\nSpecDecoding metrics: ...\nSpecDecoding metrics: ...\n"
+
+
+# --- a fake calibration engine ----------------------------------------------------------------
+@dataclass(frozen=True)
+class FakeWindow:
+    source: str
+    line: int
+    drafts: float | None
+    k: int | None
+    mean_length: float | None
+    problems: tuple[str, ...] = ()
+
+
+@dataclass
+class FakeParse:
+    windows: list[FakeWindow]
+    rejected: list[FakeWindow]
+    skipped: int
+    lines: int
+
+
+@dataclass(frozen=True)
+class FakeRate:
+    position: int
+    rate: float
+    low: float
+    high: float
+
+
+@dataclass(frozen=True)
+class FakeModel:
+    name: str
+    values: dict[str, object]
+    parameters: int
+    criterion: float
+    rms_error: float
+
+
+@dataclass
+class FakeCalibration:
+    positions: list[FakeRate]
+    models: list[FakeModel]
+    chosen: FakeModel
+    notes: list[str] = field(default_factory=list)
+
+    def config(self, base: SpecConfig) -> SpecConfig:
+        return base.replace(**self.chosen.values)
+
+
+@dataclass
+class FakeRecommendation:
+    k: int = 4
+    speedup: float = 1.83
+    low: float = 1.78
+    high: float = 1.88
+    band: tuple[int, ...] = (3, 4, 5)
+    log_k: int | None = 3
+    log_speedup: float | None = 1.70
+    change: float | None = 1.83 / 1.70 - 1
+
+
+class FakeLogError(ValueError):
+    pass
+
+
+DECAY = FakeModel(
+    "position_decay",
+    {"draft_model": "position_decay", "decay_base": 0.85, "decay_factor": 0.9},
+    2,
+    812.5,
+    0.012,
+)
+FIXED = FakeModel("fixed", {"draft_model": "fixed", "acceptance_rate": 0.7}, 1, 830.0, 0.05)
+PARSED = FakeParse(
+    windows=[FakeWindow("vllm-v1", 2, 120.0, 3, 2.16)],
+    rejected=[FakeWindow("vllm-v1", 3, 90.0, 3, 2.5, ("M 2.50 != 1 + sum r_i 2.31",))],
+    skipped=1,
+    lines=3,
+)
+
+
+def fake_engine(monkeypatch: pytest.MonkeyPatch, **overrides: object) -> dict[str, list]:
+    """Stand fake ``engine.calibrate.logs`` and ``.fit`` modules in; return the calls."""
+    calls: dict[str, list] = {"parse": [], "recommend": []}
+
+    def parse_log(text: str, name: str = "<input>") -> FakeParse:
+        calls["parse"].append((text, name))
+        return PARSED
+
+    def parse_log_file(path: str) -> FakeParse:
+        calls["parse"].append((None, path))
+        return PARSED
+
+    def calibrate(windows: list, k: int | None = None) -> FakeCalibration:
+        rates = [FakeRate(1, 0.85, 0.80, 0.89), FakeRate(2, 0.77, 0.70, 0.83)]
+        return FakeCalibration(rates, [FIXED, DECAY], DECAY, ["chose position_decay by BIC"])
+
+    def recommend(cal: FakeCalibration, scenario: SpecConfig) -> FakeRecommendation:
+        calls["recommend"].append(scenario)
+        return FakeRecommendation()
+
+    def emit(rec: FakeRecommendation, cal: FakeCalibration) -> dict[str, str]:
+        return {
+            "vllm": f"num_speculative_tokens {rec.k}",
+            "tensorrt-llm": f"max_draft_len: {rec.k}",
+        }
+
+    logs = types.ModuleType("engine.calibrate.logs")
+    logs.LogError = FakeLogError  # type: ignore[attr-defined]
+    logs.parse_log = parse_log  # type: ignore[attr-defined]
+    logs.parse_log_file = parse_log_file  # type: ignore[attr-defined]
+    fit = types.ModuleType("engine.calibrate.fit")
+    fit.CRITERION = "BIC = -2 ln L + k ln N"  # type: ignore[attr-defined]
+    fit.calibrate = calibrate  # type: ignore[attr-defined]
+    fit.recommend = recommend  # type: ignore[attr-defined]
+    fit.emit = emit  # type: ignore[attr-defined]
+    for name, value in overrides.items():
+        setattr(logs if name.startswith("parse") else fit, name, value)
+    monkeypatch.setitem(sys.modules, "engine.calibrate.logs", logs)
+    monkeypatch.setitem(sys.modules, "engine.calibrate.fit", fit)
+    return calls
+
+
+async def open_screen(pilot, app) -> CalibrateScreen:
+    await settle(pilot, app)
+    await pilot.press("f8")
+    await pilot.pause()
+    assert isinstance(app.screen, CalibrateScreen)
+    return app.screen
+
+
+async def paste(pilot, screen: CalibrateScreen, text: str) -> None:
+    """Paste ``text`` into the text area, as a terminal's bracketed paste does (the app
+    forwards it to the focused widget)."""
+    screen.query_one("#cal-text", TextArea).focus()
+    await pilot.pause()
+    pilot.app.post_message(events.Paste(text))
+    await pilot.pause()
+
+
+# --- tests ----------------------------------------------------------------------------------
+async def test_f8_opens_the_screen_and_escape_closes_it(monkeypatch):
+    fake_engine(monkeypatch)
+    app = create_app("tiny")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_screen(pilot, app)
+        assert "paste log lines" in screen_text(app)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, CalibrateScreen)
+        assert app.config is not None and app.config.draft_model == "fixed"
+
+
+async def test_pasted_text_is_analysed_after_the_pause_and_its_windows_listed(monkeypatch):
+    calls = fake_engine(monkeypatch)
+    app = create_app("tiny")
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_screen(pilot, app)
+        await paste(pilot, screen, PASTE)
+        # Debounced: nothing parsed until the timer fires (driven here, not waited for).
+        assert screen.pending and calls["parse"] == []
+        screen.analyse_now()
+        await settle(pilot, app)
+        assert not screen.pending
+        assert calls["parse"] == [(PASTE, PASTED)]
+        text = screen_text(app)
+        used = next(line for line in text.splitlines() if line.lstrip().startswith("2 "))
+        assert used.split()[:6] == ["2", "vllm-v1", "120", "3", "2.16", "used"]
+        assert "1 used, 1 rejected" in text and "1 of 3 lines skipped" in text
+        # The form's scenario is what K is recommended for.
+        assert calls["recommend"] == [app.config]
+        assert "position_decay" in text and "K = 4" in text
+
+
+async def test_a_rejected_window_shows_why(monkeypatch):
+    fake_engine(monkeypatch)
+    app = create_app("tiny")
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_screen(pilot, app)
+        await paste(pilot, screen, PASTE)
+        screen.analyse_now()
+        await settle(pilot, app)
+        row = next(line for line in screen_text(app).splitlines() if line.lstrip().startswith("3 "))
+        assert "rejected: M 2.50" in row
+        # Its whole reason, under the table, when the row is highlighted.
+        table = screen.query_one("#cal-windows")
+        table.focus()
+        table.move_cursor(row=1)
+        await pilot.pause()
+        assert "line 3: rejected: M 2.50 != 1 + sum r_i 2.31" in screen_text(app)
+
+
+async def test_an_unusable_log_is_one_line_in_the_status_and_the_app_keeps_running(monkeypatch):
+    def nothing(text: str, name: str = "<input>") -> FakeParse:
+        raise FakeLogError(f"{name}: nothing usable in 3 lines: no speculative decoding metrics")
+
+    def unreadable(path: str) -> FakeParse:
+        raise FakeLogError(f"{path}: No such file or directory")
+
+    fake_engine(monkeypatch, parse_log=nothing, parse_log_file=unreadable)
+    app = create_app("tiny")
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_screen(pilot, app)
+        await paste(pilot, screen, "hello\nworld\n")
+        screen.analyse_now()
+        await settle(pilot, app)
+        assert "✗ pasted text: nothing usable in 3 lines" in screen_text(app)
+        # A path typed in, enter: its error in the same line.
+        await pilot.click("#cal-path")
+        for char in "nope.log":
+            await pilot.press(char)
+        await pilot.press("enter")
+        await settle(pilot, app)
+        assert "✗ nope.log: No such file or directory" in screen_text(app)
+        assert isinstance(app.screen, CalibrateScreen) and app.is_running
+        assert not notifications(app)
+
+
+async def test_an_unexpected_failure_is_reported_and_the_screen_stays(monkeypatch):
+    def broken(cal: object, scenario: SpecConfig) -> None:
+        raise RuntimeError("boom")
+
+    fake_engine(monkeypatch, recommend=broken)
+    app = create_app("tiny")
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_screen(pilot, app)
+        await paste(pilot, screen, PASTE)
+        screen.analyse_now()
+        await settle(pilot, app)
+        assert "✗ calibration failed: RuntimeError: boom" in screen_text(app)
+        assert any("boom" in n for n in notifications(app))
+        assert isinstance(app.screen, CalibrateScreen)
+
+
+async def test_f_sends_the_fitted_model_to_the_form_and_closes(monkeypatch):
+    fake_engine(monkeypatch)
+    app = create_app("tiny")  # fixed, K = 3
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_screen(pilot, app)
+        await paste(pilot, screen, PASTE)
+        screen.analyse_now()
+        await settle(pilot, app)
+        screen.query_one("#cal-windows").focus()  # out of the text area: f is a key again
+        await pilot.press("f")
+        await settle(pilot, app)
+        assert not isinstance(app.screen, CalibrateScreen)
+        assert app.form.model == "position_decay"
+        assert app.query_one("#decay_base").value == "0.85"
+        assert app.config is not None
+        assert (app.config.draft_model, app.config.decay_factor) == ("position_decay", 0.9)
+        assert app.config.k == 3  # the scenario is kept: only the model is sent
+
+
+async def test_f_before_any_fit_says_so_and_stays(monkeypatch):
+    fake_engine(monkeypatch)
+    app = create_app("tiny")
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_screen(pilot, app)
+        screen.query_one("#cal-windows").focus()
+        await pilot.press("f")
+        await pilot.pause()
+        assert isinstance(app.screen, CalibrateScreen)
+        assert any("Nothing fitted yet" in n for n in notifications(app))
+
+
+# --- the real engine on a real log ---------------------------------------------------------
+async def test_a_real_vllm_log_file_is_parsed_fitted_and_recommended():
+    app = create_app("tiny")
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_screen(pilot, app)
+        screen.load_file(str(V1_LOG))
+        await settle(pilot, app, rounds=5)
+        text = screen_text(app)
+        assert "✗" not in text, text
+        # The window, by hand from the fixture: M 2.16 = 1 + 0.543 + 0.357 + 0.264,
+        # drafts = 150 / (2.16 - 1) = 129.3, K = 387 / 129.3 = 3.
+        row = next(line for line in text.splitlines() if "vllm-v1" in line)
+        assert row.split()[2:6] == ["129.3", "3", "2.16", "used"]
+        found = screen.analysis
+        assert found is not None and found.done
+        cal, rec = found.calibration, found.recommendation
+        assert [p.position for p in cal.positions] == [1, 2, 3]
+        assert math.isclose(cal.positions[0].rate, 0.543, abs_tol=1e-3)
+        assert rec.k in rec.band and rec.low <= rec.speedup <= rec.high
+        screen.query_one("#cal-tabs").active = "cal-tab-fit"
+        await pilot.pause()
+        text = screen_text(app)
+        assert f"*{cal.chosen.name}" in text and "observed, 95 % interval" in text
+        screen.query_one("#cal-tabs").active = "cal-tab-recommend"
+        await pilot.pause()
+        text = screen_text(app)
+        assert f"Recommended K = {rec.k}" in text and "at the log's K = 3" in text
+        assert "num_speculative_tokens" in text
