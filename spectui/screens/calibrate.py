@@ -11,9 +11,10 @@ recommends K for the form's scenario (:mod:`engine.calibrate.fit`); the screen s
 * **Recommend**: the recommended K, its predicted speedup and interval, the tolerance band,
   the change against the log's K, and each serving engine's setting for it.
 
-``f`` sends the chosen model to the form (``Calibration.config`` of the form's scenario) and
-closes the screen; escape closes it. Edits to the text are analysed after a pause
-(:data:`DEBOUNCE_S`); :meth:`CalibrateScreen.analyse_now` runs a pending analysis at once.
+``f`` (``ctrl+f`` from a text field too) sends the chosen model to the form
+(``Calibration.config`` of the form's scenario) and closes the screen; escape closes it.
+Edits to the text are analysed after a pause (:data:`DEBOUNCE_S`);
+:meth:`CalibrateScreen.analyse_now` runs a pending analysis at once.
 
 The calibration package is imported by the worker, never at import time: the app starts
 (and this screen opens) whether or not it is there.
@@ -41,7 +42,14 @@ from textual.widgets import DataTable, Footer, Input, Static, TabbedContent, Tab
 from textual.worker import Worker, get_current_worker
 from textual_plotext import PlotextPlot
 
-from spectui.plotting.terminal import GLYPHS, Drawing, LegendEntry, legend_lines, nice_ticks
+from spectui.plotting.terminal import (
+    GLYPHS,
+    Drawing,
+    LegendEntry,
+    legend_lines,
+    nice_ticks,
+    spaced_ticks,
+)
 from spectui.widgets.common import ReportsWorkerErrors, failure_reason, fmt
 
 if TYPE_CHECKING:
@@ -56,7 +64,7 @@ OBSERVED_COLOR = "red+"
 FIT_COLOR = "blue+"
 OBSERVED_GLYPH = "●"
 INTERVAL_GLYPH = "│"
-ENGINES = ("vllm", "sglang", "llama.cpp", "tensorrt-llm")
+FIT_SIDE_WIDTH = 40  # columns of the Fit pane's models and notes, beside the plot
 
 
 @dataclass
@@ -186,7 +194,23 @@ def _figure(value: float, digits: int) -> str:
 
 
 class RatesPlot(PlotextPlot):
-    """Observed conditional rates with their 95 % intervals, and the chosen model's curve."""
+    """Observed conditional rates with their 95 % intervals, and the chosen model's curve;
+    the legend goes to the ``#cal-legend`` line under it."""
+
+    data: tuple[list[Any], list[float], str] | None = None
+
+    def show(self, positions: list[Any], fitted: list[float], label: str) -> None:
+        """Draw ``positions`` (observed) and ``fitted`` (named ``label``), and the legend."""
+        self.data = (positions, fitted, label)
+        drawing = self.draw(positions, fitted, label)
+        width = max(10, self.screen.size.width - FIT_SIDE_WIDTH - 2)
+        lines = legend_lines(drawing, width, color=not self.app.no_color)
+        self.screen.query_one("#cal-legend", Static).update(Text.from_ansi("\n".join(lines)))
+
+    def on_resize(self) -> None:
+        # The y ticks depend on the height (and the pane is sized only once shown).
+        if self.data is not None:
+            self.show(*self.data)
 
     def draw(self, positions: list[Any], fitted: list[float], label: str) -> Drawing:
         color = not self.app.no_color
@@ -214,7 +238,7 @@ class RatesPlot(PlotextPlot):
         ticks = nice_ticks(low, high, max(2, self.size.height - 4))
         plt.yticks(ticks, [f"{t:g}" for t in ticks])
         plt.xlim(0.5, max(xs) + 0.5)
-        plt.xticks(xs, [str(x) for x in xs])
+        plt.xticks(*spaced_ticks(xs, [str(x) for x in xs], max(10, self.size.width - 8)))
         if not color:
             drawing.legend = [LegendEntry(e.label, e.glyph) for e in drawing.legend]
         self.refresh()
@@ -270,13 +294,15 @@ class CalibrateScreen(ReportsWorkerErrors, ModalScreen["SpecConfig | None"]):
     CalibrateScreen #cal-windows {
         height: 1fr;
     }
+    CalibrateScreen #cal-fit-left {
+        display: none;
+    }
     CalibrateScreen #cal-skipped, CalibrateScreen #cal-legend {
         height: auto;
         padding: 0 1;
         color: $text-muted;
     }
     CalibrateScreen #cal-fit-right {
-        width: 40;
         height: 1fr;
     }
     CalibrateScreen #cal-plot {
@@ -290,7 +316,8 @@ class CalibrateScreen(ReportsWorkerErrors, ModalScreen["SpecConfig | None"]):
 
     BINDINGS = [
         Binding("escape", "close", "Close"),
-        Binding("f", "send", "Send to form", tooltip="Load the fitted model into the form"),
+        # f outside the text fields; ctrl+f in them too (no field takes it).
+        Binding("f,ctrl+f", "send", "Send to form", tooltip="Load the fitted model into the form"),
     ]
 
     def __init__(self, scenario: SpecConfig | None) -> None:
@@ -474,14 +501,15 @@ class CalibrateScreen(ReportsWorkerErrors, ModalScreen["SpecConfig | None"]):
 
     @staticmethod
     def _counts(parsed: Any) -> str:
-        return f"{len(parsed.windows)} used, {len(parsed.rejected)} rejected"
+        rejected = f", {len(parsed.rejected)} rejected" if parsed.rejected else ""
+        return f"{len(parsed.windows)} used{rejected}"
 
     def _summary(self, found: Analysis) -> str:
         parts = [f"{source_label(found.source)}: {self._counts(found.parsed)}"]
         cal, rec = found.calibration, found.recommendation
         parts.append(cal.chosen.name)
         if rec is not None:
-            parts.append(f"K = {rec.k} ({fmt(rec.speedup, speedup=True)}x) · f: to form")
+            parts.append(f"K = {rec.k} ({fmt(rec.speedup, speedup=True)}x)")
         elif found.note:
             parts.append(found.note)
         return " · ".join(parts)
@@ -514,30 +542,27 @@ class CalibrateScreen(ReportsWorkerErrors, ModalScreen["SpecConfig | None"]):
         )
 
     def _show_fit(self, cal: Any, curves: dict[str, list[float]]) -> None:
-        plot = self.query_one(RatesPlot)
-        legend = self.query_one("#cal-legend", Static)
+        """The plot and its legend (left; hidden without per-position rates), the models
+        and the fit's notes (right, or the whole width without a plot)."""
+        left = self.query_one("#cal-fit-left")
+        right = self.query_one("#cal-fit-right")
         models = self.query_one("#cal-models", Static)
         if cal is None:
-            plot.display = False
-            legend.update("")
+            left.display = False
             models.update("")
             return
         criterion = str(getattr(_module("fit"), "CRITERION", "criterion")).split(" ")[0]
-        table = models_table(cal, criterion)
-        if cal.positions:
-            plot.display = True
-            label = f"fitted {cal.chosen.name}"
-            drawing = plot.draw(cal.positions, curves.get(cal.chosen.name, []), label)
-            width = max(10, self.size.width - 2)
-            lines = legend_lines(drawing, width, color=not self.app.no_color)
-            legend.update(Text.from_ansi("\n".join(lines)))
-        else:
-            plot.display = False
-            legend.update("no per-position rates in this log: nothing to plot")
-        chosen = f"* chosen: {cal.chosen.name}, smallest {criterion}"
+        lines = [f"* chosen: {cal.chosen.name}, smallest {criterion}"]
         if len(cal.models) == 1:
-            chosen = f"* {cal.chosen.name}: the only model these windows allow"
-        models.update(Group(table, Text("\n".join([chosen, *cal.notes]))))
+            lines = [f"* {cal.chosen.name}: the only model these windows allow"]
+        left.display = bool(cal.positions)
+        right.styles.width = FIT_SIDE_WIDTH if cal.positions else "1fr"
+        if cal.positions:
+            label = f"fitted {cal.chosen.name}"
+            self.query_one(RatesPlot).show(cal.positions, curves.get(cal.chosen.name, []), label)
+        else:
+            lines.insert(0, "No per-position rates in this log: nothing to plot.")
+        models.update(Group(models_table(cal, criterion), Text("\n".join([*lines, *cal.notes]))))
 
     def _show_recommendation(self, found: Analysis) -> None:
         pane = self.query_one("#cal-recommend", Static)

@@ -40,7 +40,7 @@ the markov model the cycles spent in the easy regime.
 | `F6` | anywhere | start the chosen sweep |
 | `F7` | anywhere | run the arena: the preset's `[[arena]]` policies, else the default set |
 | `F8` | anywhere | calibrate: paste or open a serving log; the windows, the fit, the K to use |
-| `f` `escape` | Calibrate | send the fitted model to the form, close |
+| `f` `ctrl+f` `escape` | Calibrate | send the fitted model to the form; close |
 | `ctrl+o` | anywhere | load a preset (picker) |
 | `ctrl+s` | anywhere | save the form as a preset (enter saves, escape cancels) |
 | `tab` / `shift+tab` | anywhere | next / previous field or widget |

@@ -264,7 +264,8 @@ async def test_an_unexpected_failure_is_reported_and_the_screen_stays(monkeypatc
         assert isinstance(app.screen, CalibrateScreen)
 
 
-async def test_f_sends_the_fitted_model_to_the_form_and_closes(monkeypatch):
+@pytest.mark.parametrize(("key", "focus"), [("f", "#cal-windows"), ("ctrl+f", "#cal-text")])
+async def test_f_sends_the_fitted_model_to_the_form_and_closes(monkeypatch, key, focus):
     fake_engine(monkeypatch)
     app = create_app("tiny")  # fixed, K = 3
     async with app.run_test(size=(80, 24)) as pilot:
@@ -272,8 +273,8 @@ async def test_f_sends_the_fitted_model_to_the_form_and_closes(monkeypatch):
         await paste(pilot, screen, PASTE)
         screen.analyse_now()
         await settle(pilot, app)
-        screen.query_one("#cal-windows").focus()  # out of the text area: f is a key again
-        await pilot.press("f")
+        screen.query_one(focus).focus()  # in the text area, f is a letter: ctrl+f there
+        await pilot.press(key)
         await settle(pilot, app)
         assert not isinstance(app.screen, CalibrateScreen)
         assert app.form.model == "position_decay"
@@ -281,6 +282,31 @@ async def test_f_sends_the_fitted_model_to_the_form_and_closes(monkeypatch):
         assert app.config is not None
         assert (app.config.draft_model, app.config.decay_factor) == ("position_decay", 0.9)
         assert app.config.k == 3  # the scenario is kept: only the model is sent
+
+
+async def test_the_log_k_typed_in_goes_to_the_fit(monkeypatch):
+    seen: list[int | None] = []
+
+    def calibrate(windows: list, k: int | None = None) -> FakeCalibration:
+        seen.append(k)
+        return FakeCalibration([], [FIXED], FIXED, ["no per-position rates: fixed only"])
+
+    fake_engine(monkeypatch, calibrate=calibrate)
+    app = create_app("tiny")
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_screen(pilot, app)
+        await paste(pilot, screen, PASTE)
+        screen.analyse_now()
+        await settle(pilot, app)
+        await pilot.click("#cal-k")
+        await pilot.press("5", "enter")  # enter with no path: the pasted text again
+        await settle(pilot, app)
+        assert seen == [None, 5]
+        screen.query_one("#cal-tabs").active = "cal-tab-fit"
+        await pilot.pause()
+        text = screen_text(app)
+        assert "* fixed: the only model these windows allow" in text
+        assert "No per-position rates in this log: nothing to plot." in text
 
 
 async def test_f_before_any_fit_says_so_and_stays(monkeypatch):
