@@ -64,6 +64,8 @@ OBSERVED_COLOR = "red+"
 FIT_COLOR = "blue+"
 OBSERVED_GLYPH = "●"
 INTERVAL_GLYPH = "│"
+# The panes, shown by their number key.
+PANES = (("cal-tab-windows", "Windows"), ("cal-tab-fit", "Fit"), ("cal-tab-recommend", "Recommend"))
 FIT_SIDE_WIDTH = 40  # columns of the Fit pane's models and notes, beside the plot
 
 
@@ -318,6 +320,10 @@ class CalibrateScreen(ReportsWorkerErrors, ModalScreen["SpecConfig | None"]):
         Binding("escape", "close", "Close"),
         # f outside the text fields; ctrl+f in them too (no field takes it).
         Binding("f,ctrl+f", "send", "Send to form", tooltip="Load the fitted model into the form"),
+        *(
+            Binding(str(i), f"pane('{pane}')", title, show=False)
+            for i, (pane, title) in enumerate(PANES, 1)
+        ),
     ]
 
     def __init__(self, scenario: SpecConfig | None) -> None:
@@ -343,16 +349,16 @@ class CalibrateScreen(ReportsWorkerErrors, ModalScreen["SpecConfig | None"]):
         yield TextArea(id="cal-text", placeholder="…or paste log lines here", soft_wrap=False)
         yield Static(HINT, id="cal-status")
         with TabbedContent(id="cal-tabs"):
-            with TabPane("Windows", id="cal-tab-windows"):
+            with TabPane("1 Windows", id="cal-tab-windows"):
                 yield DataTable(id="cal-windows", cursor_type="row", zebra_stripes=True)
                 yield Static("", id="cal-skipped")
-            with TabPane("Fit", id="cal-tab-fit"), Horizontal():
+            with TabPane("2 Fit", id="cal-tab-fit"), Horizontal():
                 with Vertical(id="cal-fit-left"):
                     yield RatesPlot(id="cal-plot")
                     yield Static("", id="cal-legend")
                 with VerticalScroll(id="cal-fit-right"):
                     yield Static("", id="cal-models")
-            with TabPane("Recommend", id="cal-tab-recommend"), VerticalScroll():
+            with TabPane("3 Recommend", id="cal-tab-recommend"), VerticalScroll():
                 yield Static("", id="cal-recommend")
         yield Footer()
 
@@ -589,6 +595,10 @@ class CalibrateScreen(ReportsWorkerErrors, ModalScreen["SpecConfig | None"]):
 
     def action_close(self) -> None:
         self.dismiss(None)
+
+    def action_pane(self, pane: str) -> None:
+        """Show one of the panes (1 Windows, 2 Fit, 3 Recommend)."""
+        self.query_one("#cal-tabs", TabbedContent).active = pane
 
 
 def _default_config() -> SpecConfig:

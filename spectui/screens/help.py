@@ -40,7 +40,7 @@ the markov model the cycles spent in the easy regime.
 | `F6` | anywhere | start the chosen sweep |
 | `F7` | anywhere | run the arena: the preset's `[[arena]]` policies, else the default set |
 | `F8` | anywhere | calibrate: paste or open a serving log; the windows, the fit, the K to use |
-| `f` `ctrl+f` `escape` | Calibrate | send the fitted model to the form; close |
+| `1` `2` `3` `f` `ctrl+f` | Calibrate | windows, fit, recommendation; send the model to the form |
 | `ctrl+o` | anywhere | load a preset (picker) |
 | `ctrl+s` | anywhere | save the form as a preset (enter saves, escape cancels) |
 | `tab` / `shift+tab` | anywhere | next / previous field or widget |

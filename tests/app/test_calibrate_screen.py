@@ -302,7 +302,8 @@ async def test_the_log_k_typed_in_goes_to_the_fit(monkeypatch):
         await pilot.press("5", "enter")  # enter with no path: the pasted text again
         await settle(pilot, app)
         assert seen == [None, 5]
-        screen.query_one("#cal-tabs").active = "cal-tab-fit"
+        screen.query_one("#cal-windows").focus()  # out of the fields: 1 2 3 show the panes
+        await pilot.press("2")
         await pilot.pause()
         text = screen_text(app)
         assert "* fixed: the only model these windows allow" in text
@@ -340,11 +341,12 @@ async def test_a_real_vllm_log_file_is_parsed_fitted_and_recommended():
         assert [p.position for p in cal.positions] == [1, 2, 3]
         assert math.isclose(cal.positions[0].rate, 0.543, abs_tol=1e-3)
         assert rec.k in rec.band and rec.low <= rec.speedup <= rec.high
-        screen.query_one("#cal-tabs").active = "cal-tab-fit"
+        screen.query_one("#cal-windows").focus()  # out of the fields: 1 2 3 show the panes
+        await pilot.press("2")
         await pilot.pause()
         text = screen_text(app)
         assert f"*{cal.chosen.name}" in text and "observed, 95 % interval" in text
-        screen.query_one("#cal-tabs").active = "cal-tab-recommend"
+        await pilot.press("3")
         await pilot.pause()
         text = screen_text(app)
         assert f"Recommended K = {rec.k}" in text and "at the log's K = 3" in text
