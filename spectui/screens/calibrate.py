@@ -144,13 +144,30 @@ def _change_text(rec: Any) -> str:
         return "the log does not say which K it was recorded at"
     change = rec.change if rec.change is not None else rec.speedup / rec.log_speedup - 1.0
     return (
-        f"at the log's K = {rec.log_k}: {fmt(rec.log_speedup, speedup=True)}x; "
+        f"At the log's K = {rec.log_k}: {fmt(rec.log_speedup, speedup=True)}x; "
         f"K = {rec.k} changes that by {change * 100:+.1f} %"
     )
 
 
+def scenario_label(scenario: SpecConfig, values: dict[str, object]) -> str:
+    """What K is recommended for: the fitted model (``values``) in the form's scenario, e.g.
+    'beta_round (beta_a=2.1, beta_b=0.9), linear cost, draft 20 us, c=0.1'."""
+    model = str(values.get("draft_model", scenario.draft_model))
+    params = ", ".join(
+        f"{key.rsplit('.', 1)[-1]}={value:.3g}" if isinstance(value, float) else f"{key}={value}"
+        for key, value in values.items()
+        if key != "draft_model"
+    )
+    if scenario.cost_model == "linear":
+        cost = f"draft {scenario.draft_cost_us:g} us, c={scenario.cost_ratio:.3g}"
+    else:
+        cost = f"batch {scenario.batch_size}, prompt {scenario.prompt_len}"
+    return f"{model} ({params}), {scenario.cost_model} cost, {cost}"
+
+
 def recommendation_text(rec: Any, scenario_label: str) -> str:
-    """The Recommend pane's head: K, speedup and interval, band, change, the scenario."""
+    """The Recommend pane's head: K, speedup and interval, band, change, the speedup at
+    every K, the scenario."""
     band = ", ".join(str(k) for k in rec.band)
     lines = [
         f"Recommended K = {rec.k}: speedup {fmt(rec.speedup, speedup=True)}x "
@@ -158,8 +175,12 @@ def recommendation_text(rec: Any, scenario_label: str) -> str:
         "(95 %, the fit's uncertainty)",
         f"Within 2 % of the best: K = {band}",
         _change_text(rec),
-        f"Scenario (the form): {scenario_label}",
     ]
+    curve = getattr(rec, "curve", None)
+    if curve:
+        points = "  ".join(f"{k}:{fmt(s, 2, speedup=True)}" for k, s, *_ in curve)
+        lines.append(f"Speedup by K: {points}")
+    lines.append(f"For: {scenario_label} (the form's scenario)")
     return "\n".join(lines)
 
 
@@ -575,10 +596,9 @@ class CalibrateScreen(ReportsWorkerErrors, ModalScreen["SpecConfig | None"]):
         if found.recommendation is None:
             pane.update(found.note or ("recommending K…" if found.calibration else ""))
             return
-        from spectui.widgets.speedup_view import config_label
-
         assert self.scenario is not None
-        head = Text(recommendation_text(found.recommendation, config_label(self.scenario)))
+        label = scenario_label(self.scenario, found.calibration.chosen.values)
+        head = Text(recommendation_text(found.recommendation, label))
         pane.update(Group(head, Text(""), settings_table(found.emitted)) if found.emitted else head)
 
     # --- actions ----------------------------------------------------------------------------

@@ -349,5 +349,5 @@ async def test_a_real_vllm_log_file_is_parsed_fitted_and_recommended():
         await pilot.press("3")
         await pilot.pause()
         text = screen_text(app)
-        assert f"Recommended K = {rec.k}" in text and "at the log's K = 3" in text
+        assert f"Recommended K = {rec.k}" in text and "At the log's K = 3" in text
         assert "num_speculative_tokens" in text
