@@ -34,6 +34,7 @@ of them) and returns one :class:`Window` per measurement it recognises:
 ``sglang``
     ``Decode batch`` lines with ``accept len: M``: the mean acceptance length only.
 ``llama.cpp``
+    the summary of the ``speculative`` and ``lookup`` examples (``n_drafted``, ``n_accept``),
     per-request ``draft acceptance rate = x (a accepted / g generated)`` lines, later with
     ``mean len`` or ``mean acceptance length`` and ``acceptance rate per position = (...)``,
     and the ``statistics <drafter>: ... #gen drafts = ...`` lines. Statistics are totals since
@@ -501,6 +502,7 @@ class _Block:
     position: re.Pattern[str] | None  # groups: position (from 0), rate
     scale: float  # rates and acceptance printed in percent (0.01) or as fractions (1)
     filler: re.Pattern[str]  # lines inside the block that carry no value
+    fixed_k: bool = True  # every draft has K tokens (vLLM); llama.cpp drafts vary
 
 
 _BLOCKS = (
@@ -548,6 +550,19 @@ _BLOCKS = (
         0.01,
         re.compile(r"$|Total (?:input|output) tokens:|(?:Input|Output) token throughput"),
     ),
+    _Block(
+        "llama.cpp",
+        re.compile(r"n_draft\s*="),
+        {
+            "drafted": re.compile(r"n_drafted\s*=\s*" + _NUMBER),
+            "accepted": re.compile(r"n_accept\s*=\s*" + _NUMBER),
+            "acceptance": re.compile(r"accept\s*=\s*" + _NUMBER + "%"),
+        },
+        None,
+        0.01,
+        re.compile(r"n_predict\s*=|t_draft\s*=|n_draft\s*="),
+        fixed_k=False,
+    ),
 )
 
 
@@ -580,7 +595,7 @@ def _block(lines: Sequence[str], index: int) -> tuple[_Raw, int] | None:
             break
     if not values:
         return None
-    raw = _Raw(spec.source, index, "\n".join(lines[index:end]))
+    raw = _Raw(spec.source, index, "\n".join(lines[index:end]), fixed_k=spec.fixed_k)
     if "drafts" in values:
         raw.drafts = float(values["drafts"])
     if "drafted" in values:

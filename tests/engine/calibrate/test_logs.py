@@ -23,7 +23,7 @@ def only(windows: list[Window]) -> Window:
 
 def test_every_fixture_names_its_source_and_parses():
     names = sorted(p.name for p in FIXTURES.iterdir())
-    assert len(names) == 13
+    assert len(names) == 15
     for name in names:
         text = (FIXTURES / name).read_text()
         assert text.startswith("# source: "), name
@@ -231,6 +231,26 @@ def test_sglang_accept_len_is_a_mean_only():
     w = only(result.windows)
     assert (w.source, w.line, w.mean_length) == ("sglang", 3, 3.13)
     assert w.drafts is None and w.accepted is None and w.k is None and w.position_accepted is None
+
+
+def test_sglang_early_format():
+    result = parse("sglang_decode_old.log")
+    assert [(w.line, w.mean_length) for w in result.windows] == [(2, 3.42), (3, 3.18)]
+    assert (result.lines, result.skipped) == (3, 1)
+
+
+def test_llama_cpp_lookup_summary():
+    # n_drafted = 712, n_accept = 410, accept = 57.584 % (410 / 712 = 0.575843): no drafts.
+    result = parse("llamacpp_lookup.txt")
+    assert (result.lines, result.skipped) == (7, 1)
+    w = only(result.windows)
+    assert (w.source, w.line, w.drafted, w.accepted, w.drafts) == ("llama.cpp", 2, 712, 410, None)
+    assert w.text.count("\n") == 5
+    changed = parse_log(
+        (FIXTURES / "llamacpp_lookup.txt").read_text().replace("57.584%", "60.000%") + "x\n"
+        "draft acceptance rate = 0.5 (  1 accepted /   2 generated)"
+    )
+    assert "acceptance rate 0.6 != accepted / drafted 0.5758" in only(changed.rejected).problems
 
 
 def test_llama_cpp_mean_len_line():
