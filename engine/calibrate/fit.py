@@ -645,6 +645,18 @@ def fit_linear_cost(
     return float(fixed), float(per_token)
 
 
+def linear_cost_table(cost: tuple[float, float], step_us: float, k_max: int) -> str:
+    """The linear cost in target steps (:func:`fit_linear_cost`) as the text of a ``table``
+    cost model's CSV (engine.cost.table), for a decode step of ``step_us``: tokens 1 is the
+    plain step, tokens K + 1 the whole cycle of K drafts, ``step_us x (fixed + per_token
+    x K)``, for K = 1..k_max. The ``linear`` cost model cannot stand for it when ``fixed``
+    is not 1 (its cycle is one verify pass plus K drafts: 1 + cost x K steps)."""
+    fixed, per_token = cost
+    rows = ["batch_size,tokens,verify_us", f"1,1,{step_us!r}"]
+    rows += [f"1,{k + 1},{step_us * (fixed + per_token * k)!r}" for k in range(1, k_max + 1)]
+    return "\n".join(rows) + "\n"
+
+
 def linear_speedup(mean_length: float, k: int, cost: tuple[float, float]) -> float:
     """Long-run speedup of a cycle emitting ``mean_length`` tokens on average at a cost of
     ``fixed + per_token x k`` target steps (:func:`fit_linear_cost`)."""

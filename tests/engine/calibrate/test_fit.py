@@ -20,6 +20,7 @@ from engine.calibrate.fit import (
     fit_counts,
     fit_linear_cost,
     fixed_from_mean,
+    linear_cost_table,
     linear_speedup,
     model_rates,
     posterior_values,
@@ -378,6 +379,21 @@ def test_anchor_vllm_20780_reproduces_measured_speedups(method, best_k):
     assert max(measured, key=measured.__getitem__) == best_k
     assert max(predicted, key=predicted.__getitem__) == best_k
     assert 1.0 < cost[0] < 1.3 and 0.05 < cost[1] < 0.2  # target steps: plausible
+
+
+def test_linear_cost_table_prices_the_engine_like_the_fit(tmp_path):
+    """The fitted cost as a table cost model: the engine's long-run speedup with the fixed
+    acceptance solved from each K's M is M / (fixed + per_token K), the anchor's figure."""
+    rows = anchor_rows()["eagle3"]
+    baseline = rows[0][3]
+    cost = fit_linear_cost([(k, m, tpot) for k, m, tpot, _ in rows], baseline)
+    table = tmp_path / "cost.csv"
+    table.write_text(linear_cost_table(cost, baseline * 1000.0, 8))
+    scenario = SpecConfig(cost_model="table", cost_table=str(table))
+    configs = [scenario.replace(k=k, acceptance_rate=fixed_from_mean(m, k)) for k, m, _, _ in rows]
+    limits = exact_metrics_many(configs)["speedup_limit"]
+    for (k, m, _, _), limit in zip(rows, limits, strict=True):
+        assert limit == pytest.approx(linear_speedup(m, k, cost), rel=1e-9)
 
 
 # ---------------------------------------------------------------- emit
