@@ -507,8 +507,7 @@ def _calibrate_mean(
         rms_error=math.nan,
         interval=interval,
     )
-    count = len(usable)
-    return Calibration(count, float(drafts), log_k, sources, [], [fit], fit, notes)
+    return Calibration(len(pairs), float(drafts), log_k, sources, [], [fit], fit, notes)
 
 
 # ---------------------------------------------------------------------------- recommend
@@ -582,8 +581,10 @@ def recommend(
     ``cal.config(scenario)`` at each K (engine.exact, the scenario's cost model and
     length), a 95 % interval at each K from ``draws`` posterior draws
     (:func:`posterior_values`; percentiles 2.5 and 97.5), the tolerance ``band`` (every K
-    within ``band`` of the best speedup) and the change against the log's K."""
+    within ``band`` of the best speedup) and the change against the log's K. K is a fixed
+    speculation length: the scenario's K policy is set to ``fixed``."""
     ks = list(range(1, k_max + 1))
+    scenario = scenario.replace(policy="fixed")
     base = cal.config(scenario)
     samples = posterior_values(cal, draws, seed) if draws > 0 else []
     configs = [base.replace(k=k) for k in ks]
@@ -691,7 +692,9 @@ _SGLANG_ALGORITHM = {
 def emit(rec: Recommendation, cal: Calibration, method: str = "draft_model") -> dict[str, str]:
     """The recommended K as each engine's settings: ``vllm``, ``sglang``, ``llama.cpp``,
     ``tensorrt-llm`` (text to paste). ``method``: vLLM's speculative method name (eagle,
-    eagle3, draft_model, ngram, mtp...), mapped to SGLang's algorithm where it has one."""
+    eagle3, draft_model, ngram, mtp...), mapped to SGLang's algorithm where it has one.
+    ``cal`` is the fit the recommendation came from (kept for settings that depend on it;
+    none does yet: every engine here takes a fixed K)."""
     k = rec.k
     vllm = json.dumps({"method": method, "num_speculative_tokens": k})
     sglang = (

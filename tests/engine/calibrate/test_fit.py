@@ -325,6 +325,13 @@ def test_recommendation_band_interval_and_change():
     assert rec.change == pytest.approx(best / speedups[3] - 1)
 
 
+def test_recommendation_is_for_a_fixed_k_whatever_the_scenarios_policy():
+    cal = calibrate([synthetic([0.8] * 3, 3000, seed=13)])
+    fixed = recommend(cal, SpecConfig(), k_max=6, draws=0)
+    adaptive = recommend(cal, SpecConfig(policy="hf_heuristic"), k_max=6, draws=0)
+    assert adaptive.curve == fixed.curve
+
+
 def test_recommendation_interval_narrows_with_more_drafts():
     scenario = SpecConfig(draft_cost_us=15.0, verify_cost_us=200.0)
     widths = []
