@@ -47,7 +47,7 @@ Z95 = 1.959963984540054  # two-sided 95 % normal quantile
 BETA_LOW = 1e-3
 # The 2-parameter maximisations: a grid of this many points, then golden-section steps.
 _GRID = 17
-_GOLDEN_STEPS = 40
+_GOLDEN_STEPS = 36
 _INV_PHI = (math.sqrt(5.0) - 1.0) / 2.0
 
 
@@ -182,12 +182,11 @@ def _maximise(f: Callable[[FloatArray], FloatArray], lo: float, hi: float, n: in
     for _ in range(_GOLDEN_STEPS):
         left = fc >= fd  # the maximum lies in [a, d], else in [c, b]
         a, b = np.where(left, a, c), np.where(left, d, b)
-        c, d = (
-            np.where(left, b - _INV_PHI * (b - a), d),
-            np.where(left, c, a + _INV_PHI * (b - a)),
-        )
-        # each kept point keeps its value; the new one is evaluated (both sides at once)
-        fc, fd = np.where(left, f(c), fd), np.where(left, fc, f(d))
+        # the kept inner point keeps its value; one new point per function is evaluated
+        new = np.where(left, b - _INV_PHI * (b - a), a + _INV_PHI * (b - a))
+        f_new = f(new)
+        c, d = np.where(left, new, d), np.where(left, c, new)
+        fc, fd = np.where(left, f_new, fd), np.where(left, fc, f_new)
     x: FloatArray = (a + b) / 2.0
     return x
 
