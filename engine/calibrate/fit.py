@@ -488,6 +488,10 @@ def _calibrate_mean(
         f"no per-position rates in the log ({what}): only the fixed model can be fitted, "
         f"from M = {mean_length:.3f} at K = {k}: p = {p:.4f}"
     )
+    if mean_length > k + 1.0:
+        notes.append(
+            f"M = {mean_length:.3f} exceeds K + 1 = {k + 1}: the log was recorded at a larger K"
+        )
     if known and 0.0 < p < 1.0:
         se = _fixed_stderr(p, k, drafts)
         interval["acceptance_rate"] = (max(0.0, p - Z95 * se), min(1.0, p + Z95 * se))

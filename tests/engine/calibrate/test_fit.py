@@ -225,6 +225,12 @@ def test_mean_length_without_drafts_says_uncertainty_unknown():
     assert rec.low == rec.speedup == rec.high
 
 
+def test_mean_length_beyond_k_plus_one_is_flagged():
+    cal = calibrate([window(mean_length=4.3, source="llama.cpp")], k=3)
+    assert cal.chosen.values["acceptance_rate"] == 1.0
+    assert any("exceeds K + 1 = 4" in note for note in cal.notes)
+
+
 def test_nothing_usable_is_an_error():
     with pytest.raises(CalibrationError, match="K"):
         calibrate([window(mean_length=2.2, source="sglang")])
