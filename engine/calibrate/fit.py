@@ -95,7 +95,8 @@ class ModelFit:
     ``log_likelihood`` and ``criterion`` (:data:`CRITERION`) are NaN when the windows give
     no per-position counts; ``rms_error``: RMS of the fitted against the observed
     conditional rates over the observed positions (NaN without them); ``interval``: 95 %
-    intervals of the parameters where the counts give one (``fixed`` only)."""
+    intervals of the parameters where the counts give one (``fixed`` only: Wilson on the
+    pooled counts, or the delta method on M from a mean length)."""
 
     name: str
     values: dict[str, object]
@@ -353,6 +354,7 @@ def _fixed_stderr(p: float, k: int, drafts: float) -> float:
 
 
 def _log_k(windows: Sequence[WindowLike]) -> tuple[int | None, list[str]]:
+    """The K the log was recorded at (the one with most drafts) and a note if several."""
     weight: dict[int, float] = {}
     for w in windows:
         if w.k is not None:
@@ -429,7 +431,7 @@ def _calibrate_positions(
         interval = {}
         if name == "fixed":
             total = float(accepted.sum())
-            interval["acceptance_rate"] = _beta_interval(total, trials - total)
+            interval["acceptance_rate"] = wilson_interval(total, trials)
         models.append(
             ModelFit(
                 name=name,
@@ -447,15 +449,6 @@ def _calibrate_positions(
     notes.insert(1, f"fit error (RMS of conditional rates over {m} positions): {errors}")
     drafts = float(sum(float(w.drafts or 0.0) for w in windows))
     return Calibration(len(windows), drafts, log_k, sources, positions, models, chosen, notes)
-
-
-def _beta_interval(successes: float, failures: float) -> tuple[float, float]:
-    """95 % interval of a Beta(1 + s, 1 + f) posterior (normal approximation on its moments,
-    which is close for the counts of a log)."""
-    a, b = 1.0 + successes, 1.0 + failures
-    mean = a / (a + b)
-    sd = math.sqrt(a * b / ((a + b) ** 2 * (a + b + 1.0)))
-    return max(0.0, mean - Z95 * sd), min(1.0, mean + Z95 * sd)
 
 
 def _calibrate_mean(
