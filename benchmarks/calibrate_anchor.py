@@ -7,9 +7,9 @@ it fits the linear cost, fixed + per_token x K target steps per cycle, from the 
 (``engine.calibrate.fit.fit_linear_cost``), then prints for each K:
 
 * ``measured``: baseline TPOT / TPOT;
-* ``per-K M``: the engine's long-run speedup (``speedup_limit``) with the fitted cost as a
-  ``table`` cost model and the fixed acceptance solved from that K's measured M (so
-  tokens per cycle is the measured M): M / (fixed + per_token x K);
+* ``per-K M``: the engine's long-run speedup (``speedup_limit``) with the fitted cost as
+  the ``linear`` cost model (``linear_cost_values``) and the fixed acceptance solved from
+  that K's measured M (so tokens per cycle is the measured M): M / (fixed + per_token x K);
 * ``one model``: the same with a single ``position_decay`` acceptance fitted to all six
   M by least squares (two parameters for six K), and its M beside the measured one;
 
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import csv
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 from engine.calibrate.fit import (  # noqa: E402
     fit_linear_cost,
     fixed_from_mean,
-    linear_cost_table,
+    linear_cost_values,
 )
 from engine.config import SpecConfig  # noqa: E402
 from engine.exact import exact_metrics_many, tokens_per_cycle  # noqa: E402
@@ -86,19 +85,13 @@ def main() -> None:
         baseline_ms = rows[0][3]
         cost = fit_linear_cost([(k, m, tpot) for k, m, tpot, _ in rows], baseline_ms)
         base, factor = fit_decay([(k, m) for k, m, _, _ in rows])
-        k_max = max(k for k, *_ in rows)
-        with tempfile.TemporaryDirectory() as folder:
-            table = Path(folder) / "cost.csv"
-            table.write_text(linear_cost_table(cost, baseline_ms * 1000.0, k_max))
-            scenario = SpecConfig(cost_model="table", cost_table=str(table))
-            per_k = [
-                scenario.replace(k=k, acceptance_rate=fixed_from_mean(m, k)) for k, m, _, _ in rows
-            ]
-            decay = scenario.replace(
-                draft_model="position_decay", decay_base=base, decay_factor=factor
-            )
-            one = [decay.replace(k=k) for k, *_ in rows]
-            limits = exact_metrics_many(per_k + one)["speedup_limit"]
+        scenario = SpecConfig().replace(**linear_cost_values(cost, baseline_ms * 1000.0))
+        per_k = [
+            scenario.replace(k=k, acceptance_rate=fixed_from_mean(m, k)) for k, m, _, _ in rows
+        ]
+        decay = scenario.replace(draft_model="position_decay", decay_base=base, decay_factor=factor)
+        one = [decay.replace(k=k) for k, *_ in rows]
+        limits = exact_metrics_many(per_k + one)["speedup_limit"]
         n = len(rows)
         print(
             f"{NAMES[method]} (vllm#20780, Llama-3.1-8B, BS 1): cost per cycle "

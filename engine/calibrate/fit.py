@@ -642,16 +642,21 @@ def fit_linear_cost(
     return float(fixed), float(per_token)
 
 
-def linear_cost_table(cost: tuple[float, float], step_us: float, k_max: int) -> str:
-    """The linear cost in target steps (:func:`fit_linear_cost`) as the text of a ``table``
-    cost model's CSV (engine.cost.table), for a decode step of ``step_us``: tokens 1 is the
-    plain step, tokens K + 1 the whole cycle of K drafts, ``step_us x (fixed + per_token
-    x K)``, for K = 1..k_max. The ``linear`` cost model cannot stand for it when ``fixed``
-    is not 1 (its cycle is one verify pass plus K drafts: 1 + cost x K steps)."""
+def linear_cost_values(cost: tuple[float, float], step_us: float) -> dict[str, object]:
+    """SpecConfig values of the ``linear`` cost model for a fitted cost in target steps
+    (:func:`fit_linear_cost`) and a decode step of ``step_us``: the verify pass is the
+    step, each drafted token costs ``per_token`` steps and a cycle that drafts pays
+    ``fixed - 1`` steps more (``cost.draft_fixed_us``), so a cycle of K drafts costs
+    ``fixed + per_token x K`` steps. Negative terms (a sweep that measures a cycle cheaper
+    than a step) are clipped to 0."""
     fixed, per_token = cost
-    rows = ["batch_size,tokens,verify_us", f"1,1,{step_us!r}"]
-    rows += [f"1,{k + 1},{step_us * (fixed + per_token * k)!r}" for k in range(1, k_max + 1)]
-    return "\n".join(rows) + "\n"
+    return {
+        "cost.model": "linear",
+        "verify_cost_us": step_us,
+        "draft_cost_us": max(per_token, 0.0) * step_us,
+        "cost.verify_token_us": 0.0,
+        "cost.draft_fixed_us": max(fixed - 1.0, 0.0) * step_us,
+    }
 
 
 def linear_speedup(mean_length: float, k: int, cost: tuple[float, float]) -> float:

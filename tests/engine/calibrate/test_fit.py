@@ -6,7 +6,6 @@ from __future__ import annotations
 import csv
 import json
 import math
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -20,33 +19,16 @@ from engine.calibrate.fit import (
     fit_counts,
     fit_linear_cost,
     fixed_from_mean,
-    linear_cost_table,
+    linear_cost_values,
     linear_speedup,
     model_rates,
     posterior_values,
     recommend,
     wilson_interval,
 )
+from engine.calibrate.logs import Window
 from engine.config import SpecConfig
 from engine.exact import exact_metrics_many
-
-try:
-    from engine.calibrate.logs import Window
-except ImportError:  # the parser lands in another branch; the contract's fields
-
-    @dataclass(frozen=True)
-    class Window:  # type: ignore[no-redef]
-        source: str
-        line: int
-        text: str
-        drafts: float | None
-        drafted: int | None
-        accepted: int | None
-        k: int | None
-        mean_length: float | None
-        position_accepted: tuple[float, ...] | None
-        problems: tuple[str, ...] = ()
-
 
 ANCHOR = Path(__file__).parents[2] / "fixtures" / "anchors" / "vllm_20780.csv"
 Z = 5.0  # standard errors allowed for an estimate (seeded: deterministic)
@@ -394,15 +376,13 @@ def test_anchor_vllm_20780_reproduces_measured_speedups(method, best_k):
     assert 1.0 < cost[0] < 1.3 and 0.05 < cost[1] < 0.2  # target steps: plausible
 
 
-def test_linear_cost_table_prices_the_engine_like_the_fit(tmp_path):
-    """The fitted cost as a table cost model: the engine's long-run speedup with the fixed
-    acceptance solved from each K's M is M / (fixed + per_token K), the anchor's figure."""
+def test_linear_cost_values_price_the_engine_like_the_fit():
+    """The fitted cost as the linear cost model: the engine's long-run speedup with the
+    fixed acceptance solved from each K's M is M / (fixed + per_token K), the anchor's."""
     rows = anchor_rows()["eagle3"]
     baseline = rows[0][3]
     cost = fit_linear_cost([(k, m, tpot) for k, m, tpot, _ in rows], baseline)
-    table = tmp_path / "cost.csv"
-    table.write_text(linear_cost_table(cost, baseline * 1000.0, 8))
-    scenario = SpecConfig(cost_model="table", cost_table=str(table))
+    scenario = SpecConfig().replace(**linear_cost_values(cost, baseline * 1000.0))
     configs = [scenario.replace(k=k, acceptance_rate=fixed_from_mean(m, k)) for k, m, _, _ in rows]
     limits = exact_metrics_many(configs)["speedup_limit"]
     for (k, m, _, _), limit in zip(rows, limits, strict=True):
