@@ -50,7 +50,19 @@ def add_calibrate_parser(
     cal.add_argument(
         "--calibrate-k-max", type=int, default=16, metavar="N", help="largest K to consider"
     )
-    cal.add_argument("--method", default="draft_model", help="vLLM speculative method to emit")
+    cal.add_argument(
+        "--log-k",
+        type=int,
+        metavar="N",
+        help="the K the log was recorded at, where its lines do not say (SGLang accept len, "
+        "old llama.cpp)",
+    )
+    cal.add_argument(
+        "--method",
+        default="draft_model",
+        help="the speculative method to emit (vLLM's name: draft_model, eagle, eagle3, ngram, "
+        "mtp, ...; default draft_model)",
+    )
     add_scenario_flags(cal)
     cal.add_argument("--json", action="store_true", help="print everything as one JSON object")
 
@@ -102,7 +114,14 @@ def _scenario(args: argparse.Namespace) -> Any:
 def cmd_calibrate(args: argparse.Namespace) -> int:
     import sys
 
-    from engine.calibrate.fit import calibrate, emit, fit_linear_cost, recommend
+    from engine.calibrate.fit import (
+        CalibrationError,
+        calibrate,
+        emit,
+        fit_linear_cost,
+        linear_cost_values,
+        recommend,
+    )
     from engine.calibrate.logs import LogError, parse_log
 
     try:
@@ -124,33 +143,73 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if args.cost_points is not None:
         points, baseline = read_cost_points(args.cost_points)
         fixed, per_token = fit_linear_cost(points, baseline)
-        scenario = scenario.replace(
-            **{
-                "cost.model": "linear",
-                "verify_cost_us": STEP_US,
-                "draft_cost_us": max(per_token, 0.0) * STEP_US,
-                "cost.verify_token_us": 0.0,
-                "cost.draft_fixed_us": max(fixed - 1.0, 0.0) * STEP_US,
-            }
-        )
+        scenario = scenario.replace(**linear_cost_values((fixed, per_token), STEP_US))
         cost_note = (
             f"linear cost fitted from {len(points)} K points of {args.cost_points}: a cycle "
             f"costs {fixed:.3f} + {per_token:.3f} x K target steps"
         )
     if not 1 <= args.calibrate_k_max <= 64:
         raise UsageError("--calibrate-k-max: expected an integer in [1, 64]")
-    cal = calibrate(parsed.windows)
+    if args.log_k is not None and not 1 <= args.log_k <= 1024:
+        raise UsageError("--log-k: expected an integer in [1, 1024]")
+    try:
+        cal = calibrate(parsed.windows, k=args.log_k)
+    except CalibrationError as err:
+        hint = "" if args.log_k is not None else " (--log-k N)"
+        raise UsageError(f"{args.logfile}: {err}{hint}") from None
     rec = recommend(cal, scenario, k_max=args.calibrate_k_max)
     configs = emit(rec, cal, args.method)
+    adaptive = adaptive_note(cal, scenario, rec)
     if args.json:
-        print(json.dumps(_payload(parsed, cal, rec, configs, cost_note), default=_plain))
+        payload = _payload(parsed, cal, rec, configs, cost_note)
+        payload["adaptive"] = adaptive
+        print(json.dumps(payload, default=_plain))
         return 0
     _print(parsed, cal, rec, configs, cost_note, scenario)
+    from rich.text import Text
+
+    from spectui.render import console
+
+    console().print(Text(f"adaptive: {adaptive}"))
     return 0
 
 
+def adaptive_note(cal: Any, scenario: Any, rec: Any) -> str:
+    """Whether an engine's adaptive setting would beat the recommended fixed K on the
+    calibrated scenario: Hugging Face's heuristic (Transformers'
+    ``num_assistant_tokens_schedule="heuristic"``) by its exact value. Every model a log
+    can calibrate is i.i.d. across cycles, where the arena finds the best fixed K within
+    noise of the oracle, so this says why no adaptive setting is emitted (or emits it)."""
+    from engine.formatting import speedup_text
+    from engine.policies import exact_speedup
+
+    config = cal.config(scenario).replace(
+        **{"policy.name": "hf_heuristic", "k": min(rec.k, scenario.k_max)}
+    )
+    hf = exact_speedup(config)
+    if hf > rec.speedup:
+        return (
+            f"Hugging Face's heuristic ({speedup_text(hf)}) beats fixed K = {rec.k} "
+            f"({speedup_text(rec.speedup)}): Transformers num_assistant_tokens_schedule="
+            f"'heuristic', num_assistant_tokens={rec.k}"
+        )
+    return (
+        f"none emitted: the fitted acceptance is i.i.d. across cycles, and Hugging Face's "
+        f"heuristic gives {speedup_text(hf)} against {speedup_text(rec.speedup)} for fixed "
+        f"K = {rec.k} (spectui arena compares every policy)"
+    )
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'s' * (n != 1)}"
+
+
 def _short(value: Any) -> str:
-    return f"{value:.3g}" if isinstance(value, float) else str(value)
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    if isinstance(value, str) and "," in value:  # a list of rates
+        return ",".join(f"{float(v):.3g}" for v in value.split(","))
+    return str(value)
 
 
 def _plain(value: Any) -> Any:
@@ -224,10 +283,11 @@ def _print(
     out = console()
     sources = ", ".join(cal.sources)
     k_text = f", K = {cal.k}" if cal.k else ""
+    drafts = f"{cal.drafts:,.0f} drafts" if cal.drafts else "drafts unknown"
     out.print(
         Text(
-            f"Calibration: {len(parsed.windows)} windows ({sources}), {cal.drafts:,.0f} drafts"
-            f"{k_text}; {len(parsed.rejected)} rejected, {parsed.skipped} lines skipped",
+            f"Calibration: {_count(len(parsed.windows), 'window')} ({sources}), {drafts}"
+            f"{k_text}; {len(parsed.rejected)} rejected, {_count(parsed.skipped, 'line')} skipped",
             style="bold",
         )
     )
@@ -273,10 +333,14 @@ def _print(
     out.print(Text(f"cost: {cost_setting_text(scenario)}"))
     band = rec.band
     band_text = f"K {band[0]}-{band[-1]}" if len(band) > 1 else f"K {band[0]}"
+    interval = (
+        f"95 %: {speedup_text(rec.low)}-{speedup_text(rec.high)}"
+        if cal.drafts
+        else "interval unknown: the log gives no draft count"
+    )
     out.print(
         Text(
-            f"recommended K = {rec.k}: speedup {speedup_text(rec.speedup)} "
-            f"(95 %: {speedup_text(rec.low)}-{speedup_text(rec.high)}); "
+            f"recommended K = {rec.k}: speedup {speedup_text(rec.speedup)} ({interval}); "
             f"within 2 % of the best: {band_text}",
             style="bold",
         )
@@ -289,5 +353,5 @@ def _print(
             )
         )
     out.print(Text("configuration:"))
-    for engine, text in configs.items():
-        out.print(Text(f"  {engine}: {text}"))
+    for engine, text in configs.items():  # one line each, to copy
+        out.print(Text(f"  {engine}: {text}"), soft_wrap=True)
