@@ -397,6 +397,18 @@ class SpecConfig:
         help="linear: verify cost per drafted token checked",
         part=_LINEAR,
     )
+    draft_fixed_us: float = _field(
+        0.0,
+        "cost.draft_fixed_us",
+        label="draft fix",
+        kind="number",
+        low=0.0,
+        high=COST_MAX_US,
+        unit="us",
+        help="linear: fixed cost of a cycle that drafts (draft prefill, launches, rejection "
+        "sampling), beyond its passes; a plain step never pays it",
+        part=_LINEAR,
+    )
     gpu: str = _field(
         "h100",
         "cost.gpu",

@@ -318,8 +318,11 @@ def _simulate_chunk(
                         if member.costs.constant_cycle_us is None:
                             times = member.cycle_us[r_cell].reshape(hi - lo, width)
                             round_time[index][lo:hi] = times.sum(axis=1)
-                        if member.costs.draft_per_token_us is None:
-                            draft_time[index] += float(member.draft_us[r_cell].sum())
+                # Drafting not proportional to k (a fixed cost per drafting cycle, a
+                # measured table): added cycle by cycle, whether the cycle times are.
+                for index, member in enumerate(priced):
+                    if member.costs.draft_per_token_us is None:
+                        draft_time[index] += float(member.draft_us[r_cell].sum())
                 if positions or record is not None:
                     valid = before > 0
                     n_cell = np.minimum(emitted[cells].astype(k_cell.dtype) - 1, k_cell)

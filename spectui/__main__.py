@@ -152,6 +152,9 @@ def build_parser() -> Parser:
     from spectui.arena_command import add_arena_parser
 
     add_arena_parser(sub, add_scenario_flags)
+    from spectui.calibrate_command import add_calibrate_parser
+
+    add_calibrate_parser(sub, add_scenario_flags)
 
     sub.add_parser("presets", help="list shipped and user presets")
 

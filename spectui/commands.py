@@ -15,6 +15,7 @@ from typing import Any
 from engine.config import FIELD_SPECS, SpecConfig
 from engine.presets import load_preset
 from spectui.arena_command import cmd_arena  # noqa: F401 (main() finds commands here)
+from spectui.calibrate_command import cmd_calibrate  # noqa: F401
 from spectui.errors import UsageError
 from spectui.regime_command import cmd_regime  # noqa: F401
 

@@ -20,7 +20,9 @@ from engine.cost.table import TableCost, TableError, read_table
 
 
 def _linear(config: SpecConfig) -> LinearCost:
-    return LinearCost(config.draft_cost_us, config.verify_cost_us, config.verify_token_us)
+    return LinearCost(
+        config.draft_cost_us, config.verify_cost_us, config.verify_token_us, config.draft_fixed_us
+    )
 
 
 def _specs(config: SpecConfig) -> tuple[HardwareSpec, ModelSpec, ModelSpec]:

@@ -120,3 +120,23 @@ def test_a_policy_too_large_for_the_engines_is_refused_in_one_line():
         SpecConfig(tokens_per_seq=100_000).replace(
             **{"policy.name": "oracle", "policy.k_max": 1024}
         )
+
+
+@pytest.mark.parametrize("tail", ["full", "clamp"])
+def test_a_fixed_drafting_cost_is_counted_in_the_draft_time(tail):
+    """cost.draft_fixed_us: paid once by every cycle that drafts, never by a plain step; the
+    draft time fraction adds it cycle by cycle (it once read 0 when cycles all cost the
+    same but drafting was not proportional to k)."""
+    config = SpecConfig(n_sequences=300, tokens_per_seq=40, tail=tail).replace(
+        **{"cost.draft_fixed_us": 30.0}
+    )
+    run = simulate(config, records=True)
+    cycles = run.cycles
+    assert cycles is not None
+    draft = np.where(cycles["k"] > 0, 30.0 + 20.0 * cycles["k"], 0.0)
+    expected = draft.sum() / cycles["cycle_time_us"].sum()
+    assert run.metrics["draft_time_fraction"] == pytest.approx(expected)
+    plain = simulate(config.replace(n_sequences=300))
+    assert plain.metrics["draft_time_fraction"] == pytest.approx(expected)
+    m = simulate(config.replace(n_sequences=3000, seed=5)).metrics
+    assert abs(m["speedup"] - m["speedup_exact"]) <= WIDE * m["speedup_ci95"]

@@ -1,0 +1,791 @@
+"""Parsers for the speculative-decoding metrics that serving engines print.
+
+:func:`parse_log` reads a text (a log, a ``/metrics`` scrape, a benchmark report, or any mix
+of them) and returns one :class:`Window` per measurement it recognises:
+
+``vllm-v1``
+    ``SpecDecoding metrics:`` lines in every field order vLLM has printed (from the first
+    ``Draft acceptance rate: 100.0%, Accepted: 66 tokens, Drafted: 66 tokens`` to the
+    ``Mean acceptance length ..., Per-position acceptance rate ..., Avg Draft acceptance rate``
+    form), and the earliest V1 ``Speculative metrics:`` line without ``System efficiency``.
+    Each line covers one logging interval. The per-position rates are cumulative (drafts whose
+    i-th token was accepted, over drafts), so drafts = accepted / (M - 1) and K = drafted /
+    drafts; as the printed M is rounded, drafts is taken as drafted / K for the whole K that
+    agrees with M (vLLM drafts K tokens every time).
+``vllm-v0``
+    ``Speculative metrics: Draft acceptance rate ..., System efficiency ..., Number of
+    speculative tokens ...`` lines. Their counts are totals since the server started, so
+    successive lines are differenced (a count that goes down starts a new series). v0's
+    "accepted tokens" also counts draft tokens accepted after a rejected one; the tokens that
+    reached the output are the emitted ones, one per draft plus the accepted prefix, so here
+    ``accepted`` = emitted - drafts and M = emitted / drafts.
+``vllm-prometheus``
+    ``vllm:spec_decode_num_drafts_total``, ``..._num_draft_tokens_total``,
+    ``..._num_accepted_tokens_total`` and ``..._num_accepted_tokens_per_pos_total{position=
+    "i"}`` samples, summed over their other labels (engines). A scrape ends where a series
+    repeats; the first scrape is a window of totals, every later one the interval since the
+    scrape before.
+``vllm-bench``
+    the ``Speculative Decoding`` section of ``vllm bench serve`` (per-position in percent).
+``vllm-offline``
+    the summary of vLLM's ``examples/offline_inference/spec_decode.py`` (``num_drafts: ...``,
+    ``acceptance at token i: ...``, positions counted from 0), and its later
+    ``Speculative Decoding Stats`` table.
+``sglang``
+    ``Decode batch`` lines with ``accept len: M``: the mean acceptance length only.
+``llama.cpp``
+    the summary of the ``speculative`` and ``lookup`` examples (``n_drafted``, ``n_accept``),
+    per-request ``draft acceptance rate = x (a accepted / g generated)`` lines, later with
+    ``mean len`` or ``mean acceptance length`` and ``acceptance rate per position = (...)``,
+    and the ``statistics <drafter>: ... #gen drafts = ...`` lines. Statistics are totals since
+    the server started, per drafter: when a text has them, the last line of each drafter is
+    its window and the per-request lines and earlier statistics lines are superseded (neither
+    windows nor skipped). llama.cpp drafts vary in length, so K is not derived there.
+
+Every window gets the consistency checks of :func:`_finish`; a window that fails one goes to
+:attr:`ParseResult.rejected` with the reasons, never to :attr:`ParseResult.windows`. Lines no
+format recognises (including ``# source:`` comments) are counted in
+:attr:`ParseResult.skipped`; blank lines are neither.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SOURCES = (
+    "vllm-v1",
+    "vllm-v0",
+    "vllm-prometheus",
+    "vllm-bench",
+    "vllm-offline",
+    "sglang",
+    "llama.cpp",
+)
+
+# Relative slack on K = drafted / drafts: n-gram drafters sometimes propose fewer than K
+# tokens (vllm-project/vllm#24344: 4960 draft tokens in 993 drafts of K = 5).
+K_TOLERANCE = 0.02
+# Slack for values computed from exact counts (float rounding only).
+EXACT = 1e-9
+
+
+@dataclass(frozen=True)
+class Window:
+    """One parsed measurement window: a log line, a scrape interval, or a summary."""
+
+    source: str  # one of SOURCES
+    line: int  # 1-based line where it starts in the input
+    text: str  # the raw text (one or more lines)
+    drafts: float | None  # drafts (verify cycles that drafted); derived where the log lacks it
+    drafted: int | None  # drafted tokens
+    accepted: int | None  # accepted draft tokens
+    k: int | None  # tokens per draft (drafted / drafts), when known or derivable
+    mean_length: float | None  # mean acceptance length M (1 + accepted / drafts)
+    # Per position i = 1..m: drafts whose i-th token was accepted (counts; rates x drafts
+    # where only rates are printed).
+    position_accepted: tuple[float, ...] | None
+    problems: tuple[str, ...] = ()  # consistency violations, each one line
+
+    @property
+    def cumulative_rates(self) -> tuple[float, ...] | None:
+        """Drafts whose i-th token was accepted, over drafts (vLLM's per-position rates)."""
+        if self.position_accepted is None or not self.drafts:
+            return None
+        drafts = self.drafts
+        return tuple(a / drafts for a in self.position_accepted)
+
+
+@dataclass
+class ParseResult:
+    """What :func:`parse_log` found."""
+
+    windows: list[Window]  # usable (no problems)
+    rejected: list[Window]  # with problems (reported, never used)
+    skipped: int  # lines recognised as none of the formats
+    lines: int  # lines read
+
+
+class LogError(ValueError):
+    """A log with nothing usable, or a file that cannot be read; the message is one line."""
+
+
+@dataclass
+class _Raw:
+    """A window as printed, before :func:`_finish` derives and checks the rest."""
+
+    source: str
+    line: int  # 0-based index of the first line
+    text: str
+    drafts: float | None = None
+    drafted: int | None = None
+    accepted: int | None = None
+    k: int | None = None
+    mean_length: float | None = None
+    mean_step: float = 0.0  # half a unit of M's last printed digit (0 when from counts)
+    rates: tuple[float, ...] | None = None  # printed cumulative per-position rates
+    rate_step: float = 0.0  # half a unit of the rates' last printed digit
+    position_accepted: tuple[float, ...] | None = None  # exact per-position counts
+    acceptance: float | None = None  # printed accepted / drafted
+    acceptance_step: float = 0.0
+    fixed_k: bool = True  # every draft has K tokens (vLLM); llama.cpp drafts vary
+    problems: list[str] = field(default_factory=list)
+
+
+def _step(number: str, scale: float = 1.0) -> float:
+    """Half a unit of the last printed digit of ``number``, times ``scale``."""
+    decimals = len(number.split(".")[1]) if "." in number else 0
+    return 0.5 * 10.0**-decimals * scale
+
+
+def _count(number: str) -> int:
+    """A printed count ("66", "1000.0")."""
+    return round(float(number))
+
+
+def _rate_list(text: str, scale: float = 1.0) -> tuple[tuple[float, ...], float]:
+    """Comma-separated rates and half a unit of their printed precision."""
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    return tuple(float(p) * scale for p in parts), max(_step(p, scale) for p in parts)
+
+
+# --- consistency checks and derived fields --------------------------------------------
+
+
+def _drafts_from_mean(raw: _Raw) -> tuple[float | None, int | None]:
+    """Drafts (and K) from accepted, drafted and the printed mean acceptance length."""
+    assert raw.mean_length is not None and raw.accepted is not None
+    m, step, accepted, drafted = raw.mean_length, raw.mean_step, raw.accepted, raw.drafted
+    listed = len(raw.rates) if raw.rates else None
+    if m - 1.0 <= step:  # nothing accepted as printed: drafts only from a full list
+        if accepted == 0 and raw.fixed_k and listed and drafted is not None:
+            return drafted / listed, listed
+        if accepted > 0:
+            raw.problems.append(f"M {m:g} with {accepted} accepted tokens")
+        return None, None
+    estimate = accepted / (m - 1.0)
+    if not raw.fixed_k or not drafted:
+        return estimate, None
+    high = accepted / (m - step - 1.0) if m - step - 1.0 > 0 else math.inf
+    low = accepted / (m + step - 1.0)
+    k_min = max(1, math.ceil(drafted / (high * (1 + K_TOLERANCE))))
+    k_max = math.floor(drafted / (low * (1 - K_TOLERANCE)))
+    whole = range(k_min, min(k_max, k_min + 256) + 1)
+    if not whole:
+        return estimate, None
+    total = drafted
+    if listed is not None and listed in whole:
+        return total / listed, listed
+    k = min(whole, key=lambda n: abs(total / n - estimate))
+    return total / k, k
+
+
+def _whole_k(drafted: int, drafts: float) -> int | None:
+    """K = drafted / drafts when it is a whole number within :data:`K_TOLERANCE`."""
+    ratio = drafted / drafts
+    n = round(ratio)
+    return n if n >= 1 and abs(ratio - n) <= K_TOLERANCE * n else None
+
+
+def _finish(raw: _Raw) -> Window:
+    """Derive the missing fields of a window and check that its numbers agree.
+
+    The checks: counts non-negative, accepted <= drafted, the printed acceptance rate =
+    accepted / drafted, M = 1 + accepted / drafts, K = drafted / drafts a whole number (where
+    every draft has K tokens), cumulative rates between 0 and 1 and non-increasing, and
+    M = 1 + sum r_i (M >= 1 + sum r_i where the list is shorter than K). Tolerances are half a
+    unit of each printed value's last digit.
+    """
+    problems = raw.problems
+    counts = (("drafts", raw.drafts), ("drafted", raw.drafted), ("accepted", raw.accepted))
+    for name, value in counts:
+        if value is not None and value < 0:
+            problems.append(f"{name} {value:g} < 0")
+    drafted, accepted = raw.drafted, raw.accepted
+    if drafted is not None and accepted is not None:
+        if accepted > drafted:
+            problems.append(f"accepted {accepted} > drafted {drafted}")
+        if raw.acceptance is not None and drafted > 0:
+            share = accepted / drafted
+            if abs(share - raw.acceptance) > raw.acceptance_step + EXACT:
+                problems.append(
+                    f"acceptance rate {raw.acceptance:.4g} != accepted / drafted {share:.4g}"
+                )
+    drafts, k, mean = raw.drafts, raw.k, raw.mean_length
+    counted = drafts is not None  # drafts printed or counted, not derived from M
+    if drafts is None and k and drafted is not None:
+        drafts = drafted / k
+        counted = True
+    if drafts is None and mean is not None and accepted is not None:
+        drafts, k = _drafts_from_mean(raw)
+    if drafts == 0:
+        problems.append("no drafts in this window")
+    elif drafts is not None and accepted is not None:
+        from_counts = 1.0 + accepted / drafts
+        if mean is None:
+            mean = from_counts
+        elif counted and abs(mean - from_counts) > raw.mean_step + EXACT:
+            problems.append(f"M {mean:g} != 1 + accepted / drafts {from_counts:.4f}")
+    if drafts and drafted is not None and raw.fixed_k:
+        whole = _whole_k(drafted, drafts)
+        if whole is None:
+            problems.append(f"K = drafted / drafts = {drafted / drafts:.2f} is not a whole number")
+        elif k is not None and whole != k:
+            problems.append(f"K = drafted / drafts = {whole} != K {k}")
+        k = whole if k is None else k
+    if mean is not None and mean < 1.0 - raw.mean_step:
+        problems.append(f"M {mean:g} < 1")
+
+    positions = raw.position_accepted
+    rates, rate_step = raw.rates, raw.rate_step
+    if positions is None and rates is not None and drafts:
+        positions = tuple(r * drafts for r in rates)
+    if rates is None and positions is not None and drafts:
+        rates = tuple(a / drafts for a in positions)
+    if rates:
+        _check_rates(rates, rate_step, mean, raw.mean_step, k, problems)
+    return Window(
+        source=raw.source,
+        line=raw.line + 1,
+        text=raw.text,
+        drafts=drafts,
+        drafted=drafted,
+        accepted=accepted,
+        k=k,
+        mean_length=mean,
+        position_accepted=positions,
+        problems=tuple(problems),
+    )
+
+
+def _check_rates(
+    rates: Sequence[float],
+    step: float,
+    mean: float | None,
+    mean_step: float,
+    k: int | None,
+    problems: list[str],
+) -> None:
+    """Cumulative rates: within [0, 1], non-increasing, and M = 1 + sum r_i."""
+    if any(r < -step or r > 1.0 + step + EXACT for r in rates):
+        problems.append("a per-position rate outside [0, 1]")
+    for i in range(1, len(rates)):
+        if rates[i] > rates[i - 1] + 2 * step + EXACT:
+            problems.append(
+                f"cumulative rates rise at position {i + 1}: {rates[i]:.4g} > {rates[i - 1]:.4g}"
+            )
+            break
+    if k is not None and len(rates) > k:
+        problems.append(f"{len(rates)} per-position rates for K = {k}")
+    if mean is None:
+        return
+    total = 1.0 + sum(rates)
+    slack = mean_step + len(rates) * step + EXACT
+    if k is not None and len(rates) < k:  # a short list: the missing positions add >= 0
+        if mean < total - slack:
+            problems.append(f"M {mean:.4g} < 1 + sum r_i {total:.4g}")
+    elif abs(mean - total) > slack:
+        problems.append(f"M {mean:.4g} != 1 + sum r_i {total:.4g}")
+
+
+# --- single-line formats --------------------------------------------------------------
+
+_NUMBER = r"(\d+(?:\.\d+)?)"
+_V1 = re.compile(r"SpecDecoding metrics:")
+_V1_FIELDS = {
+    "acceptance": re.compile(r"(?<!Avg )Draft acceptance rate:\s*" + _NUMBER + "%"),
+    "avg_acceptance": re.compile(r"Avg Draft acceptance rate:\s*" + _NUMBER + "%"),
+    "mean_length": re.compile(r"Mean acceptance length:\s*" + _NUMBER),
+    "accepted": re.compile(r"Accepted:\s*(\d+) tokens"),
+    "drafted": re.compile(r"Drafted:\s*(\d+) tokens"),
+    "rates": re.compile(
+        r"Per-position acceptance (?:rate|probabilities):\s*(\d[\d.]*(?:,\s*\d[\d.]*)*)"
+    ),
+}
+_SPECULATIVE = re.compile(r"Speculative metrics:")
+_SPECULATIVE_FIELDS = {
+    "acceptance": re.compile(r"Draft acceptance rate:\s*" + _NUMBER + r"(%?)"),
+    "efficiency": re.compile(r"System efficiency:\s*" + _NUMBER),
+    "k": re.compile(r"Number of speculative tokens:\s*(\d+)"),
+    "accepted": re.compile(r"Number of accepted tokens:\s*(\d+)"),
+    "drafted": re.compile(r"Number of draft tokens:\s*(\d+)"),
+    "emitted": re.compile(r"Number of emitted tokens:\s*(\d+)"),
+}
+_SGLANG = re.compile(r"Decode batch[.,].*?accept len:\s*" + _NUMBER)
+_LLAMA_REQUEST = re.compile(
+    r"draft acceptance(?: rate)?\s*=\s*"
+    + _NUMBER
+    + r"\s*\(\s*(\d+)\s+accepted\s*/\s*(\d+)\s+generated\)"
+)
+_LLAMA_MEAN = re.compile(r"mean (?:acceptance length|len)\s*=\s*" + _NUMBER)
+_LLAMA_RATES = re.compile(r"acceptance rate per position\s*=\s*\(([^)]*)\)")
+_LLAMA_STATS = re.compile(
+    r"statistics\s+(?P<drafter>[\w.-]+):.*?#gen drafts\s*=\s*(?P<drafts>\d+),\s*"
+    r"#acc drafts\s*=\s*\d+,\s*#gen tokens\s*=\s*(?P<drafted>\d+),\s*"
+    r"#acc tokens\s*=\s*(?P<accepted>\d+)"
+)
+_LLAMA_STATS_MEAN = re.compile(r"#mean acc len\s*=\s*" + _NUMBER)
+_LLAMA_STATS_RATES = re.compile(r"#acc rate/pos\s*=\s*\(([^)]*)\)")
+
+
+def _search(fields: dict[str, re.Pattern[str]], text: str) -> dict[str, re.Match[str]]:
+    found = {name: pattern.search(text) for name, pattern in fields.items()}
+    return {name: match for name, match in found.items() if match is not None}
+
+
+def _vllm_v1(line: str, index: int) -> _Raw | None:
+    if not _V1.search(line):
+        return None
+    found = _search(_V1_FIELDS, line)
+    raw = _Raw("vllm-v1", index, line)
+    for name in ("acceptance", "avg_acceptance"):
+        if name in found:
+            raw.acceptance = float(found[name].group(1)) / 100.0
+            raw.acceptance_step = _step(found[name].group(1), 0.01)
+    if "mean_length" in found:
+        raw.mean_length = float(found["mean_length"].group(1))
+        raw.mean_step = _step(found["mean_length"].group(1))
+    if "accepted" in found:
+        raw.accepted = int(found["accepted"].group(1))
+    if "drafted" in found:
+        raw.drafted = int(found["drafted"].group(1))
+    if "rates" in found:
+        raw.rates, raw.rate_step = _rate_list(found["rates"].group(1))
+    if raw.accepted is None and raw.mean_length is None:
+        return None
+    return raw
+
+
+@dataclass
+class _V0Line:
+    """One v0 ``Speculative metrics`` line: totals since the server started."""
+
+    index: int
+    text: str
+    k: int
+    drafted: int
+    emitted: int
+    problems: list[str]
+
+
+def _speculative(line: str, index: int) -> _Raw | _V0Line | None:
+    """A ``Speculative metrics:`` line: v0 (with K and emitted tokens) or the earliest V1."""
+    if not _SPECULATIVE.search(line):
+        return None
+    found = _search(_SPECULATIVE_FIELDS, line)
+    if "accepted" not in found or "drafted" not in found:
+        return None
+    accepted, drafted = int(found["accepted"].group(1)), int(found["drafted"].group(1))
+    rate = found.get("acceptance")
+    if "k" not in found or "emitted" not in found:
+        raw = _Raw("vllm-v1", index, line, drafted=drafted, accepted=accepted)
+        if rate is not None:
+            scale = 0.01 if rate.group(2) else 1.0
+            raw.acceptance = float(rate.group(1)) * scale
+            raw.acceptance_step = _step(rate.group(1), scale)
+        return raw
+    k, emitted = int(found["k"].group(1)), int(found["emitted"].group(1))
+    problems: list[str] = []
+    if rate is not None and drafted > 0:
+        share = accepted / drafted
+        if abs(share - float(rate.group(1))) > _step(rate.group(1)) + EXACT:
+            problems.append(f"acceptance rate {rate.group(1)} != accepted / drafted {share:.4g}")
+    if drafted % k:
+        problems.append(f"draft tokens {drafted} not a multiple of K = {k}")
+    drafts = drafted / k
+    if drafts and not drafts <= emitted <= drafts * (k + 1):
+        problems.append(f"emitted {emitted} outside [drafts, drafts x (K + 1)]")
+    elif drafts and emitted - drafts > accepted:
+        problems.append(f"emitted - drafts {emitted - drafts:g} > accepted {accepted}")
+    efficiency = found.get("efficiency")
+    if efficiency is not None and drafts:
+        value = emitted / (drafts * (k + 1))
+        if abs(value - float(efficiency.group(1))) > _step(efficiency.group(1)) + EXACT:
+            problems.append(
+                f"system efficiency {efficiency.group(1)} != emitted / (drafts (K + 1)) {value:.4g}"
+            )
+    return _V0Line(index, line, k, drafted, emitted, problems)
+
+
+def _v0_windows(lines: list[_V0Line]) -> list[_Raw]:
+    """Difference successive v0 totals into interval windows (a drop starts a new series)."""
+    raws = []
+    previous: _V0Line | None = None
+    for current in lines:
+        drafted, emitted = current.drafted, current.emitted
+        if (
+            previous is not None
+            and previous.k == current.k
+            and previous.drafted <= current.drafted
+            and previous.emitted <= current.emitted
+        ):
+            drafted -= previous.drafted
+            emitted -= previous.emitted
+        drafts = drafted / current.k
+        raws.append(
+            _Raw(
+                "vllm-v0",
+                current.index,
+                current.text,
+                drafts=drafts,
+                drafted=drafted,
+                accepted=round(emitted - drafts),
+                k=current.k,
+                problems=list(current.problems),
+            )
+        )
+        previous = current
+    return raws
+
+
+def _sglang(line: str, index: int) -> _Raw | None:
+    match = _SGLANG.search(line)
+    if match is None:
+        return None
+    mean = match.group(1)
+    return _Raw("sglang", index, line, mean_length=float(mean), mean_step=_step(mean))
+
+
+def _llama_request(line: str, index: int) -> _Raw | None:
+    match = _LLAMA_REQUEST.search(line)
+    if match is None:
+        return None
+    rate, accepted, drafted = match.groups()
+    raw = _Raw("llama.cpp", index, line, drafted=int(drafted), accepted=int(accepted))
+    raw.fixed_k = False
+    raw.acceptance, raw.acceptance_step = float(rate), _step(rate)
+    _llama_mean_and_rates(raw, line, _LLAMA_MEAN, _LLAMA_RATES)
+    return raw
+
+
+def _llama_mean_and_rates(
+    raw: _Raw, line: str, mean_pattern: re.Pattern[str], rates_pattern: re.Pattern[str]
+) -> None:
+    mean = mean_pattern.search(line)
+    if mean is not None:
+        raw.mean_length, raw.mean_step = float(mean.group(1)), _step(mean.group(1))
+    rates = rates_pattern.search(line)
+    if rates is not None and rates.group(1).strip():
+        raw.rates, raw.rate_step = _rate_list(rates.group(1))
+
+
+def _llama_stats(line: str, index: int) -> tuple[str, _Raw] | None:
+    match = _LLAMA_STATS.search(line)
+    if match is None:
+        return None
+    raw = _Raw(
+        "llama.cpp",
+        index,
+        line,
+        drafts=int(match["drafts"]),
+        drafted=int(match["drafted"]),
+        accepted=int(match["accepted"]),
+    )
+    raw.fixed_k = False
+    _llama_mean_and_rates(raw, line, _LLAMA_STATS_MEAN, _LLAMA_STATS_RATES)
+    return match["drafter"], raw
+
+
+# --- multi-line blocks ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Block:
+    """A multi-line summary: a start line, ``key: value`` lines, per-position lines."""
+
+    source: str
+    start: re.Pattern[str]
+    fields: dict[str, re.Pattern[str]]  # drafts, drafted, accepted, mean_length, acceptance
+    position: re.Pattern[str] | None  # groups: position (from 0), rate
+    scale: float  # rates and acceptance printed in percent (0.01) or as fractions (1)
+    filler: re.Pattern[str]  # lines inside the block that carry no value
+    fixed_k: bool = True  # every draft has K tokens (vLLM); llama.cpp drafts vary
+
+
+_BLOCKS = (
+    _Block(
+        "vllm-bench",
+        re.compile(r"-+\s*Speculative Decoding\s*-+$"),
+        {
+            "acceptance": re.compile(r"Acceptance rate \(%\):\s*" + _NUMBER),
+            "mean_length": re.compile(r"Acceptance length:\s*" + _NUMBER),
+            "drafts": re.compile(r"Drafts:\s*" + _NUMBER),
+            "drafted": re.compile(r"Draft tokens:\s*" + _NUMBER),
+            "accepted": re.compile(r"Accepted tokens:\s*" + _NUMBER),
+        },
+        re.compile(r"Position (\d+):\s*" + _NUMBER),
+        0.01,
+        re.compile(r"Per-position acceptance \(%\):"),
+    ),
+    _Block(
+        "vllm-offline",
+        re.compile(r"(?:total_num_output_tokens|num_drafts):"),
+        {
+            "drafts": re.compile(r"num_drafts:\s*" + _NUMBER),
+            "drafted": re.compile(r"num_draft_tokens:\s*" + _NUMBER),
+            "accepted": re.compile(r"num_accepted_tokens:\s*" + _NUMBER),
+            "mean_length": re.compile(r"mean acceptance length:\s*" + _NUMBER),
+        },
+        re.compile(r"acceptance at token (\d+):\s*" + _NUMBER),
+        1.0,
+        re.compile(
+            r"-{5,}$|total_num_output_tokens:|num_tokens_generated_without_sd:"
+            r"|seq normalized acceptance length:|num generation tokens:"
+        ),
+    ),
+    _Block(
+        "vllm-offline",
+        re.compile(r"=+ Speculative Decoding Stats =+$"),
+        {
+            "drafts": re.compile(r"Number of drafts:\s*" + _NUMBER),
+            "drafted": re.compile(r"Draft tokens generated:\s*" + _NUMBER),
+            "accepted": re.compile(r"Accepted tokens:\s*" + _NUMBER),
+            "mean_length": re.compile(r"Mean acceptance length:\s*" + _NUMBER),
+            "acceptance": re.compile(r"Draft utilization rate:\s*" + _NUMBER),
+        },
+        None,
+        0.01,
+        re.compile(r"$|Total (?:input|output) tokens:|(?:Input|Output) token throughput"),
+    ),
+    _Block(
+        "llama.cpp",
+        re.compile(r"n_draft\s*="),
+        {
+            "drafted": re.compile(r"n_drafted\s*=\s*" + _NUMBER),
+            "accepted": re.compile(r"n_accept\s*=\s*" + _NUMBER),
+            "acceptance": re.compile(r"accept\s*=\s*" + _NUMBER + "%"),
+        },
+        None,
+        0.01,
+        re.compile(r"n_predict\s*=|t_draft\s*=|n_draft\s*="),
+        fixed_k=False,
+    ),
+)
+
+
+def _block(lines: Sequence[str], index: int) -> tuple[_Raw, int] | None:
+    """A multi-line summary starting at ``lines[index]``, and the index after its last line."""
+    stripped = lines[index].strip()
+    spec = next((b for b in _BLOCKS if b.start.match(stripped)), None)
+    if spec is None:
+        return None
+    values: dict[str, str] = {}
+    rates: dict[int, str] = {}
+    end = index + 1  # after the last line that carried something
+    for j in range(index, len(lines)):
+        text = lines[j].strip()
+        if j > index and (values or rates) and spec.start.match(text):
+            break
+        name = next((n for n, p in spec.fields.items() if p.match(text)), None)
+        position = spec.position.match(text) if spec.position is not None else None
+        if name is not None:
+            if name in values:
+                break
+            values[name] = spec.fields[name].match(text).group(1)  # type: ignore[union-attr]
+            end = j + 1
+        elif position is not None:
+            rates[int(position.group(1))] = position.group(2)
+            end = j + 1
+        elif j == index or spec.filler.match(text):
+            continue
+        else:
+            break
+    if not values:
+        return None
+    raw = _Raw(spec.source, index, "\n".join(lines[index:end]), fixed_k=spec.fixed_k)
+    if "drafts" in values:
+        raw.drafts = float(values["drafts"])
+    if "drafted" in values:
+        raw.drafted = _count(values["drafted"])
+    if "accepted" in values:
+        raw.accepted = _count(values["accepted"])
+    if "mean_length" in values:
+        raw.mean_length, raw.mean_step = float(values["mean_length"]), _step(values["mean_length"])
+    if "acceptance" in values:
+        raw.acceptance = float(values["acceptance"]) * spec.scale
+        raw.acceptance_step = _step(values["acceptance"], spec.scale)
+    if rates:
+        if sorted(rates) != list(range(len(rates))):
+            raw.problems.append(f"per-position rates for positions {sorted(rates)}")
+        printed = [rates[i] for i in sorted(rates)]
+        raw.rates = tuple(float(r) * spec.scale for r in printed)
+        raw.rate_step = max(_step(r, spec.scale) for r in printed)
+    return raw, end
+
+
+# --- Prometheus text exposition -------------------------------------------------------
+
+_PROMETHEUS = re.compile(
+    r"^(vllm:spec_decode_num_(?:drafts|draft_tokens|accepted_tokens_per_pos|accepted_tokens))"
+    r"(?:_total)?(\{[^}]*\})?\s+(\S+)(?:\s+\d+)?\s*$"
+)
+_PROMETHEUS_COMMENT = re.compile(r"^#\s*(?:HELP|TYPE)\s+vllm:spec_decode_")
+_POSITION_LABEL = re.compile(r'position="(\d+)"')
+
+
+@dataclass
+class _Scrape:
+    """The spec-decode counters of one scrape, summed over engines."""
+
+    index: int
+    lines: list[str] = field(default_factory=list)
+    seen: set[tuple[str, str]] = field(default_factory=set)
+    drafts: float = 0.0
+    drafted: float = 0.0
+    accepted: float = 0.0
+    positions: dict[int, float] = field(default_factory=dict)
+
+
+def _prometheus(lines: Sequence[str], used: list[bool]) -> list[_Raw]:
+    """Windows from every ``vllm:spec_decode_*`` sample in ``lines`` (marking them used)."""
+    scrapes: list[_Scrape] = []
+    for index, line in enumerate(lines):
+        stripped = line.strip()
+        if _PROMETHEUS_COMMENT.match(stripped):
+            used[index] = True
+            continue
+        match = _PROMETHEUS.match(stripped)
+        if match is None:
+            continue
+        name, labels, value = match.group(1), match.group(2) or "", match.group(3)
+        try:
+            number = float(value)
+        except ValueError:
+            continue
+        used[index] = True
+        key = (name, labels)
+        if not scrapes or key in scrapes[-1].seen:
+            scrapes.append(_Scrape(index))
+        scrape = scrapes[-1]
+        scrape.seen.add(key)
+        scrape.lines.append(line)
+        if name.endswith("_per_pos"):
+            position = _POSITION_LABEL.search(labels)
+            if position is not None:
+                i = int(position.group(1))
+                scrape.positions[i] = scrape.positions.get(i, 0.0) + number
+        elif name.endswith("_drafts"):
+            scrape.drafts += number
+        elif name.endswith("_draft_tokens"):
+            scrape.drafted += number
+        else:
+            scrape.accepted += number
+    raws = []
+    previous: _Scrape | None = None
+    for scrape in scrapes:
+        raw = _interval(scrape, previous)
+        raws.append(raw)
+        previous = scrape
+    return raws
+
+
+def _interval(scrape: _Scrape, previous: _Scrape | None) -> _Raw:
+    """The counts between ``previous`` (or the server start) and ``scrape``."""
+
+    def since(now: float, before: float) -> float:
+        return now - before if previous is not None else now
+
+    drafts = since(scrape.drafts, previous.drafts if previous else 0.0)
+    drafted = since(scrape.drafted, previous.drafted if previous else 0.0)
+    accepted = since(scrape.accepted, previous.accepted if previous else 0.0)
+    before = previous.positions if previous else {}
+    positions = {i: since(v, before.get(i, 0.0)) for i, v in scrape.positions.items()}
+    raw = _Raw(
+        "vllm-prometheus",
+        scrape.index,
+        "\n".join(scrape.lines),
+        drafts=drafts,
+        drafted=round(drafted),
+        accepted=round(accepted),
+    )
+    if min([drafts, drafted, accepted, *positions.values()]) < 0:
+        raw.problems.append("a counter went down between scrapes (server restarted?)")
+    if positions:
+        if sorted(positions) != list(range(len(positions))):
+            raw.problems.append(f"per-position counters for positions {sorted(positions)}")
+        raw.position_accepted = tuple(positions[i] for i in sorted(positions))
+    return raw
+
+
+# --- the reader -----------------------------------------------------------------------
+
+_LINE_PARSERS: tuple[Callable[[str, int], _Raw | None], ...] = (
+    _vllm_v1,
+    _sglang,
+    _llama_request,
+)
+
+
+def parse_log(text: str, name: str = "<input>") -> ParseResult:
+    """Every speculative-decoding measurement window in ``text``.
+
+    Raises :class:`LogError` (one line, naming ``name``) when no window is usable.
+    """
+    lines = text.splitlines()
+    used = [False] * len(lines)
+    raws = _prometheus(lines, used)
+    v0_lines: list[_V0Line] = []
+    llama_requests: list[_Raw] = []
+    llama_stats: dict[str, _Raw] = {}
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        if used[index] or not line.strip():
+            index += 1
+            continue
+        found_block = _block(lines, index)
+        if found_block is not None:
+            raw, end = found_block
+            raws.append(raw)
+            for j in range(index, end):
+                used[j] = True
+            index = end
+            continue
+        speculative = _speculative(line, index)
+        stats = _llama_stats(line, index) if speculative is None else None
+        if isinstance(speculative, _V0Line):
+            v0_lines.append(speculative)
+        elif speculative is not None:
+            raws.append(speculative)
+        elif stats is not None:
+            drafter, raw = stats
+            llama_stats[drafter] = raw
+        else:
+            single = next((r for p in _LINE_PARSERS if (r := p(line, index)) is not None), None)
+            if single is None:
+                index += 1
+                continue
+            (llama_requests if single.source == "llama.cpp" else raws).append(single)
+        used[index] = True
+        index += 1
+    raws.extend(_v0_windows(v0_lines))
+    raws.extend(llama_stats.values() if llama_stats else llama_requests)
+    raws.sort(key=lambda r: r.line)
+    finished = [_finish(raw) for raw in raws]
+    result = ParseResult(
+        windows=[w for w in finished if not w.problems],
+        rejected=[w for w in finished if w.problems],
+        skipped=sum(1 for line, u in zip(lines, used, strict=True) if line.strip() and not u),
+        lines=len(lines),
+    )
+    if not result.windows:
+        if result.rejected:
+            first = result.rejected[0]
+            reason = f"{len(result.rejected)} rejected (line {first.line}: {first.problems[0]})"
+        else:
+            reason = "no speculative decoding metrics (vLLM, SGLang, llama.cpp)"
+        raise LogError(f"{name}: nothing usable in {len(lines)} lines: {reason}")
+    return result
+
+
+def parse_log_file(path: str | Path) -> ParseResult:
+    """:func:`parse_log` on a file; :class:`LogError` also when it cannot be read."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as error:
+        raise LogError(f"{path}: cannot read: {error.strerror or error}") from None
+    return parse_log(text, str(path))

@@ -1,0 +1,357 @@
+"""``spectui calibrate LOGFILE``: from serving logs to a K you can trust.
+
+Parses the speculative-decoding metrics in a log (vLLM v0 and v1 lines, a Prometheus
+scrape, ``vllm bench serve`` and the offline example's summary, SGLang's ``accept len``,
+llama.cpp; engine.calibrate.logs), pools the windows by their counts, fits the acceptance
+models and chooses one (engine.calibrate.fit), then, under the scenario's cost model (the
+flags, or a linear cost fitted from a K sweep with ``--cost-points``), prints the
+recommended K, its speedup with an interval that carries the fit's uncertainty, every K
+within 2 % of the best, the change against the K the log was recorded at, and the
+recommendation as each serving engine's configuration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from engine.config import FIELD_SPECS, ConfigError
+from spectui.errors import UsageError
+
+# A fitted linear cost is written in microseconds of this target step (only ratios matter).
+STEP_US = 1000.0
+
+
+def add_calibrate_parser(
+    sub: Any, add_scenario_flags: Callable[[argparse.ArgumentParser], None]
+) -> None:
+    """The ``calibrate`` subcommand, with every scenario flag."""
+    cal = sub.add_parser(
+        "calibrate",
+        help="fit acceptance from serving logs; recommend K and emit engine configs",
+        description="Read speculative-decoding metrics from a serving log (vLLM, SGLang, "
+        "llama.cpp), fit the acceptance, and recommend K under a cost model (the scenario "
+        "flags, or --cost-points from a K sweep), with the configuration for each engine.",
+    )
+    cal.add_argument("logfile", type=Path, help="the log, or - for standard input")
+    cal.add_argument("--preset", metavar="NAME|PATH", help="the scenario's preset; flags override")
+    cal.add_argument(
+        "--cost-points",
+        metavar="CSV",
+        type=Path,
+        help="a K sweep: rows k,mean_length,tpot (tpot in any unit; a row with k = 0 is the "
+        "plain-decoding baseline); fits the linear cost's fixed and per-token terms",
+    )
+    cal.add_argument(
+        "--calibrate-k-max", type=int, default=16, metavar="N", help="largest K to consider"
+    )
+    cal.add_argument(
+        "--log-k",
+        type=int,
+        metavar="N",
+        help="the K the log was recorded at, where its lines do not say (SGLang accept len, "
+        "old llama.cpp)",
+    )
+    cal.add_argument(
+        "--method",
+        default="draft_model",
+        help="the speculative method to emit (vLLM's name: draft_model, eagle, eagle3, ngram, "
+        "mtp, ...; default draft_model)",
+    )
+    add_scenario_flags(cal)
+    cal.add_argument("--json", action="store_true", help="print everything as one JSON object")
+
+
+def read_cost_points(path: Path) -> tuple[list[tuple[int, float, float]], float]:
+    """The (K, mean acceptance length, TPOT) rows of a K sweep and the baseline TPOT (the
+    row with K = 0). UsageError naming the file and row when one is malformed."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise UsageError(f"--cost-points: {path}: cannot read: {err.strerror}") from None
+    rows = [
+        r for r in csv.DictReader(line for line in text.splitlines() if not line.startswith("#"))
+    ]
+    points: list[tuple[int, float, float]] = []
+    baseline = math.nan
+    for number, row in enumerate(rows, start=2):
+        try:
+            k, length, tpot = int(row["k"]), float(row["mean_length"]), float(row["tpot"])
+        except (KeyError, TypeError, ValueError):
+            raise UsageError(
+                f"--cost-points: {path}: row {number}: expected columns k,mean_length,tpot "
+                "with numbers"
+            ) from None
+        if k < 0 or tpot <= 0 or length < 1:
+            raise UsageError(
+                f"--cost-points: {path}: row {number}: k >= 0, mean_length >= 1, tpot > 0"
+            )
+        if k == 0:
+            baseline = tpot
+        else:
+            points.append((k, length, tpot))
+    if not math.isfinite(baseline) or len(points) < 2:
+        raise UsageError(
+            f"--cost-points: {path}: needs a k = 0 row (plain decoding) and two or more K"
+        )
+    return points, baseline
+
+
+def _scenario(args: argparse.Namespace) -> Any:
+    from engine.config import SpecConfig
+    from engine.presets import load_preset
+
+    base = load_preset(args.preset).config if args.preset else SpecConfig()
+    changes = {f: getattr(args, f) for f in FIELD_SPECS if getattr(args, f, None) is not None}
+    return base.replace(**changes)
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    import sys
+
+    from engine.calibrate.fit import (
+        CalibrationError,
+        calibrate,
+        emit,
+        fit_linear_cost,
+        linear_cost_values,
+        recommend,
+    )
+    from engine.calibrate.logs import LogError, parse_log
+
+    try:
+        if str(args.logfile) == "-":
+            parsed = parse_log(sys.stdin.read(), "<stdin>")
+        else:
+            try:
+                text = args.logfile.read_text(encoding="utf-8", errors="replace")
+            except OSError as err:
+                raise UsageError(f"{args.logfile}: cannot read: {err.strerror}") from None
+            parsed = parse_log(text, str(args.logfile))
+    except LogError as err:
+        raise UsageError(str(err)) from None
+    try:
+        scenario = _scenario(args)
+    except ConfigError as err:
+        raise UsageError(str(err)) from None
+    cost_note = ""
+    if args.cost_points is not None:
+        points, baseline = read_cost_points(args.cost_points)
+        fixed, per_token = fit_linear_cost(points, baseline)
+        scenario = scenario.replace(**linear_cost_values((fixed, per_token), STEP_US))
+        cost_note = (
+            f"linear cost fitted from {len(points)} K points of {args.cost_points}: a cycle "
+            f"costs {fixed:.3f} + {per_token:.3f} x K target steps"
+        )
+    if not 1 <= args.calibrate_k_max <= 64:
+        raise UsageError("--calibrate-k-max: expected an integer in [1, 64]")
+    if args.log_k is not None and not 1 <= args.log_k <= 1024:
+        raise UsageError("--log-k: expected an integer in [1, 1024]")
+    try:
+        cal = calibrate(parsed.windows, k=args.log_k)
+    except CalibrationError as err:
+        hint = "" if args.log_k is not None else " (--log-k N)"
+        raise UsageError(f"{args.logfile}: {err}{hint}") from None
+    rec = recommend(cal, scenario, k_max=args.calibrate_k_max)
+    configs = emit(rec, cal, args.method)
+    adaptive = adaptive_note(cal, scenario, rec)
+    if args.json:
+        payload = _payload(parsed, cal, rec, configs, cost_note)
+        payload["adaptive"] = adaptive
+        print(json.dumps(payload, default=_plain))
+        return 0
+    _print(parsed, cal, rec, configs, cost_note, scenario)
+    from rich.text import Text
+
+    from spectui.render import console
+
+    console().print(Text(f"adaptive: {adaptive}"))
+    return 0
+
+
+def adaptive_note(cal: Any, scenario: Any, rec: Any) -> str:
+    """Whether an engine's adaptive setting would beat the recommended fixed K on the
+    calibrated scenario: Hugging Face's heuristic (Transformers'
+    ``num_assistant_tokens_schedule="heuristic"``) by its exact value. Every model a log
+    can calibrate is i.i.d. across cycles, where the arena finds the best fixed K within
+    noise of the oracle, so this says why no adaptive setting is emitted (or emits it)."""
+    from engine.formatting import speedup_text
+    from engine.policies import exact_speedup
+
+    config = cal.config(scenario).replace(
+        **{"policy.name": "hf_heuristic", "k": min(rec.k, scenario.k_max)}
+    )
+    hf = exact_speedup(config)
+    if hf > rec.speedup:
+        return (
+            f"Hugging Face's heuristic ({speedup_text(hf)}) beats fixed K = {rec.k} "
+            f"({speedup_text(rec.speedup)}): Transformers num_assistant_tokens_schedule="
+            f"'heuristic', num_assistant_tokens={rec.k}"
+        )
+    return (
+        f"none emitted: the fitted acceptance is i.i.d. across cycles, and Hugging Face's "
+        f"heuristic gives {speedup_text(hf)} against {speedup_text(rec.speedup)} for fixed "
+        f"K = {rec.k} (spectui arena compares every policy)"
+    )
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'s' * (n != 1)}"
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    if isinstance(value, str) and "," in value:  # a list of rates
+        return ",".join(f"{float(v):.3g}" for v in value.split(","))
+    return str(value)
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    return str(value)
+
+
+def _safe(value: Any) -> Any:
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
+def _payload(parsed: Any, cal: Any, rec: Any, configs: dict[str, str], note: str) -> dict[str, Any]:
+    return {
+        "windows": len(parsed.windows),
+        "rejected": [
+            {"line": w.line, "source": w.source, "problems": list(w.problems)}
+            for w in parsed.rejected
+        ],
+        "skipped_lines": parsed.skipped,
+        "drafts": cal.drafts,
+        "k": cal.k,
+        "positions": [
+            {
+                "position": p.position,
+                "reached": p.reached,
+                "accepted": p.accepted,
+                "rate": p.rate,
+                "low": p.low,
+                "high": p.high,
+            }
+            for p in cal.positions
+        ],
+        "models": [
+            {
+                "name": m.name,
+                "values": m.values,
+                "criterion": _safe(m.criterion),
+                "rms_error": _safe(m.rms_error),
+                "chosen": m is cal.chosen,
+            }
+            for m in cal.models
+        ],
+        "notes": list(cal.notes),
+        "recommendation": {
+            "k": rec.k,
+            "speedup": rec.speedup,
+            "low": rec.low,
+            "high": rec.high,
+            "band": list(rec.band),
+            "log_k": rec.log_k,
+            "log_speedup": _safe(rec.log_speedup),
+            "change": _safe(rec.change),
+            "curve": [{"k": k, "speedup": s, "low": lo, "high": hi} for k, s, lo, hi in rec.curve],
+        },
+        "cost": note,
+        "configs": configs,
+    }
+
+
+def _print(
+    parsed: Any, cal: Any, rec: Any, configs: dict[str, str], note: str, scenario: Any
+) -> None:
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    from engine.formatting import cost_setting_text, speedup_text
+    from spectui.render import console
+
+    out = console()
+    sources = ", ".join(cal.sources)
+    k_text = f", K = {cal.k}" if cal.k else ""
+    drafts = f"{cal.drafts:,.0f} drafts" if cal.drafts else "drafts unknown"
+    out.print(
+        Text(
+            f"Calibration: {_count(len(parsed.windows), 'window')} ({sources}), {drafts}"
+            f"{k_text}; {len(parsed.rejected)} rejected, {_count(parsed.skipped, 'line')} skipped",
+            style="bold",
+        )
+    )
+    for window in parsed.rejected:
+        out.print(Text(f"  rejected line {window.line}: {'; '.join(window.problems)}"))
+    if cal.positions:
+        table = Table(box=box.SIMPLE_HEAD, show_edge=False, header_style="bold", pad_edge=False)
+        for name in ("position", "reached", "accepted", "rate", "95 %"):
+            table.add_column(name, justify="right")
+        for p in cal.positions:
+            table.add_row(
+                str(p.position),
+                f"{p.reached:,.0f}",
+                f"{p.accepted:,.0f}",
+                f"{p.rate:.3f}",
+                f"{p.low:.3f}-{p.high:.3f}",
+            )
+        out.print(Text("conditional acceptance by position:"))
+        out.print(table)
+    models = Table(box=box.SIMPLE_HEAD, show_edge=False, header_style="bold", pad_edge=False)
+    for name in ("model", "parameters", "criterion", "fit error", ""):
+        models.add_column(name, justify="left" if name in ("model", "parameters", "") else "right")
+    for m in cal.models:
+        params = ", ".join(
+            f"{k.rsplit('.', 1)[-1]}={v:.3g}"
+            if isinstance(v, float)
+            else f"{k.rsplit('.', 1)[-1]}={v}"
+            for k, v in m.values.items()
+            if k != "draft_model"
+        )
+        models.add_row(
+            m.name,
+            params,
+            f"{m.criterion:.1f}" if math.isfinite(m.criterion) else "—",
+            f"{m.rms_error:.3f}" if math.isfinite(m.rms_error) else "—",
+            "chosen" if m is cal.chosen else "",
+        )
+    out.print(models)
+    for line in cal.notes:
+        out.print(Text(f"note: {line}"))
+    if note:
+        out.print(Text(note))
+    out.print(Text(f"cost: {cost_setting_text(scenario)}"))
+    band = rec.band
+    band_text = f"K {band[0]}-{band[-1]}" if len(band) > 1 else f"K {band[0]}"
+    interval = (
+        f"95 %: {speedup_text(rec.low)}-{speedup_text(rec.high)}"
+        if cal.drafts
+        else "interval unknown: the log gives no draft count"
+    )
+    out.print(
+        Text(
+            f"recommended K = {rec.k}: speedup {speedup_text(rec.speedup)} ({interval}); "
+            f"within 2 % of the best: {band_text}",
+            style="bold",
+        )
+    )
+    if rec.log_k is not None and rec.log_speedup is not None and rec.change is not None:
+        out.print(
+            Text(
+                f"at the log's K = {rec.log_k}: {speedup_text(rec.log_speedup)}; K = {rec.k} "
+                f"changes it by {rec.change:+.1%}"
+            )
+        )
+    out.print(Text("configuration:"))
+    for engine, text in configs.items():  # one line each, to copy
+        out.print(Text(f"  {engine}: {text}"), soft_wrap=True)
