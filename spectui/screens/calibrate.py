@@ -34,7 +34,7 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, ScrollableContainer, Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import ModalScreen
 from textual.timer import Timer
@@ -75,8 +75,10 @@ class Analysis:
 
     ``parsed``: the ParseResult; ``calibration`` and ``recommendation`` once fitted;
     ``curves``: each fitted model's conditional rates at the observed positions;
-    ``emitted``: each engine's setting for the recommended K; ``error``: why it stopped
-    (one line); ``note``: why there is no recommendation (the form is invalid)."""
+    ``emitted``: each engine's setting for the recommended K; ``adaptive``: whether an
+    engine's adaptive setting would beat it (spectui.calibrate_command.adaptive_note);
+    ``error``: why it stopped (one line); ``note``: why there is no recommendation (the
+    form is invalid)."""
 
     generation: int
     source: str
@@ -85,6 +87,7 @@ class Analysis:
     recommendation: Any = None
     curves: dict[str, list[float]] = field(default_factory=dict)
     emitted: dict[str, str] = field(default_factory=dict)
+    adaptive: str = ""
     error: str | None = None
     note: str | None = None
     done: bool = False
@@ -149,50 +152,51 @@ def _change_text(rec: Any) -> str:
     )
 
 
-def scenario_label(scenario: SpecConfig, values: dict[str, object]) -> str:
-    """What K is recommended for: the fitted model (``values``) in the form's scenario, e.g.
-    'beta_round (beta_a=2.1, beta_b=0.9), linear cost, draft 20 us, c=0.1'."""
-    model = str(values.get("draft_model", scenario.draft_model))
-    params = ", ".join(
-        f"{key.rsplit('.', 1)[-1]}={value:.3g}" if isinstance(value, float) else f"{key}={value}"
-        for key, value in values.items()
-        if key != "draft_model"
-    )
-    if scenario.cost_model == "linear":
-        cost = f"draft {scenario.draft_cost_us:g} us, c={scenario.cost_ratio:.3g}"
-    else:
-        cost = f"batch {scenario.batch_size}, prompt {scenario.prompt_len}"
-    return f"{model} ({params}), {scenario.cost_model} cost, {cost}"
+def scenario_label(fitted: SpecConfig) -> str:
+    """What K is recommended for: the fitted acceptance in the form's scenario."""
+    from engine.formatting import acceptance_text, cost_setting_text
+
+    return f"{acceptance_text(fitted)}; {cost_setting_text(fitted)}"
 
 
-def recommendation_text(rec: Any, scenario_label: str) -> str:
-    """The Recommend pane's head: K, speedup and interval, band, change, the speedup at
-    every K, the scenario."""
+def recommendation_text(rec: Any, counted: bool = True) -> str:
+    """The Recommend pane's head: K, speedup and interval (``counted``: the log gives the
+    draft count the interval comes from), the band, the change against the log's K."""
     band = ", ".join(str(k) for k in rec.band)
-    lines = [
-        f"Recommended K = {rec.k}: speedup {fmt(rec.speedup, speedup=True)}x "
-        f"[{fmt(rec.low, speedup=True)}, {fmt(rec.high, speedup=True)}] "
-        "(95 %, the fit's uncertainty)",
-        f"Within 2 % of the best: K = {band}",
-        _change_text(rec),
-    ]
-    curve = getattr(rec, "curve", None)
-    if curve:
-        points = "  ".join(f"{k}:{fmt(s, 2, speedup=True)}" for k, s, *_ in curve)
+    low, high = fmt(rec.low, speedup=True), fmt(rec.high, speedup=True)
+    interval = (
+        f"(95 %: {low}-{high}, the fit's uncertainty)"
+        if counted
+        else "(interval unknown: the log gives no draft count)"
+    )
+    return "\n".join(
+        [
+            f"Recommended K = {rec.k}: speedup {fmt(rec.speedup, speedup=True)}x {interval}",
+            f"Within 2 % of the best: K = {band}",
+            _change_text(rec),
+        ]
+    )
+
+
+def details_text(rec: Any, scenario_label: str, adaptive: str) -> str:
+    """Under the engines' settings: the speedup at every K, the scenario, and whether an
+    adaptive setting would do better (``adaptive``, when known)."""
+    lines = []
+    if getattr(rec, "curve", None):
+        points = "  ".join(f"{k}:{fmt(s, 2, speedup=True)}" for k, s, *_ in rec.curve)
         lines.append(f"Speedup by K: {points}")
-    lines.append(f"For: {scenario_label} (the form's scenario)")
+    lines.append(f"For the form's scenario: {scenario_label}")
+    if adaptive:
+        lines.append(f"Adaptive: {adaptive}")
     return "\n".join(lines)
 
 
-def settings_table(emitted: dict[str, str]) -> Table:
-    """Each serving engine's setting for the recommended K: its name, then the text (wrapped
-    within its column)."""
-    table = Table.grid(padding=(0, 1))
-    table.add_column(style="bold", no_wrap=True)
-    table.add_column()
-    for name, text in emitted.items():
-        table.add_row(name, text)
-    return table
+def settings_text(emitted: dict[str, str]) -> Text:
+    """Each serving engine's setting for the recommended K, one unwrapped line each."""
+    width = max((len(name) for name in emitted), default=0)
+    return Text(
+        "\n".join(f"{name:<{width}}  {text}" for name, text in emitted.items()), no_wrap=True
+    )
 
 
 def models_table(cal: Any, criterion_name: str) -> Table:
@@ -331,7 +335,13 @@ class CalibrateScreen(ReportsWorkerErrors, ModalScreen["SpecConfig | None"]):
     CalibrateScreen #cal-plot {
         height: 1fr;
     }
-    CalibrateScreen #cal-models, CalibrateScreen #cal-recommend {
+    CalibrateScreen #cal-models, CalibrateScreen #cal-recommend, CalibrateScreen #cal-details {
+        height: auto;
+        padding: 0 1;
+    }
+    /* One line each, unwrapped, to copy (the pane scrolls sideways when they are wide). */
+    CalibrateScreen #cal-settings {
+        width: auto;
         height: auto;
         padding: 0 1;
     }
@@ -379,8 +389,10 @@ class CalibrateScreen(ReportsWorkerErrors, ModalScreen["SpecConfig | None"]):
                     yield Static("", id="cal-legend")
                 with VerticalScroll(id="cal-fit-right"):
                     yield Static("", id="cal-models")
-            with TabPane("3 Recommend", id="cal-tab-recommend"), VerticalScroll():
+            with TabPane("3 Recommend", id="cal-tab-recommend"), ScrollableContainer():
                 yield Static("", id="cal-recommend")
+                yield Static("", id="cal-settings")
+                yield Static("", id="cal-details")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -494,7 +506,12 @@ class CalibrateScreen(ReportsWorkerErrors, ModalScreen["SpecConfig | None"]):
         if worker.is_cancelled:
             return
         rec = fit.recommend(cal, scenario)
-        post(recommendation=rec, emitted=dict(fit.emit(rec, cal)), done=True)
+        post(recommendation=rec, emitted=dict(fit.emit(rec, cal)))
+        if worker.is_cancelled:
+            return
+        from spectui.calibrate_command import adaptive_note
+
+        post(adaptive=adaptive_note(cal, scenario, rec), done=True)
 
     def on_analysis_ready(self, message: AnalysisReady) -> None:
         message.stop()
@@ -505,7 +522,7 @@ class CalibrateScreen(ReportsWorkerErrors, ModalScreen["SpecConfig | None"]):
         label = source_label(found.source)
         if found.error is not None:
             self._status(f"{MARK_ERROR} {found.error}", error=True)
-        elif found.done:
+        elif found.done or found.recommendation is not None:
             self._status(self._summary(found))
         elif found.calibration is not None:
             self._status(f"{label}: {self._counts(found.parsed)} · recommending K…")
@@ -592,14 +609,22 @@ class CalibrateScreen(ReportsWorkerErrors, ModalScreen["SpecConfig | None"]):
         models.update(Group(models_table(cal, criterion), Text("\n".join([*lines, *cal.notes]))))
 
     def _show_recommendation(self, found: Analysis) -> None:
-        pane = self.query_one("#cal-recommend", Static)
-        if found.recommendation is None:
-            pane.update(found.note or ("recommending K…" if found.calibration else ""))
+        """The recommendation's head, each engine's setting, then the details."""
+        head = self.query_one("#cal-recommend", Static)
+        settings = self.query_one("#cal-settings", Static)
+        details = self.query_one("#cal-details", Static)
+        settings.update(settings_text(found.emitted))
+        settings.display = bool(found.emitted)
+        rec = found.recommendation
+        if rec is None:
+            head.update(found.note or ("recommending K…" if found.calibration else ""))
+            details.update("")
             return
         assert self.scenario is not None
-        label = scenario_label(self.scenario, found.calibration.chosen.values)
-        head = Text(recommendation_text(found.recommendation, label))
-        pane.update(Group(head, Text(""), settings_table(found.emitted)) if found.emitted else head)
+        cal = found.calibration
+        head.update(Text(recommendation_text(rec, counted=bool(cal.drafts))))
+        label = scenario_label(cal.config(self.scenario))
+        details.update(Text(details_text(rec, label, found.adaptive)))
 
     # --- actions ----------------------------------------------------------------------------
     def action_send(self) -> None:

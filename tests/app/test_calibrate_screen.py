@@ -74,6 +74,7 @@ class FakeCalibration:
     models: list[FakeModel]
     chosen: FakeModel
     notes: list[str] = field(default_factory=list)
+    drafts: float = 120.0
 
     def config(self, base: SpecConfig) -> SpecConfig:
         return base.replace(**self.chosen.values)
@@ -331,10 +332,10 @@ async def test_a_real_vllm_log_file_is_parsed_fitted_and_recommended():
         await settle(pilot, app, rounds=5)
         text = screen_text(app)
         assert "✗" not in text, text
-        # The window, by hand from the fixture: M 2.16 = 1 + 0.543 + 0.357 + 0.264,
-        # drafts = 150 / (2.16 - 1) = 129.3, K = 387 / 129.3 = 3.
+        # The window, by hand from the fixture: M 2.16 = 1 + 0.543 + 0.357 + 0.264;
+        # 150 / (2.16 - 1) = 129.3 drafts, so K = 387 / 129.3 = 3 and drafts = 387 / 3 = 129.
         row = next(line for line in text.splitlines() if "vllm-v1" in line)
-        assert row.split()[2:6] == ["129.3", "3", "2.16", "used"]
+        assert row.split()[:6] == ["3", "vllm-v1", "129", "3", "2.16", "used"]
         found = screen.analysis
         assert found is not None and found.done
         cal, rec = found.calibration, found.recommendation
@@ -350,4 +351,5 @@ async def test_a_real_vllm_log_file_is_parsed_fitted_and_recommended():
         await pilot.pause()
         text = screen_text(app)
         assert f"Recommended K = {rec.k}" in text and "At the log's K = 3" in text
-        assert "num_speculative_tokens" in text
+        assert f"--draft-max {rec.k} " in text and f"max_draft_len: {rec.k}" in text
+        assert found.adaptive.startswith("none emitted")  # i.i.d. acceptance: fixed K wins
