@@ -60,6 +60,7 @@ ROWS_MAX = 1000  # windows listed in the table (the fit uses every one)
 PASTED = "pasted text"
 MARK_ERROR = "✗"
 HINT = "paste log lines above, or type a log file's path and press enter"
+NO_K = "no K in the log: type it in 'log K' (top right), enter"
 OBSERVED_COLOR = "red+"
 FIT_COLOR = "blue+"
 OBSERVED_GLYPH = "●"
@@ -77,8 +78,8 @@ class Analysis:
     ``curves``: each fitted model's conditional rates at the observed positions;
     ``emitted``: each engine's setting for the recommended K; ``adaptive``: whether an
     engine's adaptive setting would beat it (spectui.calibrate_command.adaptive_note);
-    ``error``: why it stopped (one line); ``note``: why there is no recommendation (the
-    form is invalid)."""
+    ``error``: why it stopped (one line; ``wants_k``: the K the log was recorded at is
+    needed); ``note``: why there is no recommendation (the form is invalid)."""
 
     generation: int
     source: str
@@ -89,6 +90,7 @@ class Analysis:
     emitted: dict[str, str] = field(default_factory=dict)
     adaptive: str = ""
     error: str | None = None
+    wants_k: bool = False
     note: str | None = None
     done: bool = False
 
@@ -167,7 +169,7 @@ def recommendation_text(rec: Any, counted: bool = True) -> str:
     interval = (
         f"(95 %: {low}-{high}, the fit's uncertainty)"
         if counted
-        else "(interval unknown: the log gives no draft count)"
+        else "(no interval: no draft count in the log)"
     )
     return "\n".join(
         [
@@ -294,6 +296,10 @@ class CalibrateScreen(ReportsWorkerErrors, ModalScreen["SpecConfig | None"]):
     CalibrateScreen #cal-k {
         width: 12;
     }
+    /* The log K is needed: shown in reverse video (seen without colours too). */
+    CalibrateScreen #cal-k.-wanted {
+        text-style: reverse bold;
+    }
     CalibrateScreen #cal-text {
         height: 4;
         border: none;
@@ -365,6 +371,7 @@ class CalibrateScreen(ReportsWorkerErrors, ModalScreen["SpecConfig | None"]):
         self._timer: Timer | None = None
         self._rows: list[tuple[Any, bool]] = []  # the table's windows, and whether used
         self._windows_note = ""
+        self._last: tuple[str, str, str | None] | None = None  # what was analysed last
 
     def compose(self) -> ComposeResult:
         yield Static("Calibrate from serving logs (vLLM, SGLang, llama.cpp)", id="cal-title")
@@ -430,7 +437,13 @@ class CalibrateScreen(ReportsWorkerErrors, ModalScreen["SpecConfig | None"]):
         self._start(PASTED, text=text)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
+        """Enter in the path loads the file (or, empty, analyses the text); enter in the
+        log K analyses the last input again with it."""
         event.stop()
+        if event.input.id == "cal-k" and self._last is not None:
+            source, text, path = self._last
+            self._start(source, text=text, path=path)
+            return
         path = self.query_one("#cal-path", Input).value.strip()
         if path:
             self.load_file(path)
@@ -439,6 +452,7 @@ class CalibrateScreen(ReportsWorkerErrors, ModalScreen["SpecConfig | None"]):
 
     def load_file(self, path: str) -> None:
         """Parse and fit the log file at ``path`` (``~`` expanded)."""
+        self.query_one("#cal-path", Input).value = path
         if self._timer is not None:
             self._timer.stop()
             self._timer = None
@@ -449,6 +463,7 @@ class CalibrateScreen(ReportsWorkerErrors, ModalScreen["SpecConfig | None"]):
         return int(text) if text.isdigit() and int(text) > 0 else None
 
     def _start(self, source: str, *, text: str = "", path: str | None = None) -> None:
+        self._last = (source, text, path)
         self._generation += 1
         self._status(f"{source_label(source)}: parsing…")
         self._analyse(self._generation, source, text, path, self._log_k(), self.scenario)
@@ -492,7 +507,10 @@ class CalibrateScreen(ReportsWorkerErrors, ModalScreen["SpecConfig | None"]):
         try:
             cal = fit.calibrate(parsed.windows, k=log_k) if log_k else fit.calibrate(parsed.windows)
         except ValueError as err:  # CalibrationError: nothing to fit
-            post(error=f"{label}: cannot fit: {err}", done=True)
+            if log_k is None and all(w.k is None for w in parsed.windows):
+                post(error=f"{label}: {NO_K}", wants_k=True, done=True)
+            else:
+                post(error=f"{label}: cannot fit: {err}", done=True)
             return
         base = scenario if scenario is not None else _default_config()
         positions = len(cal.positions)
@@ -520,6 +538,7 @@ class CalibrateScreen(ReportsWorkerErrors, ModalScreen["SpecConfig | None"]):
             return  # an older text's analysis
         self.analysis = found
         label = source_label(found.source)
+        self.query_one("#cal-k", Input).set_class(found.wants_k, "-wanted")
         if found.error is not None:
             self._status(f"{MARK_ERROR} {found.error}", error=True)
         elif found.done or found.recommendation is not None:

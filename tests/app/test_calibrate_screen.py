@@ -353,3 +353,30 @@ async def test_a_real_vllm_log_file_is_parsed_fitted_and_recommended():
         assert f"Recommended K = {rec.k}" in text and "At the log's K = 3" in text
         assert f"--draft-max {rec.k} " in text and f"max_draft_len: {rec.k}" in text
         assert found.adaptive.startswith("none emitted")  # i.i.d. acceptance: fixed K wins
+
+
+async def test_a_real_sglang_log_asks_for_its_k_and_fits_the_fixed_model_with_it():
+    # SGLang logs "accept len: 3.13" per decode batch: no K, no per-position rates.
+    app = create_app("tiny")
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_screen(pilot, app)
+        screen.load_file(str(FIXTURES / "sglang_decode.log"))
+        await settle(pilot, app, rounds=5)
+        assert "✗ sglang_decode.log: no K in the log: type it in 'log K'" in screen_text(app)
+        assert screen.query_one("#cal-k").has_class("-wanted")
+        await pilot.click("#cal-k")
+        await pilot.press("3", "enter")  # the last input (the file) again, with K = 3
+        await settle(pilot, app, rounds=5)
+        assert not screen.query_one("#cal-k").has_class("-wanted")
+        cal = screen.analysis.calibration
+        # 1 + p + p^2 + p^3 = 3.13 at K = 3.
+        p = cal.chosen.values["acceptance_rate"]
+        assert [m.name for m in cal.models] == ["fixed"]
+        assert math.isclose(1 + p + p**2 + p**3, 3.13, rel_tol=1e-6)
+        screen.query_one("#cal-windows").focus()
+        await pilot.press("2")
+        await pilot.pause()
+        assert "* fixed: the only model these windows allow" in screen_text(app)
+        await pilot.press("3")
+        await pilot.pause()
+        assert "(no interval: no draft count in the log)" in screen_text(app)
