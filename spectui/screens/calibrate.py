@@ -519,7 +519,7 @@ class CalibrateScreen(ReportsWorkerErrors, ModalScreen["SpecConfig | None"]):
             curves = {m.name: model_rates(m.values, base, positions) for m in cal.models}
         post(calibration=cal, curves=curves)
         if scenario is None:
-            post(note="the form is invalid: no scenario to recommend K for", done=True)
+            post(note="form invalid: no K recommended", done=True)
             return
         if worker.is_cancelled:
             return
@@ -574,7 +574,7 @@ class CalibrateScreen(ReportsWorkerErrors, ModalScreen["SpecConfig | None"]):
         if rec is not None:
             parts.append(f"K = {rec.k} ({fmt(rec.speedup, speedup=True)}x)")
         elif found.note:
-            parts.append(found.note)
+            parts.append(found.note.split(":")[0])  # the Recommend pane has all of it
         return " · ".join(parts)
 
     def _show_windows(self, parsed: Any) -> None:

@@ -21,8 +21,9 @@ from textual.widgets import TextArea
 
 from engine.config import SpecConfig
 from spectui.app import create_app
+from spectui.screens import calibrate as calibrate_screen
 from spectui.screens.calibrate import PASTED, CalibrateScreen
-from tests.app.helpers import notifications, settle
+from tests.app.helpers import notifications, settle, type_into
 from tests.app.screen import screen_text
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
@@ -30,6 +31,13 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
 V1_LOG = FIXTURES / "vllm_v1_mean_length.log"
 
 PASTE = "INFO some line\nSpecDecoding metrics: ...\nSpecDecoding metrics: ...\n"
+
+
+@pytest.fixture(autouse=True)
+def _timers_driven(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The debounce never fires by itself here, however loaded the machine: the tests run
+    the pending analysis with ``analyse_now``."""
+    monkeypatch.setattr(calibrate_screen, "DEBOUNCE_S", 3600.0)
 
 
 # --- a fake calibration engine ----------------------------------------------------------------
@@ -309,6 +317,40 @@ async def test_the_log_k_typed_in_goes_to_the_fit(monkeypatch):
         text = screen_text(app)
         assert "* fixed: the only model these windows allow" in text
         assert "No per-position rates in this log: nothing to plot." in text
+
+
+async def test_an_invalid_form_gets_a_fit_but_no_recommendation(monkeypatch):
+    calls = fake_engine(monkeypatch)
+    app = create_app("tiny")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        await type_into(pilot, app, "k", "0")
+        await settle(pilot, app)
+        assert app.config is None
+        screen = await open_screen(pilot, app)
+        await paste(pilot, screen, PASTE)
+        screen.analyse_now()
+        await settle(pilot, app)
+        assert calls["recommend"] == []
+        status = "pasted text: 1 used, 1 rejected · position_decay · form invalid"
+        assert status in [line.strip() for line in screen_text(app).splitlines()]
+        screen.action_pane("cal-tab-recommend")
+        await pilot.pause()
+        assert "\n form invalid: no K recommended" in screen_text(app)
+        await pilot.press("ctrl+f")
+        await pilot.pause()
+        assert isinstance(app.screen, CalibrateScreen)
+        assert any("The form is invalid" in n for n in notifications(app))
+
+
+async def test_the_palette_has_calibrate(monkeypatch):
+    app = create_app("tiny")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        commands = {c.title: c for c in app.get_system_commands(app.screen)}
+        commands["Calibrate"].callback()
+        await pilot.pause()
+        assert isinstance(app.screen, CalibrateScreen)
 
 
 async def test_f_before_any_fit_says_so_and_stays(monkeypatch):
