@@ -312,11 +312,7 @@ def _print(
         models.add_column(name, justify="left" if name in ("model", "parameters", "") else "right")
     for m in cal.models:
         params = ", ".join(
-            f"{k.rsplit('.', 1)[-1]}={v:.3g}"
-            if isinstance(v, float)
-            else f"{k.rsplit('.', 1)[-1]}={v}"
-            for k, v in m.values.items()
-            if k != "draft_model"
+            f"{k.rsplit('.', 1)[-1]}={_short(v)}" for k, v in m.values.items() if k != "draft_model"
         )
         models.add_row(
             m.name,

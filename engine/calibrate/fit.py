@@ -1,6 +1,6 @@
 """Fit acceptance models to serving-log counts, recommend K, emit each engine's config.
 
-See /work/shared/design/SEMANTICS.md, "Calibration from serving logs". The statistics are
+See docs/model.md, "Calibration from serving logs". The statistics are
 the counts: for each draft position i, ``reached_i`` drafts had their first i - 1 tokens
 accepted and drafted position i, and ``accepted_i`` of them had token i accepted too. With
 a fixed K per window, ``reached_1`` is the number of drafts and ``reached_i`` is the count
