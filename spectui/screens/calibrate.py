@@ -108,16 +108,6 @@ def _module(name: str) -> Any:
     return importlib.import_module(f"engine.calibrate.{name}")
 
 
-def model_rates(values: dict[str, object], base: SpecConfig, positions: int) -> list[float]:
-    """The conditional acceptance rates at positions 1..``positions`` of the model that
-    ``values`` (SpecConfig field values, ``draft_model`` among them) sets on ``base``."""
-    from engine.draft_models import DRAFT_MODELS
-
-    config = base.replace(**values)
-    probs = DRAFT_MODELS[config.draft_model].position_probs(config, positions)
-    return [float(p) for p in probs]
-
-
 def source_label(source: str) -> str:
     """How the status line names an input: "pasted text", or a file's name."""
     return source if source == PASTED else Path(source).name
@@ -512,11 +502,12 @@ class CalibrateScreen(ReportsWorkerErrors, ModalScreen["SpecConfig | None"]):
             else:
                 post(error=f"{label}: cannot fit: {err}", done=True)
             return
-        base = scenario if scenario is not None else _default_config()
         positions = len(cal.positions)
-        curves = {}
+        curves: dict[str, list[float]] = {}
         if positions:  # each model's rates where the log has observed ones
-            curves = {m.name: model_rates(m.values, base, positions) for m in cal.models}
+            curves = {
+                m.name: list(fit.model_rates(m.name, m.values, positions)) for m in cal.models
+            }
         post(calibration=cal, curves=curves)
         if scenario is None:
             post(note="form invalid: no K recommended", done=True)
@@ -663,9 +654,3 @@ class CalibrateScreen(ReportsWorkerErrors, ModalScreen["SpecConfig | None"]):
     def action_pane(self, pane: str) -> None:
         """Show one of the panes (1 Windows, 2 Fit, 3 Recommend)."""
         self.query_one("#cal-tabs", TabbedContent).active = pane
-
-
-def _default_config() -> SpecConfig:
-    from engine.config import SpecConfig
-
-    return SpecConfig()

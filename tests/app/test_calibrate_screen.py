@@ -19,6 +19,7 @@ import pytest
 from textual import events
 from textual.widgets import TextArea
 
+from engine.calibrate.fit import model_rates
 from engine.config import SpecConfig
 from spectui.app import create_app
 from spectui.screens import calibrate as calibrate_screen
@@ -155,6 +156,7 @@ def fake_engine(monkeypatch: pytest.MonkeyPatch, **overrides: object) -> dict[st
     fit.calibrate = calibrate  # type: ignore[attr-defined]
     fit.recommend = recommend  # type: ignore[attr-defined]
     fit.emit = emit  # type: ignore[attr-defined]
+    fit.model_rates = model_rates  # type: ignore[attr-defined]  # the real one
     for name, value in overrides.items():
         setattr(logs if name.startswith("parse") else fit, name, value)
     monkeypatch.setitem(sys.modules, "engine.calibrate.logs", logs)
