@@ -56,7 +56,7 @@ def config_label(config: SpecConfig) -> str:
     from engine.plot_data import _line_label
 
     reads = DRAFT_MODELS[config.draft_model].reads
-    model = _line_label(config.draft_model, {p: getattr(config, p) for p in reads}, ())
+    model = _line_label(config.draft_model, {p: config.get(p) for p in reads}, ())
     if config.cost_model == "linear":
         return f"{model}, draft {config.draft_cost_us:g} us, c={config.cost_ratio:.3g}"
     return f"{model}, {config.cost_model}, batch {config.batch_size}, prompt {config.prompt_len}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from textual.worker import WorkerState
 
 from engine.analysis import read_sweep_csv
@@ -104,3 +105,23 @@ async def test_a_failed_curve_leaves_the_busy_state():
         shown = screen_text(app)
         assert "computing" not in shown
         assert "could not compute this curve" in shown
+
+
+@pytest.mark.parametrize("model", ["per_position", "beta_round", "markov", "confidence"])
+async def test_the_models_beyond_the_original_draw_their_curve(model):
+    """Their parameters have dotted keys (acceptance.*): the title names them, the exact
+    curve is drawn (markov's from the program over (r, regime)) and the view is not busy."""
+    from spectui.widgets.param_form import ParamForm
+
+    app = create_app("tiny")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        form = app.query_one(ParamForm)
+        config, _ = form.current_config()
+        form.load_config(config.replace(draft_model=model))
+        await _open_speedup(pilot, app)
+        view = app.query_one("#speedup-view")
+        assert view.last is not None and view.last.curves[0][0] == f"exact {model}"
+        assert view.last.title.startswith(f"form: {model} (")
+        legend = region_text(app, app.query_one("#speedup-legend"))
+        assert f"exact {model}" in legend
