@@ -200,8 +200,12 @@ def acceptance_text(config: SpecConfig) -> str:
     from .draft_models import get_model
 
     model = config.draft_model
-    params = ", ".join(f"{name}={config.get(name):g}" for name in get_model(model).reads)
+    params = ", ".join(f"{name}={_value(config.get(name))}" for name in get_model(model).reads)
     return f"{model} {params}".strip()
+
+
+def _value(value: object) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)  # rates are text
 
 
 def cost_text(config: SpecConfig) -> str:
@@ -263,6 +267,11 @@ def regime_map(
             on_progress(done, total_steps)
 
     # Baselines, steps and warnings per cell, from the kernel (one call per cell).
+    # A map of fixed K: the form's policy does not enter (spectui arena compares policies).
+    config = config.replace(**{"policy.name": "fixed"})
+    from .policies import needs_stepwise
+
+    chained = needs_stepwise(config)  # markov acceptance
     cells = [[config.replace(batch_size=b, prompt_len=c) for c in prompts] for b in batches]
     costs = [[cycle_costs(cell) for cell in row] for row in cells]
     baseline = np.array([[c.baseline_us for c in row] for row in costs])
@@ -287,10 +296,17 @@ def regime_map(
         cycle = np.broadcast_to(np.asarray(cycle, dtype=np.float64), (*speedup.shape[:2], r.size))
         # cycle_by_r[r] is every cell's cycle time with r tokens to go, a column per cell.
         cycle_by_r = np.moveaxis(cycle, -1, 0).reshape(r.size, -1)
-        dist = accepted_distribution(k_config)[:, None]  # one column, shared by every cell
-        f = expected_over_sequence(dist, cycle_by_r, stop_if_asked)
-        expected = f[total].reshape(speedup.shape[:2])
-        speedup[:, :, m] = baseline / expected
+        if chained:  # cycles tied by a regime: the program over (r, regime), cell by cell
+            from .exact import exact_metrics_many
+
+            flat = [cell.replace(k=k) for row in cells for cell in row]
+            found = exact_metrics_many(flat)["speedup_exact"]
+            speedup[:, :, m] = found.reshape(speedup.shape[:2])
+        else:
+            dist = accepted_distribution(k_config)[:, None]  # one column, shared by every cell
+            f = expected_over_sequence(dist, cycle_by_r, stop_if_asked)
+            expected = f[total].reshape(speedup.shape[:2])
+            speedup[:, :, m] = baseline / expected
         # The verify pass of a full K cycle at the prompt's context (r = T: L = prompt_len).
         verify_full = np.broadcast_to(
             np.asarray(cost.verify_us(k + 1, batch[:, :, 0], np.array(prompts)[None, :])),

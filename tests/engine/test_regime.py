@@ -263,3 +263,19 @@ def test_cell_rows_and_legend(one_b_map):
     assert "fixed acceptance_rate=0.8" in legend
     assert "roofline on h100: llama-3.1-8b verifies, llama-3.2-1b drafts" in legend
     assert "batch" not in legend  # the map varies the batch: no single batch in its legend
+
+
+def test_a_markov_map_uses_the_regime_chain():
+    """Markov acceptance ties cycles together: each cell is the exact program over
+    (r, regime) for that cell (not the stationary marginal's i.i.d. cycles), and the form's
+    policy does not enter the map of fixed K."""
+    config = SpecConfig(
+        draft_model="markov", stay=0.99, tokens_per_seq=64, cost_model="roofline"
+    ).replace(**{"policy.name": "hf_heuristic"})
+    found = regime_map(config, batch_sizes=(1, 64), contexts=(1024,), ks=(2, 6))
+    for i, batch in enumerate((1, 64)):
+        for m, k in enumerate((2, 6)):
+            cell = config.replace(
+                **{"policy.name": "fixed", "k": k, "batch_size": batch, "prompt_len": 1024}
+            )
+            assert found.speedup[i, 0, m] == speedup_exact(cell)
