@@ -107,6 +107,8 @@ def cost_setting_text(config: Any) -> str:
         )
         if config.verify_token_us:
             text += f" + {config.verify_token_us:g} us per draft checked"
+        if config.draft_fixed_us:
+            text += f" + {config.draft_fixed_us:g} us per drafting cycle"
         return text
     if model == "table":
         return f"table {config.cost_table}, {workload}"

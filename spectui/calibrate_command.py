@@ -74,6 +74,8 @@ def read_cost_points(path: Path) -> tuple[list[tuple[int, float, float]], float]
         text = path.read_text(encoding="utf-8")
     except OSError as err:
         raise UsageError(f"--cost-points: {path}: cannot read: {err.strerror}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"--cost-points: {path}: not a text file (UTF-8 CSV expected)") from None
     rows = [
         r for r in csv.DictReader(line for line in text.splitlines() if not line.startswith("#"))
     ]
@@ -87,9 +89,10 @@ def read_cost_points(path: Path) -> tuple[list[tuple[int, float, float]], float]
                 f"--cost-points: {path}: row {number}: expected columns k,mean_length,tpot "
                 "with numbers"
             ) from None
-        if k < 0 or tpot <= 0 or length < 1:
+        if not (math.isfinite(length) and math.isfinite(tpot)) or k < 0 or tpot <= 0 or length < 1:
             raise UsageError(
-                f"--cost-points: {path}: row {number}: k >= 0, mean_length >= 1, tpot > 0"
+                f"--cost-points: {path}: row {number}: k >= 0, mean_length >= 1, tpot > 0 "
+                "(finite numbers)"
             )
         if k == 0:
             baseline = tpot
@@ -148,6 +151,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             f"linear cost fitted from {len(points)} K points of {args.cost_points}: a cycle "
             f"costs {fixed:.3f} + {per_token:.3f} x K target steps"
         )
+        if fixed < 1.0 or per_token < 0.0:
+            cost_note += (
+                "; priced as 1 + ... steps with no negative term (a speculative cycle cannot "
+                "cost less than the plain step it contains): check the points"
+            )
     if not 1 <= args.calibrate_k_max <= 64:
         raise UsageError("--calibrate-k-max: expected an integer in [1, 64]")
     if args.log_k is not None and not 1 <= args.log_k <= 1024:
@@ -323,15 +331,24 @@ def _print(
         )
     out.print(models)
     for line in cal.notes:
-        out.print(Text(f"note: {line}"))
+        out.print(Text(f"note: {line}"), soft_wrap=True)
     if note:
-        out.print(Text(note))
+        out.print(Text(note), soft_wrap=True)
+    observed = len(cal.positions)
+    if observed and rec.k > observed:
+        out.print(
+            Text(
+                f"note: K = {rec.k} drafts beyond the {observed} positions the log observed: "
+                f"the fitted {cal.chosen.name} model extrapolates there"
+            ),
+            soft_wrap=True,
+        )
     out.print(Text(f"cost: {cost_setting_text(scenario)}"))
     band = rec.band
     band_text = f"K {band[0]}-{band[-1]}" if len(band) > 1 else f"K {band[0]}"
     interval = (
         f"95 %: {speedup_text(rec.low)}-{speedup_text(rec.high)}"
-        if cal.drafts
+        if cal.positions or cal.chosen.interval
         else "interval unknown: the log gives no draft count"
     )
     out.print(

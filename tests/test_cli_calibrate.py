@@ -97,6 +97,9 @@ def test_cost_points_fit_the_linear_cost(run, tmp_path):
     status, out, err = run(str(LOGS / "vllm_v1_mean_length.log"), "--cost-points", str(points))
     assert status == 0, err
     assert f"a cycle costs {fixed:.3f} + {per_token:.3f} x K target steps" in out
+    # priced as the linear cost with a fixed cost per drafting cycle, and said so
+    drafting = (fixed - 1.0) * 1000.0
+    assert f"+ {drafting:g} us per drafting cycle" in " ".join(out.split())
 
 
 @pytest.mark.parametrize(
@@ -105,6 +108,8 @@ def test_cost_points_fit_the_linear_cost(run, tmp_path):
         (["nope.log"], "nope.log: cannot read"),
         (["--log-k", "0", "LOG"], "--log-k: expected an integer in [1, 1024]"),
         (["--cost-points", "POINTS", "LOG"], "row 2: expected columns k,mean_length,tpot"),
+        (["--cost-points", "NAN", "LOG"], "row 3: k >= 0, mean_length >= 1, tpot > 0"),
+        (["--cost-points", "BINARY", "LOG"], "not a text file (UTF-8 CSV expected)"),
     ],
 )
 def test_bad_input_is_one_line(run, tmp_path, args, message):
@@ -114,6 +119,11 @@ def test_bad_input_is_one_line(run, tmp_path, args, message):
     bad.write_text("k,mean_length,tpot\nx,1,2\n")
     args = [str(LOGS / "vllm_v1_mean_length.log") if a == "LOG" else a for a in args]
     args = [str(bad) if a == "POINTS" else a for a in args]
+    nan = tmp_path / "nan.csv"
+    nan.write_text("k,mean_length,tpot\n0,1,7\n2,nan,4\n")
+    binary = tmp_path / "points.bin"
+    binary.write_bytes(bytes(range(256)))
+    args = [str(nan) if a == "NAN" else str(binary) if a == "BINARY" else a for a in args]
     status, _, err = run(*args)
     assert status == 2 and message in err and "Traceback" not in err
     status, _, err = run(str(empty))

@@ -454,8 +454,22 @@ def _calibrate_positions(
 def _calibrate_mean(
     windows: Sequence[WindowLike], log_k: int | None, sources: tuple[str, ...], notes: list[str]
 ) -> Calibration:
-    usable = [(w, _mean_length(w)) for w in windows]
-    usable = [(w, mean) for w, mean in usable if mean is not None and w.k]
+    found = [(w, _mean_length(w)) for w in windows]
+    usable = [(w, mean) for w, mean in found if mean is not None and w.k]
+    beyond = [(w, m) for w, m in usable if w.k is not None and m > w.k + 1.0 + 1e-9]
+    if beyond and len(beyond) < len(usable):  # another drafter's lines, or another K
+        usable = [pair for pair in usable if pair not in beyond]
+        notes.append(
+            f"{len(beyond)} window(s) with M above K + 1 left out (another drafter, or "
+            "recorded at a larger K)"
+        )
+    counted = [(w, m) for w, m in usable if w.drafts]
+    if counted and len(counted) < len(usable):  # weight by drafts: the uncounted can't be
+        notes.append(
+            f"{len(usable) - len(counted)} window(s) without a draft count left out of the "
+            "fit (the others are weighted by their drafts)"
+        )
+        usable = counted
     if not usable:
         raise CalibrationError(
             "the windows give no per-position counts and no mean acceptance length with a "
@@ -490,6 +504,13 @@ def _calibrate_mean(
         interval["acceptance_rate"] = (max(0.0, p - Z95 * se), min(1.0, p + Z95 * se))
         low, high = interval["acceptance_rate"]
         notes.append(f"p in [{low:.4f}, {high:.4f}] (95 %, from {drafts:.0f} drafts)")
+    elif known:  # every draft accepted, or none: a one-sided 95 % bound
+        if p >= 1.0:
+            interval["acceptance_rate"] = (0.05 ** (1.0 / (k * drafts)), 1.0)
+        else:
+            interval["acceptance_rate"] = (0.0, 1.0 - 0.05 ** (1.0 / drafts))
+        low, high = interval["acceptance_rate"]
+        notes.append(f"p in [{low:.4f}, {high:.4f}] (95 %, one-sided, {drafts:.0f} drafts)")
     else:
         notes.append("its uncertainty is unknown: the log gives no draft count")
     if len(by_k) > 1:
@@ -590,6 +611,9 @@ def recommend(
     if samples:
         spread = speedups[k_max:].reshape(len(samples), k_max)
         low, high = np.percentile(spread, [2.5, 97.5], axis=0)
+        # At a boundary estimate (every draft accepted) the posterior lies on one side of
+        # it: the interval still holds the estimate.
+        low, high = np.minimum(low, point), np.maximum(high, point)
     else:
         low, high = point, point
     best = int(np.argmax(point))

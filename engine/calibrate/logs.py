@@ -160,9 +160,11 @@ def _drafts_from_mean(raw: _Raw) -> tuple[float | None, int | None]:
     assert raw.mean_length is not None and raw.accepted is not None
     m, step, accepted, drafted = raw.mean_length, raw.mean_step, raw.accepted, raw.drafted
     listed = len(raw.rates) if raw.rates else None
-    if m - 1.0 <= step:  # nothing accepted as printed: drafts only from a full list
-        if accepted == 0 and raw.fixed_k and listed and drafted is not None:
-            return drafted / listed, listed
+    if m - 1.0 <= step:  # (almost) nothing accepted as printed: drafts only from a full list
+        if raw.fixed_k and listed and drafted is not None:
+            drafts = drafted / listed
+            if abs(m - (1.0 + accepted / drafts)) <= step:
+                return drafts, listed
         if accepted > 0:
             raw.problems.append(f"M {m:g} with {accepted} accepted tokens")
         return None, None
@@ -719,6 +721,55 @@ _LINE_PARSERS: tuple[Callable[[str, int], _Raw | None], ...] = (
 )
 
 
+# A line whose numbers cannot be read (a malformed rate list, a NaN counter, K = 0) is a
+# rejected window, never a crash.
+_READ_ERRORS = (ValueError, ArithmeticError, IndexError)
+
+
+def _source_of(text: str) -> str:
+    """The format a line that could not be read seems to be in (for its rejection)."""
+    for marker, source in (
+        ("SpecDecoding", "vllm-v1"),
+        ("Speculative metrics", "vllm-v0"),
+        ("vllm:spec_decode", "vllm-prometheus"),
+        ("accept len", "sglang"),
+    ):
+        if marker in text:
+            return source
+    return "llama.cpp"
+
+
+def _unreadable(text: str, index: int, error: Exception) -> Window:
+    return Window(
+        _source_of(text),
+        index + 1,
+        text,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        (f"numbers that cannot be read ({type(error).__name__}: {error})",),
+    )
+
+
+def _finished(raw: _Raw) -> Window:
+    try:
+        window = _finish(raw)
+    except _READ_ERRORS as error:
+        return _unreadable(raw.text, raw.line, error)
+    if not window.problems and not _finite(window):
+        return _unreadable(raw.text, raw.line, ValueError("a count is not a finite number"))
+    return window
+
+
+def _finite(window: Window) -> bool:
+    values = [window.drafts, window.drafted, window.accepted, window.mean_length]
+    values += list(window.position_accepted or ())
+    return all(v is None or math.isfinite(v) for v in values)
+
+
 def parse_log(text: str, name: str = "<input>") -> ParseResult:
     """Every speculative-decoding measurement window in ``text``.
 
@@ -726,7 +777,13 @@ def parse_log(text: str, name: str = "<input>") -> ParseResult:
     """
     lines = text.splitlines()
     used = [False] * len(lines)
-    raws = _prometheus(lines, used)
+    unreadable: list[Window] = []
+    try:
+        raws = _prometheus(lines, used)
+    except _READ_ERRORS as error:  # a counter that is not a number
+        at = next((i for i, line in enumerate(lines) if "vllm:spec_decode" in line), 0)
+        unreadable.append(_unreadable(lines[at], at, error))
+        raws = []
     v0_lines: list[_V0Line] = []
     llama_requests: list[_Raw] = []
     llama_stats: dict[str, _Raw] = {}
@@ -736,7 +793,20 @@ def parse_log(text: str, name: str = "<input>") -> ParseResult:
         if used[index] or not line.strip():
             index += 1
             continue
-        found_block = _block(lines, index)
+        try:
+            found_block = _block(lines, index)
+            speculative = None if found_block is not None else _speculative(line, index)
+            stats = (
+                _llama_stats(line, index) if found_block is None and speculative is None else None
+            )
+            single = None
+            if found_block is None and speculative is None and stats is None:
+                single = next((r for p in _LINE_PARSERS if (r := p(line, index)) is not None), None)
+        except _READ_ERRORS as error:
+            unreadable.append(_unreadable(line, index, error))
+            used[index] = True
+            index += 1
+            continue
         if found_block is not None:
             raw, end = found_block
             raws.append(raw)
@@ -744,8 +814,6 @@ def parse_log(text: str, name: str = "<input>") -> ParseResult:
                 used[j] = True
             index = end
             continue
-        speculative = _speculative(line, index)
-        stats = _llama_stats(line, index) if speculative is None else None
         if isinstance(speculative, _V0Line):
             v0_lines.append(speculative)
         elif speculative is not None:
@@ -754,7 +822,6 @@ def parse_log(text: str, name: str = "<input>") -> ParseResult:
             drafter, raw = stats
             llama_stats[drafter] = raw
         else:
-            single = next((r for p in _LINE_PARSERS if (r := p(line, index)) is not None), None)
             if single is None:
                 index += 1
                 continue
@@ -764,7 +831,7 @@ def parse_log(text: str, name: str = "<input>") -> ParseResult:
     raws.extend(_v0_windows(v0_lines))
     raws.extend(llama_stats.values() if llama_stats else llama_requests)
     raws.sort(key=lambda r: r.line)
-    finished = [_finish(raw) for raw in raws]
+    finished = sorted([*(_finished(raw) for raw in raws), *unreadable], key=lambda w: w.line)
     result = ParseResult(
         windows=[w for w in finished if not w.problems],
         rejected=[w for w in finished if w.problems],

@@ -42,6 +42,8 @@ async def _speedup(pilot) -> None:
     await settle(pilot, pilot.app)
     await pilot.app.action_show_view("speedup")
     await settle(pilot, pilot.app)
+    await pilot.pause(0.1)  # the chart laid out at its final size, then drawn
+    await settle(pilot, pilot.app)
     await _quiet(pilot)
 
 

@@ -406,3 +406,30 @@ def test_emit_writes_each_engines_settings():
     assert out["llama.cpp"] == f"--draft-max {k} --draft-min 0 --draft-p-min 0"
     assert out["tensorrt-llm"] == f"max_draft_len: {k}"
     assert "--speculative-algorithm" not in emit(rec, cal, method="mtp")["sglang"]
+
+
+def test_every_draft_accepted_gives_a_one_sided_interval():
+    """M = K + 1 from 100 drafts: p = 1, and p^(K x drafts) = 0.05 bounds it below."""
+    cal = calibrate([window(None, 100.0, 3, 4.0, source="vllm-v0")])
+    low, high = cal.chosen.interval["acceptance_rate"]
+    assert high == 1.0 and low == pytest.approx(0.05 ** (1 / 300))
+    rec = recommend(cal, SpecConfig(), draws=50)
+    assert rec.low < rec.speedup <= rec.high
+
+
+def test_mean_only_windows_are_weighted_by_drafts_or_left_out():
+    """An SGLang batch line (no draft count) never weighs as much as 4,437 counted drafts."""
+    counted = window(None, 4437.0, 3, 2.39, source="vllm-v0")
+    uncounted = window(None, None, 3, 3.13, source="sglang")
+    cal = calibrate([counted, uncounted])
+    assert cal.chosen.values["acceptance_rate"] == pytest.approx(fixed_from_mean(2.39, 3))
+    assert any("without a draft count left out" in note for note in cal.notes)
+
+
+def test_a_window_above_k_plus_one_is_left_out():
+    """A 64-token n-gram drafter's M 15.3 beside a K = 2 drafter (llama.cpp statistics)."""
+    ngram = window(None, 3.0, 2, 15.3, source="llama.cpp")
+    mtp = window(None, 200.0, 2, 2.5, source="llama.cpp")
+    cal = calibrate([ngram, mtp])
+    assert cal.chosen.values["acceptance_rate"] == pytest.approx(fixed_from_mean(2.5, 2))
+    assert any("M above K + 1 left out" in note for note in cal.notes)

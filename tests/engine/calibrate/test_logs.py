@@ -371,3 +371,50 @@ def test_a_mixed_file_with_noise():
         "vllm-v0",
     ]
     assert [w.line for w in result.windows] == sorted(w.line for w in result.windows)
+
+
+# Malformed numbers (review of issue 13): each is a rejected window, never a traceback.
+MALFORMED = {
+    "rate list": "SpecDecoding metrics: Mean acceptance length: 2.00, Accepted: 30 tokens, "
+    "Drafted: 90 tokens, Per-position acceptance rate: 0.5.3, 0.3, 0.2",
+    "llama.cpp rates": "x | draft acceptance = 0.5 ( 5 accepted / 10 generated), mean len = "
+    "2.0, acceptance rate per position = (abc)",
+    "empty rates": "x | draft acceptance = 0.5 ( 5 accepted / 10 generated), mean len = 2.0, "
+    "acceptance rate per position = ( , )",
+    "NaN counter": "vllm:spec_decode_num_drafts_total 100\n"
+    "vllm:spec_decode_num_draft_tokens_total NaN\n"
+    "vllm:spec_decode_num_accepted_tokens_total 50",
+    "infinite counter": "vllm:spec_decode_num_drafts_total 100\n"
+    "vllm:spec_decode_num_draft_tokens_total +Inf\n"
+    "vllm:spec_decode_num_accepted_tokens_total 50",
+    "K = 0": "Speculative metrics: Draft acceptance rate: 0.5, System efficiency: 0.5, Number "
+    "of speculative tokens: 0, Number of accepted tokens: 5, Number of draft tokens: 10, "
+    "Number of emitted tokens: 10.",
+}
+
+
+@pytest.mark.parametrize("case", list(MALFORMED))
+def test_malformed_numbers_are_a_rejected_window(case):
+    with pytest.raises(
+        LogError, match="nothing usable .* 1 rejected .*numbers that cannot be read"
+    ):
+        parse_log(MALFORMED[case], "bad.log")
+    mixed = parse_log(MALFORMED[case] + "\n" + GOOD_V1, "mixed.log")
+    assert len(mixed.windows) == 1 and len(mixed.rejected) == 1
+
+
+GOOD_V1 = (
+    "SpecDecoding metrics: Mean acceptance length: 2.00, Accepted: 100 tokens, Drafted: 300 "
+    "tokens, Per-position acceptance rate: 0.500, 0.300, 0.200"
+)
+
+
+def test_a_window_accepting_almost_nothing_is_consistent():
+    """M 1.00 as printed, 1 of 1,250 drafted accepted, 5 positions listed: 250 drafts at
+    K = 5, M = 1 + 1/250 = 1.004, which prints as 1.00."""
+    line = (
+        "SpecDecoding metrics: Mean acceptance length: 1.00, Accepted: 1 tokens, Drafted: "
+        "1250 tokens, Per-position acceptance rate: 0.004, 0.000, 0.000, 0.000, 0.000"
+    )
+    (window,) = parse_log(line).windows
+    assert window.drafts == 250 and window.k == 5 and window.position_accepted[0] == 1
