@@ -424,6 +424,10 @@ class CalibrateScreen(ReportsWorkerErrors, ModalScreen["SpecConfig | None"]):
             self._generation += 1  # whatever is under way is stale
             self._status(HINT)
             return
+        single = text.strip()
+        if "\n" not in single and Path(single).expanduser().is_file():
+            self.load_file(single)  # a path typed (or pasted) where the log goes
+            return
         self._start(PASTED, text=text)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:

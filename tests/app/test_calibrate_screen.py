@@ -424,3 +424,18 @@ async def test_a_real_sglang_log_asks_for_its_k_and_fits_the_fixed_model_with_it
         await pilot.press("3")
         await pilot.pause()
         assert "(no interval: no draft count in the log)" in screen_text(app)
+
+
+async def test_a_path_typed_where_the_log_goes_loads_that_file():
+    """The text area has the focus when the screen opens: a person who types a log's path
+    there (and waits) gets the file, not "nothing usable in 1 line"."""
+    app = create_app("tiny")
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_screen(pilot, app)
+        screen.query_one("#cal-text").text = str(V1_LOG)
+        screen.analyse_now()
+        await settle(pilot, app, rounds=5)
+        text = screen_text(app)
+        assert "nothing usable" not in text
+        row = next(line for line in text.splitlines() if "vllm-v1" in line)
+        assert row.split()[:6] == ["3", "vllm-v1", "129", "3", "2.16", "used"]
