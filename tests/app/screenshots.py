@@ -82,6 +82,16 @@ async def _shoot(out: Path) -> list[Path]:
         await pilot.press("down")  # hf_heuristic, second best
         await settle(pilot, app, rounds=4)
         await save("arena")
+        # Calibration from a real vLLM log (the offline example's summaries): the fit pane.
+        app.action_calibrate()
+        await settle(pilot, app)
+        screen = app.screen
+        screen.load_file("tests/fixtures/logs/vllm_offline_spec_decode.txt")  # from the repo
+        await settle(pilot, app, rounds=6)
+        screen.query_one("#cal-windows").focus()
+        await pilot.press("2")
+        await settle(pilot, app)
+        await save("calibrate")
     return saved
 
 
