@@ -23,7 +23,7 @@ def only(windows: list[Window]) -> Window:
 
 def test_every_fixture_names_its_source_and_parses():
     names = sorted(p.name for p in FIXTURES.iterdir())
-    assert len(names) == 15
+    assert len(names) == 16
     for name in names:
         text = (FIXTURES / name).read_text()
         assert text.startswith("# source: "), name
@@ -81,7 +81,7 @@ def test_vllm_v1_latest_order_and_nothing_accepted():
     assert (result.lines, result.skipped, len(result.rejected)) == (6, 2, 0)
     first, *nothing = result.windows
     assert (first.k, first.drafts, first.accepted, first.drafted) == (15, 65, 89, 975)
-    assert first.cumulative_rates is not None and len(first.cumulative_rates) == 15
+    assert first.cumulative_rates is not None and len(first.cumulative_rates) == 16
     assert [(w.line, w.k, w.drafts, w.accepted, w.mean_length) for w in nothing] == [
         (4, 5, 99, 0, 1.0),
         (5, 5, 99, 0, 1.0),
@@ -418,3 +418,12 @@ def test_a_window_accepting_almost_nothing_is_consistent():
     )
     (window,) = parse_log(line).windows
     assert window.drafts == 250 and window.k == 5 and window.position_accepted[0] == 1
+
+
+def test_prometheus_created_timestamps_are_not_counts():
+    """prometheus_client exposes a *_created gauge (a Unix time, ~1.8e9) beside every
+    counter: adding it would swamp the counts."""
+    result = parse_log_file(FIXTURES / "vllm_prometheus_created.prom")
+    (window,) = result.windows
+    assert (window.drafts, window.drafted, window.accepted) == (1000, 3000, 1500)
+    assert window.position_accepted == (700.0, 500.0, 300.0) and window.k == 3
