@@ -81,7 +81,7 @@ def test_vllm_v1_latest_order_and_nothing_accepted():
     assert (result.lines, result.skipped, len(result.rejected)) == (6, 2, 0)
     first, *nothing = result.windows
     assert (first.k, first.drafts, first.accepted, first.drafted) == (15, 65, 89, 975)
-    assert first.cumulative_rates is not None and len(first.cumulative_rates) == 16
+    assert first.cumulative_rates is not None and len(first.cumulative_rates) == 15
     assert [(w.line, w.k, w.drafts, w.accepted, w.mean_length) for w in nothing] == [
         (4, 5, 99, 0, 1.0),
         (5, 5, 99, 0, 1.0),
