@@ -1,4 +1,4 @@
-"""The spectui Textual app: a form, seven views, presets and help. No simulation logic here."""
+"""The spectui Textual app: a form, eight views, presets and help. No simulation logic here."""
 
 from __future__ import annotations
 
@@ -45,6 +45,7 @@ VIEWS: tuple[tuple[str, str], ...] = (
     ("plots", "Plots"),
     ("regime", "Regime"),
     ("arena", "Arena"),
+    ("tree", "Tree"),
 )
 
 # One list drives the bindings and the command palette: (key, action, title, help, footer?).
@@ -144,6 +145,8 @@ class SpectuiApp(App[None]):
                     yield Static("loading…", classes="lazy")
                 with TabPane("7 Arena", id="arena"):
                     yield Static("loading…", classes="lazy")
+                with TabPane("8 Tree", id="tree"):
+                    yield Static("loading…", classes="lazy")
         yield Footer()
 
     def on_load(self) -> None:
@@ -199,6 +202,8 @@ class SpectuiApp(App[None]):
             regime.set_config(message.config)  # type: ignore[attr-defined]
         for arena in self.query("#arena-view"):
             arena.set_config(message.config)  # type: ignore[attr-defined]
+        for tree in self.query("#tree-view"):
+            tree.set_config(message.config)  # type: ignore[attr-defined]
 
     @work(thread=True, exclusive=True, group="exact", exit_on_error=False)
     def _exact(self, config: SpecConfig) -> None:
@@ -263,6 +268,12 @@ class SpectuiApp(App[None]):
             arena = ArenaView(id="arena-view")
             arena.config = self.config
             await pane.mount(arena)
+        elif pane_id == "tree":
+            from spectui.widgets.tree_view import TreeView
+
+            tree = TreeView(id="tree-view")
+            tree.config = self.config
+            await pane.mount(tree)
         elif pane_id == "speedup":
             from spectui.widgets.speedup_view import SpeedupView
 
@@ -297,6 +308,10 @@ class SpectuiApp(App[None]):
             for regime in self.query("#regime-view"):
                 if regime.dirty:  # type: ignore[attr-defined]
                     regime.refresh_map()  # type: ignore[attr-defined]
+        elif pane_id == "tree":
+            for tree in self.query("#tree-view"):
+                if tree.dirty:  # type: ignore[attr-defined]
+                    tree.refresh_view()  # type: ignore[attr-defined]
 
     async def action_show_view(self, view: str) -> None:
         self.query_one(TabbedContent).active = view

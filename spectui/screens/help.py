@@ -24,7 +24,10 @@ optimal K over batch size and context length, and marks where no K pays. The **A
 view runs K policies (fixed, Hugging Face's heuristic, goodput, thresholds, the oracle...)
 on the form's scenario with the same random numbers: a leaderboard, best first, and the
 per-cycle trace of the highlighted policy: the k it drafted, what was accepted, and for
-the markov model the cycles spent in the easy regime.
+the markov model the cycles spent in the easy regime. The **Tree** view draws the
+scenario's draft tree, each node labelled with its rank and path probability (`r1 0.72`),
+marks (`✓`) the accepted path of a sampled cycle, and maps the best tree size (Sequoia
+budget) and the chain's best K by batch size.
 
 ## Keys
 
@@ -32,7 +35,7 @@ the markov model the cycles spent in the easy regime.
 | --- | --- | --- |
 | `F1` `?` | anywhere | this help |
 | `ctrl+p` | anywhere | command palette: every action, every preset |
-| `1` … `7` | outside a field | Run, Speedup vs K, Sweep, Analysis, Plots, Regime, Arena |
+| `1` … `8` | outside a field | Run, Speedup vs K, Sweep, Analysis, Plots, Regime, Arena, Tree |
 | `F2` | anywhere | focus the parameter form |
 | `F3` | anywhere | focus the current view |
 | `ctrl+b` | anywhere | hide / show the form panel (more room at 80x24) |
@@ -50,6 +53,7 @@ the markov model the cycles spent in the easy regime.
 | `escape` | while a task runs | stop a run, else a sweep, else the arena; finished results stay |
 | `n` `p` `m` `d` | Plots view | next / previous plot, heatmap model, plot 1: more panels |
 | `↑` `↓` `[` `]` `l` | Arena view | the policy traced; earlier / later cycles; the columns |
+| `s` `↑` `↓` | Tree view | sample another cycle (its accepted path marked `✓`); move in the tree |
 | `ctrl+q` | anywhere | quit |
 
 In the form, `▶` marks the field that has the focus and `✗` a field whose value is not
