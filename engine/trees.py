@@ -21,6 +21,7 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -152,9 +153,14 @@ def kary(k: int, d: int) -> Tree:
 # ---- Acceptance per rank --------------------------------------------------------------------
 
 
-def _rank_table(rank_probs: RankProbs, depth: int) -> FloatArray:
-    """A (max(depth, 1), m) table: row j - 1 holds p_1..p_m for the nodes at depth j."""
-    table = np.array(rank_probs, dtype=np.float64)
+def _base_table(rank_probs: RankProbs) -> FloatArray:
+    """The validated (rows, m) table of p by depth and rank; rows of unequal length are
+    padded with zeros (ranks beyond a row's list have p = 0)."""
+    items: list[Any] = list(rank_probs)
+    if items and all(np.ndim(item) == 1 for item in items):  # by depth; rows may be ragged
+        width = max(len(item) for item in items)
+        items = [list(item) + [0.0] * (width - len(item)) for item in items]
+    table = np.array(items, dtype=np.float64)
     if table.ndim == 1:
         table = table[None, :]
     if table.ndim != 2 or table.shape[0] == 0 or table.shape[1] == 0:
@@ -165,6 +171,12 @@ def _rank_table(rank_probs: RankProbs, depth: int) -> FloatArray:
         raise ValueError("rank_probs: each probability must be in [0, 1]")
     if table.sum(axis=1).max() > 1.0 + _SUM_SLACK:
         raise ValueError("rank_probs: the probabilities of one node's ranks must sum to <= 1")
+    return table
+
+
+def _rank_table(rank_probs: RankProbs, depth: int) -> FloatArray:
+    """A (max(depth, 1), m) table: row j - 1 holds p_1..p_m for the nodes at depth j."""
+    table = _base_table(rank_probs)
     rows = np.minimum(np.arange(max(depth, 1)), table.shape[0] - 1)  # deeper: the last row
     return table[rows]
 
@@ -329,11 +341,9 @@ def sequoia_values(rank_probs: RankProbs, budget_max: int = 128, depth_max: int 
     out = np.ones((budget_max + 1, depth_max + 1))
     if depth_max == 0:
         return out
-    probs = np.array(rank_probs, dtype=np.float64)
-    if probs.ndim == 1 or probs.shape[0] == 1:  # the same p at every depth: one program
-        _rank_table(rank_probs, 1)  # validates
-        table = np.repeat(probs.reshape(1, -1), depth_max, axis=0)
-        values, _ = _sequoia_program(table, budget_max)
+    base = _base_table(rank_probs)
+    if base.shape[0] == 1:  # the same p at every depth: one program serves every depth limit
+        values, _ = _sequoia_program(np.repeat(base, depth_max, axis=0), budget_max)
         out[:, 1:] += values[1:, 1, :].T
         return out
     for limit in range(1, depth_max + 1):  # p by depth: each depth limit its own program
