@@ -191,7 +191,7 @@ def test_sequoia_values_grow_with_budget_and_depth():
     assert np.all(np.diff(values, axis=0) >= -1e-12)
     assert np.all(np.diff(values, axis=1) >= -1e-12)
     assert values[0].tolist() == [1.0] * 17 and values[:, 0].tolist() == [1.0] * 129
-    # a budget of K along one depth-K chain is the best at depth 1 only with one rank
+    # with one rank, the best tree of K nodes and depth K is the chain of K
     assert sequoia_values([0.8], 5, 5)[5, 5] == pytest.approx(expected_tokens(chain(5), [0.8]))
     tree = sequoia_tree(TEN_RANKS, 128, 16)
     assert expected_tokens(tree, TEN_RANKS) == pytest.approx(values[128, 16], abs=1e-12)
