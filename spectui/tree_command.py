@@ -126,7 +126,7 @@ def _print(scenario: Any, rows: list[Any], grid: Any) -> None:
     )
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, header_style="bold", pad_edge=False)
     for name in ("shape", "nodes", "depth", "E[n+1]", "verify w", "cycle us", "speedup"):
-        table.add_column(name, justify="left" if name == "shape" else "right")
+        table.add_column(Text(name), justify="left" if name == "shape" else "right")
     for r in rows:
         table.add_row(
             r.name,
