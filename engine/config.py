@@ -49,7 +49,8 @@ THRESHOLD_RULES = ("p_min", "h")
 K_MAX_POLICY = 32  # the default bound of an adaptive policy's k (policy.k_max)
 WINDOW_MAX = 10**4
 BETA_MAX = 1e4
-SHAPE_NAMES = ("chain",)
+SHAPE_NAMES = ("chain", "tree")
+TREE_TEXT_MAX = 8192  # characters of a shape.tree text
 # Each part of a scenario: the key of the field that chooses it, and the names it may take.
 PARTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "acceptance": ("draft_model", DRAFT_MODEL_NAMES),
@@ -111,6 +112,8 @@ class FieldSpec:
             return "a file name"
         if self.kind == "probs":
             return f"1 to {K_MAX} numbers in [0, 1], comma-separated"
+        if self.kind == "tree":
+            return "a tree: chain:K, kary:k,d, eagle, sequoia:budget,depth or parents=..."
         if self.kind == "schedule":
             return (
                 f"BATCH:K pairs, comma-separated, batches rising from 1 (to {BATCH_MAX}), "
@@ -610,7 +613,28 @@ class SpecConfig:
         kind="choice",
         choices=SHAPE_NAMES,
         flag="--shape",
-        help="draft shape: chain (one token per draft pass)",
+        help="draft shape: chain (one token per draft pass) or tree (token trees: Medusa, "
+        "EAGLE, Sequoia; shape.tree and shape.rank_probs)",
+    )
+
+    tree: str = _field(
+        "eagle",
+        "shape.tree",
+        label="tree",
+        kind="tree",
+        help="tree: chain:K, kary:k,d (Medusa-style), eagle[:total,depth,top_k] (EAGLE-2 "
+        "rule), sequoia:budget,depth (Sequoia-optimal) or parents=0,0,1,... ranks=1,2,1,...",
+        part=("shape.name", ("tree",)),
+        seed_key=True,
+    )
+    rank_probs: str = _field(
+        "0.6,0.15,0.06,0.03,0.02",
+        "shape.rank_probs",
+        label="rank p",
+        kind="probs",
+        help="tree: P(the rank-c child is accepted | its parent was), c = 1, 2, ... (sum <= 1)",
+        part=("shape.name", ("tree",)),
+        seed_key=True,
     )
 
     def __post_init__(self) -> None:
@@ -706,10 +730,13 @@ def seed_key_values(config: SpecConfig) -> dict[str, str]:
     model ignores never splits two configurations' draws. (Up to sampler 1 the two linear
     costs were keyed, as the original keyed them.)
     """
+    tree = config.shape == "tree"  # a tree's acceptance is its rank probabilities
     return {
         key: repr(getattr(config, spec.attr))
         for key, spec in sorted(FIELD_SPECS.items())
-        if spec.seed_key and reads(config, key)
+        if spec.seed_key
+        and reads(config, key)
+        and not (tree and (key in (_ACCEPT, "k") or (spec.part or ("",))[0] == _ACCEPT))
     }
 
 
@@ -768,6 +795,16 @@ def _check_policy(config: SpecConfig) -> None:
                 f"{cells:,} cycle prices (T x (K_max + 1)); a K policy or markov acceptance "
                 f"runs with at most {POLICY_CELLS_MAX:,}",
             )
+    if config.shape == "tree":
+        if sum(rates_of(config.rank_probs)) > 1.0 + 1e-9:
+            raise ConfigError(
+                "shape.rank_probs",
+                f"{config.rank_probs} sums to more than 1: at most one child of a node is accepted",
+            )
+        if policy != "fixed":
+            raise ConfigError("policy.name", f"{policy} runs on chains; a tree runs as drafted")
+        if config.tail != "full":
+            raise ConfigError("tail", "clamp is for chains; a tree's last cycle is drafted whole")
     if policy == "threshold" and config.k_min > config.k_max:
         raise ConfigError("policy.k_min", f"{config.k_min} is above policy.k_max {config.k_max}")
 
@@ -817,6 +854,10 @@ def _checked(spec: FieldSpec, value: Any) -> Any:
         return ",".join(_short_prob(p) for p in _probs(value))
     if spec.kind == "schedule":
         return ",".join(f"{b}:{k}" for b, k in _schedule(value))
+    if spec.kind == "tree":  # its shape is read where the tree is built (engine.trees)
+        if not isinstance(value, str) or not value.strip() or len(value) > TREE_TEXT_MAX:
+            raise _Bad
+        return " ".join(value.split())
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise _Bad  # numpy numbers are Real; bools and strings are not
     if spec.kind in ("int", "seed"):

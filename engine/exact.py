@@ -316,6 +316,13 @@ def _policy_figures(configs: Sequence[SpecConfig], out: dict[str, FloatArray]) -
     from .policies import exact_speedup, needs_stepwise
 
     for i, config in enumerate(configs):
+        if config.shape == "tree":  # the accepted depth's distribution, the tree's costs
+            from .tree_scenario import tree_exact
+
+            found = tree_exact(config)
+            for name in EXACT_METRIC_NAMES:
+                out[name][i] = found.get(name, np.nan)
+            continue
         if not needs_stepwise(config):
             continue
         out["speedup_exact"][i] = exact_speedup(config)
@@ -361,6 +368,10 @@ def expected_sequence_time_us(config: SpecConfig) -> float:
     each cycle priced by the cost model at its own context (engine.kernel.cycle_costs)."""
     from .policies import exact_policy, needs_stepwise
 
+    if config.shape == "tree":
+        from .tree_scenario import tree_exact
+
+        return float(cycle_costs(config).baseline_us / tree_exact(config)["speedup_exact"])
     if needs_stepwise(config):  # NaN for a policy with no exact value
         found = exact_policy(config)
         return np.nan if found is None else found.time_us
@@ -381,6 +392,10 @@ def tokens_per_cycle_at_length(config: SpecConfig) -> float:
     """
     from .policies import exact_policy, needs_stepwise
 
+    if config.shape == "tree":  # every cycle drafts the whole tree (full tail)
+        from .tree_scenario import tree_exact
+
+        return tree_exact(config)["tokens_per_cycle_exact"]
     if needs_stepwise(config):
         found = exact_policy(config)
         return np.nan if found is None else (found.accepted + found.cycles) / found.cycles

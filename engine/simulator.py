@@ -482,6 +482,10 @@ def simulate(
     """
     from .policies import needs_stepwise, simulate_run
 
+    if config.shape == "tree":  # the accepted path of a token tree, sampled
+        from .tree_scenario import simulate_tree
+
+        return simulate_tree(config, should_stop=should_stop, on_progress=on_progress)
     if needs_stepwise(config):  # a K policy, or cycles tied together (markov)
         return simulate_run(
             config,
@@ -561,9 +565,9 @@ def simulate_shared(
     from .policies import needs_stepwise
 
     key = draw_key(first_config)
-    if any(needs_stepwise(c) for c in configs) and len(configs) > 1:
+    if any(needs_stepwise(c) or c.shape == "tree" for c in configs) and len(configs) > 1:
         raise ValueError("simulate_shared: a K policy or markov acceptance runs alone")
-    if needs_stepwise(first_config):  # cycle by cycle
+    if needs_stepwise(first_config) or first_config.shape == "tree":  # cycle by cycle
         return [simulate(first_config, should_stop=should_stop)]
     if any(draw_key(c) != key for c in configs[1:]):
         raise ValueError("simulate_shared: the configurations do not share their draws")

@@ -53,6 +53,8 @@ SWEEP_COLUMNS: tuple[str, ...] = ("config_id", *CONFIG_FIELDS, *METRIC_NAMES, "s
 # The ``sampler`` column of a row the reference loop made, and of an exact-only row.
 REFERENCE_SAMPLER = "token/reference"
 EXACT_ONLY_SAMPLER = "none"
+# A token tree's rows: each cycle's accepted path sampled node by node (engine.tree_scenario).
+TREE_SAMPLER = "tree/1"
 
 
 def scenario_columns(
@@ -98,6 +100,8 @@ def sampler_name(
     if config is not None:
         from .policies import STEPWISE_SAMPLER, needs_stepwise
 
+        if config.shape == "tree":
+            return TREE_SAMPLER
         if needs_stepwise(config):
             return STEPWISE_SAMPLER
     return SAMPLER
@@ -173,8 +177,8 @@ def draw_groups(configs: Sequence[SpecConfig], order: Sequence[int]) -> list[lis
 
     groups: dict[tuple[Any, ...], list[int]] = {}
     for index in order:
-        if needs_stepwise(configs[index]):
-            groups[("stepwise", index)] = [index]
+        if needs_stepwise(configs[index]) or configs[index].shape == "tree":
+            groups[("alone", index)] = [index]
             continue
         seed, key = draw_key(configs[index])
         groups.setdefault((seed, *key), []).append(index)

@@ -58,6 +58,7 @@ _METAVARS = {
     "path": "FILE",
     "probs": "P1,P2,...",
     "schedule": "B:K,...",
+    "tree": "SHAPE",
 }
 
 
@@ -155,6 +156,9 @@ def build_parser() -> Parser:
     from spectui.calibrate_command import add_calibrate_parser
 
     add_calibrate_parser(sub, add_scenario_flags)
+    from spectui.tree_command import add_tree_parser
+
+    add_tree_parser(sub, add_scenario_flags)
 
     sub.add_parser("presets", help="list shipped and user presets")
 

@@ -18,6 +18,7 @@ from spectui.arena_command import cmd_arena  # noqa: F401 (main() finds commands
 from spectui.calibrate_command import cmd_calibrate  # noqa: F401
 from spectui.errors import UsageError
 from spectui.regime_command import cmd_regime  # noqa: F401
+from spectui.tree_command import cmd_tree  # noqa: F401
 
 
 def _config_from_args(args: argparse.Namespace) -> SpecConfig:

@@ -44,6 +44,13 @@ class LinearCost:
             times = times + np.where(k_arr > 0, self.draft_fixed_us, 0.0)
         return scalar_or_array(np.broadcast_to(times, shape).copy())
 
+    def draft_pass_us(self, w: npt.ArrayLike, B: npt.ArrayLike = 1, L: npt.ArrayLike = 0) -> Times:
+        """Microseconds of one draft pass over ``w`` tokens per sequence (a level of a token
+        tree): ``draft_cost_us``, whatever its width (the linear model prices passes)."""
+        w_arr = as_float("w", w, 1.0)
+        shape = np.broadcast_shapes(w_arr.shape, np.shape(B), np.shape(L))
+        return scalar_or_array(np.full(shape, self.draft_cost_us))
+
     def verify_us(self, w: npt.ArrayLike, B: npt.ArrayLike = 1, L: npt.ArrayLike = 0) -> Times:
         """Microseconds of one target pass checking ``w >= 1`` tokens per sequence."""
         w_arr = as_float("w", w, 1.0)

@@ -172,6 +172,11 @@ class _RooflineParts:
         (``w = k + 1``), ``B`` sequences, context ``L`` tokens. ``w = 1`` is a decode step."""
         return self._pass_us(self.target, w, B, L)
 
+    def draft_pass_us(self, w: npt.ArrayLike, B: npt.ArrayLike, L: npt.ArrayLike) -> Times:
+        """Microseconds of one draft pass over ``w`` tokens per sequence (a level of a token
+        tree ``w`` wide), ``B`` sequences, context ``L`` tokens."""
+        return self._pass_us(self.draft, w, B, L)
+
     def bound(self, w: npt.ArrayLike, B: npt.ArrayLike, L: npt.ArrayLike) -> str | np.ndarray:
         """Which term dominates the verify pass: ``"memory"`` (weights and KV cache) or
         ``"compute"`` (FLOPs). A string for scalar arguments, else an array of strings."""

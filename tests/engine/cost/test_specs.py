@@ -25,6 +25,7 @@ SHIPPED_MODELS = {
     "qwen2.5-7b",
     "qwen2.5-0.5b",
     "eagle-llama-3.1-8b",
+    "vicuna-13b",
 }
 
 GOOD_HARDWARE = """

@@ -1,0 +1,308 @@
+"""Token trees in a scenario: what a tree cycle costs, its exact speedup, its Monte Carlo,
+and the comparisons ``spectui tree`` and the Tree view print (docs/model.md, "Draft shapes").
+
+A tree (``engine.trees``) is verified in one target pass over its draft nodes plus the root
+(``w = nodes + 1`` tokens per sequence) and drafted in ``depth`` draft passes, each as wide
+as its level. A cycle emits the accepted depth plus one token. Cycles are independent, so a
+sequence's exact expectations come from the same finite-length program as a chain's
+(:func:`engine.exact.expected_over_sequence`), with the distribution of the accepted depth
+in place of the accepted count and the tree's cycle time at each context. The Monte Carlo
+samples the accepted path (one uniform per accepted node picks which child, if any, is
+accepted: :func:`engine.trees.sample_cycles`). A chain of K with rank probabilities [p] is
+the fixed model's chain exactly.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .config import ConfigError, SpecConfig, rates_of
+from .cost.models import build_cost
+from .kernel import context_length
+
+if TYPE_CHECKING:
+    from .simulator import RunResult
+    from .trees import Tree
+
+# Budgets and batch sizes of the budget x batch grid (the Tree view's heatmap, `spectui tree`).
+BATCH_SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+BUDGETS = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128)
+DEPTH_MAX = 16
+
+
+def rank_probs_of(config: SpecConfig) -> np.ndarray:
+    """The scenario's rank probabilities p_1, p_2, ... (``shape.rank_probs``)."""
+    return np.array(rates_of(config.rank_probs), dtype=np.float64)
+
+
+@lru_cache(maxsize=64)
+def _tree(text: str, probs: str, k: int, shape: str) -> Tree:
+    from .trees import chain, parse_tree
+
+    if shape != "tree":
+        return chain(k)
+    try:
+        return parse_tree(text, np.array(rates_of(probs)))
+    except ValueError as err:
+        raise ConfigError("shape.tree", str(err)) from None
+
+
+def tree_of(config: SpecConfig) -> Tree:
+    """The scenario's tree: ``shape.tree`` read with its rank probabilities (a chain of K
+    for shape chain). ConfigError naming ``shape.tree`` when the text cannot be built."""
+    return _tree(config.tree, config.rank_probs, config.k, config.shape)
+
+
+def tree_cycle_times(
+    cost: Any, tree: Tree, batch: Any, context: Any
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(draft_us, verify_us, cycle_us) of one tree cycle at ``context`` (arrays broadcast):
+    one draft pass per level, as wide as the level (``draft_pass_us``; a cost model without
+    one drafts the tree's depth like a chain), and one target pass over ``nodes + 1`` tokens
+    per sequence. The one place a tree cycle's time is added up."""
+    context = np.asarray(context, dtype=np.float64)
+    pass_us = getattr(cost, "draft_pass_us", None)
+    if pass_us is not None:
+        draft = sum(
+            (
+                np.asarray(pass_us(width, batch, context), dtype=np.float64)
+                for width in tree.level_sizes
+            ),
+            np.zeros(np.shape(context)),
+        )
+        fixed = getattr(cost, "draft_fixed_us", 0.0)
+        draft = draft + (fixed if tree.nodes else 0.0)
+    else:
+        draft = np.asarray(cost.draft_us(tree.depth, batch, context), dtype=np.float64)
+    verify = np.asarray(cost.verify_us(tree.nodes + 1, batch, context), dtype=np.float64)
+    draft, verify = np.broadcast_arrays(draft, verify)
+    return draft, verify, draft + verify
+
+
+def _prices(config: SpecConfig, tree: Tree) -> tuple[np.ndarray, np.ndarray, float]:
+    """Tree cycle time and drafting time by r (index 0 unused), and the baseline's time."""
+    cost = build_cost(config)
+    r = np.arange(config.tokens_per_seq + 1, dtype=np.int64)
+    r[0] = 1
+    context = context_length(config, r)
+    draft, _, cycle = tree_cycle_times(cost, tree, config.batch_size, context)
+    step = np.asarray(cost.verify_us(np.ones_like(r), config.batch_size, context), dtype=float)
+    return (
+        np.broadcast_to(cycle, r.shape).astype(np.float64),
+        np.broadcast_to(draft, r.shape).astype(np.float64),
+        math.fsum(step[1:].tolist()),
+    )
+
+
+def tree_exact(config: SpecConfig, tree: Tree | None = None) -> dict[str, float]:
+    """Exact figures of a tree scenario: ``speedup_exact`` (finite T, the program over r),
+    ``tokens_per_cycle_exact`` (E[n + 1]) and ``speedup_limit`` (E[n + 1] decoding steps
+    per cycle time, at the prompt's context)."""
+    from .exact import expected_over_sequence
+    from .trees import depth_distribution, expected_tokens
+
+    tree = tree_of(config) if tree is None else tree
+    probs = rank_probs_of(config)
+    dist = depth_distribution(tree, probs)[:, None]
+    cycle, _, baseline = _prices(config, tree)
+    expected = float(expected_over_sequence(dist, cycle[:, None])[-1, 0])
+    tokens = float(expected_tokens(tree, probs))
+    cost = build_cost(config)
+    _, _, limit_cycle = tree_cycle_times(cost, tree, config.batch_size, config.prompt_len)
+    step = float(cost.verify_us(1, config.batch_size, config.prompt_len))
+    return {
+        "speedup_exact": baseline / expected,
+        "tokens_per_cycle_exact": tokens,
+        "speedup_limit": tokens * step / float(limit_cycle),
+    }
+
+
+def simulate_tree(
+    config: SpecConfig,
+    *,
+    should_stop: Callable[[], bool] | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> RunResult:
+    """Monte Carlo of a tree scenario: every running sequence samples its cycle's accepted
+    path (:func:`engine.trees.sample_cycles`), in lockstep; metrics as for a chain
+    (drafted = the tree's nodes per cycle, accepted = the accepted depth)."""
+    from .kernel import Totals, metrics_from_totals
+    from .simulator import RunResult, RunStopped, config_rng
+    from .trees import sample_cycles
+
+    tree = tree_of(config)
+    probs = rank_probs_of(config)
+    cycle, draft, _ = _prices(config, tree)
+    rng = config_rng(config)
+    total, n = config.tokens_per_seq, config.n_sequences
+    remaining = np.full(n, total, dtype=np.int64)
+    times = np.zeros(n)
+    totals = Totals()
+    steps = 0
+    while (active := np.flatnonzero(remaining > 0)).size:
+        depth, _ = sample_cycles(tree, probs, rng, active.size)
+        r = remaining[active]
+        kept = np.minimum(depth + 1, r)
+        times[active] += cycle[r]
+        totals.add_cycles(
+            int(active.size),
+            int(active.size) * tree.nodes,
+            int(depth.sum()),
+            int(np.minimum(depth, kept).sum()),
+            float(draft[r].sum()),
+        )
+        remaining[active] = r - kept
+        steps += 1
+        if steps % 16 == 0:
+            if should_stop is not None and should_stop():
+                raise RunStopped
+            if on_progress is not None:
+                done = int((remaining == 0).sum())
+                on_progress(done, int(total * n - remaining.sum()))
+    totals.add_sequences(times)
+    metrics = metrics_from_totals(config, totals, _exact_metrics(config, tree))
+    return RunResult(config, metrics, None, totals)
+
+
+def _exact_metrics(config: SpecConfig, tree: Tree) -> dict[str, float]:
+    found = tree_exact(config, tree)
+    return {
+        "speedup_exact": found["speedup_exact"],
+        "speedup_limit": found["speedup_limit"],
+        "tokens_per_cycle_exact": found["tokens_per_cycle_exact"],
+        "breakeven_cost_ratio": math.nan,
+        "compute_overhead_limit": math.nan,
+    }
+
+
+@dataclass(frozen=True)
+class ShapeRow:
+    """One draft shape on a scenario: what `spectui tree` prints."""
+
+    name: str
+    tree: Tree
+    nodes: int
+    depth: int
+    expected_tokens: float
+    verify_width: int
+    cycle_us: float
+    speedup: float  # exact, at the scenario's length
+
+
+def _row(name: str, config: SpecConfig, tree: Tree) -> ShapeRow:
+    from .trees import expected_tokens
+
+    cost = build_cost(config)
+    _, _, cycle = tree_cycle_times(cost, tree, config.batch_size, config.prompt_len)
+    return ShapeRow(
+        name,
+        tree,
+        tree.nodes,
+        tree.depth,
+        float(expected_tokens(tree, rank_probs_of(config))),
+        tree.nodes + 1,
+        float(cycle),
+        tree_exact(config, tree)["speedup_exact"],
+    )
+
+
+def compare_shapes(
+    config: SpecConfig, *, kary: tuple[int, int] = (2, 3), budgets: Sequence[int] = BUDGETS
+) -> list[ShapeRow]:
+    """The best chain (K in 1..16, by exact speedup), a k-ary tree, EAGLE's default shape,
+    and the Sequoia-optimal tree (the budget of ``budgets`` and depth up to 16 with the
+    best exact speedup), on the scenario's rank probabilities and cost."""
+    from .trees import chain, eagle_tree
+    from .trees import kary as kary_tree
+
+    probs = rank_probs_of(config)
+    tree_config = config.replace(**{"shape.name": "tree", "tail": "full", "policy.name": "fixed"})
+    chains = [_row(f"chain K={k}", tree_config, chain(k)) for k in range(1, 17)]
+    best_chain = max(chains, key=lambda row: row.speedup)
+    k, d = kary
+    rows = [best_chain, _row(f"{k}-ary depth {d}", tree_config, kary_tree(k, d))]
+    rows.append(_row("EAGLE (60, 7, 10)", tree_config, eagle_tree(probs)))
+    rows.append(best_sequoia(tree_config, budgets))
+    return rows
+
+
+def best_sequoia(config: SpecConfig, budgets: Sequence[int] = BUDGETS) -> ShapeRow:
+    """The Sequoia-optimal tree over ``budgets`` and depths 1..16 with the best exact
+    speedup under the scenario's cost."""
+    from .trees import sequoia_tree
+
+    probs = rank_probs_of(config)
+    best: ShapeRow | None = None
+    for budget in budgets:
+        for depth in _depths(budget):
+            row = _row(f"Sequoia {budget}/{depth}", config, sequoia_tree(probs, budget, depth))
+            if best is None or row.speedup > best.speedup:
+                best = row
+    assert best is not None
+    return best
+
+
+def _depths(budget: int) -> range:
+    return range(1, min(budget, DEPTH_MAX) + 1)
+
+
+@dataclass(frozen=True)
+class BudgetGrid:
+    """The best tree size by batch size: ``speedup[b, j]`` of the best Sequoia tree of
+    ``budgets[j]`` nodes (any depth up to 16) at ``batch_sizes[b]``; the best budget per
+    batch and its speedup; and the best chain K per batch and its speedup."""
+
+    batch_sizes: tuple[int, ...]
+    budgets: tuple[int, ...]
+    speedup: np.ndarray
+    best_budget: np.ndarray
+    best_speedup: np.ndarray
+    chain_k: np.ndarray
+    chain_speedup: np.ndarray
+
+
+def budget_by_batch(
+    config: SpecConfig,
+    batch_sizes: Sequence[int] = BATCH_SIZES,
+    budgets: Sequence[int] = BUDGETS,
+    should_stop: Callable[[], bool] | None = None,
+) -> BudgetGrid:
+    """:class:`BudgetGrid` of the scenario (its cost model; a linear cost has no batch
+    dependence, so every row is the same)."""
+    from .trees import chain, sequoia_tree
+
+    probs = rank_probs_of(config)
+    tree_config = config.replace(**{"shape.name": "tree", "tail": "full", "policy.name": "fixed"})
+    trees = {(b, d): sequoia_tree(probs, b, d) for b in budgets for d in _depths(b)}
+    speedup = np.empty((len(batch_sizes), len(budgets)))
+    chain_k = np.empty(len(batch_sizes), dtype=np.int64)
+    chain_speedup = np.empty(len(batch_sizes))
+    for i, batch in enumerate(batch_sizes):
+        if should_stop is not None and should_stop():
+            from .simulator import RunStopped
+
+            raise RunStopped
+        at = tree_config.replace(**{"workload.batch_size": batch})
+        for j, budget in enumerate(budgets):
+            speedup[i, j] = max(
+                tree_exact(at, trees[(budget, d)])["speedup_exact"] for d in _depths(budget)
+            )
+        chains = [tree_exact(at, chain(k))["speedup_exact"] for k in range(1, 17)]
+        chain_k[i] = int(np.argmax(chains)) + 1
+        chain_speedup[i] = max(chains)
+    best = np.argmax(speedup, axis=1)
+    return BudgetGrid(
+        tuple(batch_sizes),
+        tuple(budgets),
+        speedup,
+        np.array([budgets[j] for j in best]),
+        speedup[np.arange(len(batch_sizes)), best],
+        chain_k,
+        chain_speedup,
+    )

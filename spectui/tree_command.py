@@ -1,0 +1,157 @@
+"""``spectui tree``: chains against token trees (k-ary, EAGLE's shape, Sequoia-optimal) on a
+scenario, and the best tree size as the batch grows.
+
+For the scenario's rank probabilities (``--rank-probs``) and cost model (roofline by
+default: a linear cost has no batch dependence), one row per shape: nodes, depth, expected
+tokens per cycle E[n + 1], verify width, cycle time and exact speedup; then, for batch
+sizes 1..256, the Sequoia-optimal budget and its speedup beside the best chain K and its
+speedup, so that a person sees where trees stop paying before chains do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from typing import Any
+
+from engine.config import FIELD_SPECS, ConfigError
+from spectui.errors import UsageError
+
+DEFAULT_COST = "roofline"
+
+
+def _pair(text: str) -> tuple[int, int]:
+    try:
+        k, d = (int(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected K,DEPTH (two integers)") from None
+    if not (1 <= k <= 16 and 1 <= d <= 8 and k**d <= 4096):
+        raise argparse.ArgumentTypeError("K in [1, 16], DEPTH in [1, 8], K^DEPTH <= 4096")
+    return k, d
+
+
+def add_tree_parser(
+    sub: Any, add_scenario_flags: Callable[[argparse.ArgumentParser], None]
+) -> None:
+    """The ``tree`` subcommand, with every scenario flag."""
+    tree = sub.add_parser(
+        "tree",
+        help="chains against token trees (k-ary, EAGLE, Sequoia) and the best tree by batch",
+        description="Compare a chain, a k-ary tree, EAGLE's default tree and the "
+        "Sequoia-optimal tree on the scenario's rank probabilities (--rank-probs) and cost "
+        f"(default {DEFAULT_COST}), then the best tree size as the batch grows.",
+    )
+    tree.add_argument("--preset", metavar="NAME|PATH", help="start from a preset; flags override")
+    tree.add_argument("--kary", type=_pair, default=(2, 3), metavar="K,DEPTH", help="k-ary tree")
+    add_scenario_flags(tree)
+    for action in tree._actions:
+        if action.dest == "cost.model" and action.help:
+            action.help = action.help.replace("(default: linear)", f"(default: {DEFAULT_COST})")
+    tree.add_argument("--json", action="store_true", help="print everything as JSON")
+
+
+def _scenario(args: argparse.Namespace) -> Any:
+    from engine.config import SpecConfig
+    from engine.presets import load_preset
+
+    base = load_preset(args.preset).config if args.preset else SpecConfig()
+    changes = {f: getattr(args, f) for f in FIELD_SPECS if getattr(args, f, None) is not None}
+    if "cost.model" not in changes and base.cost_model == "linear":
+        changes["cost.model"] = DEFAULT_COST
+    changes.setdefault("shape.name", "tree")
+    return base.replace(**changes)
+
+
+def cmd_tree(args: argparse.Namespace) -> int:
+    from engine.tree_scenario import budget_by_batch, compare_shapes
+
+    try:
+        scenario = _scenario(args)
+        rows = compare_shapes(scenario, kary=args.kary)
+        grid = budget_by_batch(scenario)
+    except ConfigError as err:
+        raise UsageError(str(err)) from None
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "scenario": scenario.to_dict(),
+                    "shapes": [
+                        {
+                            "name": r.name,
+                            "tree": r.tree.text(),
+                            "nodes": r.nodes,
+                            "depth": r.depth,
+                            "expected_tokens": r.expected_tokens,
+                            "verify_width": r.verify_width,
+                            "cycle_us": r.cycle_us,
+                            "speedup": r.speedup,
+                        }
+                        for r in rows
+                    ],
+                    "by_batch": [
+                        {
+                            "batch": b,
+                            "best_budget": int(grid.best_budget[i]),
+                            "tree_speedup": float(grid.best_speedup[i]),
+                            "chain_k": int(grid.chain_k[i]),
+                            "chain_speedup": float(grid.chain_speedup[i]),
+                        }
+                        for i, b in enumerate(grid.batch_sizes)
+                    ],
+                }
+            )
+        )
+        return 0
+    _print(scenario, rows, grid)
+    return 0
+
+
+def _print(scenario: Any, rows: list[Any], grid: Any) -> None:
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    from engine.formatting import cost_setting_text, speedup_text
+    from spectui.render import console
+
+    out = console()
+    out.print(
+        Text(
+            f"Token trees: rank probabilities {scenario.rank_probs}; "
+            f"{cost_setting_text(scenario)}; T={scenario.tokens_per_seq}",
+            style="bold",
+        )
+    )
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, header_style="bold", pad_edge=False)
+    for name in ("shape", "nodes", "depth", "E[n+1]", "verify w", "cycle us", "speedup"):
+        table.add_column(Text(name), justify="left" if name == "shape" else "right")
+    for r in rows:
+        table.add_row(
+            r.name,
+            str(r.nodes),
+            str(r.depth),
+            f"{r.expected_tokens:.3f}",
+            str(r.verify_width),
+            f"{r.cycle_us:,.1f}",
+            speedup_text(r.speedup),
+        )
+    out.print(table)
+    out.print(Text("Sequoia-optimal budget by batch size, against the best chain:"))
+    by_batch = Table(box=box.SIMPLE_HEAD, show_edge=False, header_style="bold", pad_edge=False)
+    for name in ("batch", "best budget", "tree", "chain K*", "chain", "tree/chain"):
+        by_batch.add_column(name, justify="right")
+    for i, batch in enumerate(grid.batch_sizes):
+        tree, chain = float(grid.best_speedup[i]), float(grid.chain_speedup[i])
+        by_batch.add_row(
+            str(batch),
+            str(int(grid.best_budget[i])),
+            speedup_text(tree),
+            str(int(grid.chain_k[i])),
+            speedup_text(chain),
+            f"{tree / chain:.3f}",
+        )
+    out.print(by_batch)
+    if scenario.cost_model == "linear":
+        out.print(Text("note: a linear cost has no batch dependence: every row is the same"))

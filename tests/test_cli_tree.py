@@ -1,0 +1,74 @@
+"""`spectui tree` and tree scenarios on the command line, asserted on what they print."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from engine.config import SpecConfig
+from engine.tree_scenario import tree_exact
+from engine.trees import kary
+from spectui.__main__ import main
+
+
+@pytest.fixture
+def run(capsys, monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("COLUMNS", "80")
+
+    def invoke(*args: str) -> tuple[int, str, str]:
+        try:
+            status = main(list(args))
+        except SystemExit as exit_:
+            status = int(exit_.code or 0)
+        out = capsys.readouterr()
+        return status, out.out, out.err
+
+    return invoke
+
+
+def test_tree_compares_shapes_and_batches(run):
+    status, out, err = run("tree", "--tokens-per-seq", "64", "--kary", "2,2")
+    assert status == 0, err
+    rows = {
+        found[1]: line.split()
+        for line in out.splitlines()
+        if (found := re.match(r"^(\S.*?)\s{2,}\d", line))
+    }
+    two = rows["2-ary depth 2"]
+    assert two[-6:-4] == ["6", "2"]  # nodes, depth
+    config = SpecConfig(cost_model="roofline", tokens_per_seq=64).replace(**{"shape.name": "tree"})
+    found = tree_exact(config, kary(2, 2))
+    assert (
+        two[-4] == f"{found['tokens_per_cycle_exact']:.3f}"
+        and two[-1] == f"{found['speedup_exact']:.2f}x"
+    )
+    assert "Sequoia-optimal budget by batch size" in out
+    status, out, _ = run("tree", "--tokens-per-seq", "64", "--json")
+    payload = json.loads(out)
+    assert [b["batch"] for b in payload["by_batch"]][:3] == [1, 2, 4]
+    assert payload["shapes"][-1]["name"].startswith("Sequoia")
+
+
+def test_run_takes_a_tree(run):
+    status, out, err = run(
+        "run", "--shape", "tree", "--tree", "sequoia:16,4", "--n-sequences", "200", "--json"
+    )
+    assert status == 0, err
+    payload = json.loads(out)
+    assert payload["sampler"] == "tree/1" and payload["metrics"]["speedup_exact"] > 1
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", "--shape", "tree", "--tree", "kary:x"], "shape.tree: "),
+        (["run", "--shape", "tree", "--rank-probs", "0.8,0.5"], "shape.rank_probs: 0.8,0.5 sums"),
+        (["tree", "--kary", "9,9"], "K^DEPTH <= 4096"),
+    ],
+)
+def test_bad_trees_are_one_line(run, args, message):
+    status, _, err = run(*args)
+    assert status == 2 and message in err and "Traceback" not in err
