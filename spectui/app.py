@@ -45,7 +45,7 @@ VIEWS: tuple[tuple[str, str], ...] = (
     ("plots", "Plots"),
     ("regime", "Regime"),
     ("arena", "Arena"),
-    ("tree", "Tree"),
+    ("trees", "Tree"),  # not "tree": the form's shape.tree field has that id
 )
 
 # One list drives the bindings and the command palette: (key, action, title, help, footer?).
@@ -145,7 +145,7 @@ class SpectuiApp(App[None]):
                     yield Static("loading…", classes="lazy")
                 with TabPane("7 Arena", id="arena"):
                     yield Static("loading…", classes="lazy")
-                with TabPane("8 Tree", id="tree"):
+                with TabPane("8 Tree", id="trees"):
                     yield Static("loading…", classes="lazy")
         yield Footer()
 
@@ -268,7 +268,7 @@ class SpectuiApp(App[None]):
             arena = ArenaView(id="arena-view")
             arena.config = self.config
             await pane.mount(arena)
-        elif pane_id == "tree":
+        elif pane_id == "trees":
             from spectui.widgets.tree_view import TreeView
 
             tree = TreeView(id="tree-view")
@@ -308,7 +308,7 @@ class SpectuiApp(App[None]):
             for regime in self.query("#regime-view"):
                 if regime.dirty:  # type: ignore[attr-defined]
                     regime.refresh_map()  # type: ignore[attr-defined]
-        elif pane_id == "tree":
+        elif pane_id == "trees":
             for tree in self.query("#tree-view"):
                 if tree.dirty:  # type: ignore[attr-defined]
                     tree.refresh_view()  # type: ignore[attr-defined]

@@ -44,20 +44,35 @@ if TYPE_CHECKING:
     from engine.tree_scenario import BudgetGrid
     from engine.trees import Tree
 
-BATCH_SIZES: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256)
-BUDGETS: tuple[int, ...] = (4, 8, 16, 32, 64, 128)
 ACCEPTED_MARK = "✓"
 ACCEPTED_STYLE = "bold reverse"
 BUSY_TREE = "building the tree…"
 BUSY_GRID = "computing the best tree per batch…"
 SAMPLE_HINT = "s: sample another cycle"
 # "128 2.41✗": a budget (or K) and its speedup, ✗ when it loses; then " 2.41" per budget
-# (speedup_text never rounds a loss up to 1.00). 80 columns without the form: all of it.
+# (speedup_text never rounds a loss up to 1.00). 80 columns without the form show the two
+# summary columns and the first budgets; the cursor scrolls to the others.
 SUMMARY_WIDTH = 9
 CELL_WIDTH = 5
 GRID_TITLE = "Best tree by batch"
 LINEAR_TITLE = "Best tree by batch (linear cost: as roofline)"
 LEGEND = "n*: best tree budget · K*: best chain · then by budget"
+INVALID_TEXT = "form invalid: no tree to draw"
+
+
+def drawn_rank_probs(config: SpecConfig) -> np.ndarray:
+    """The acceptance the drawn tree is labelled and sampled with: a tree's rank
+    probabilities (:func:`engine.tree_scenario.rank_probs_of`); for a chain, the draft
+    model's p_1..p_K, one per depth (a (K, 1) table), so its path probabilities are the
+    chain's survival P(n >= i)."""
+    if config.shape == "chain":
+        from engine.draft_models import get_model
+
+        probs = get_model(config.draft_model).position_probs(config, config.k)
+        return np.asarray(probs, dtype=np.float64).reshape(config.k, 1)
+    from engine.tree_scenario import rank_probs_of
+
+    return rank_probs_of(config)
 
 
 def prob_text(p: float) -> str:
@@ -304,7 +319,7 @@ class TreeView(ReportsWorkerErrors, Vertical):
         if self.config is None:
             self.workers.cancel_group(self, "tree")
             self.workers.cancel_group(self, "budgets")
-            self._status("form invalid: no tree to draw")
+            self._status(self._invalid_text())
             return
         self.dirty = False
         self.error = ""
@@ -312,28 +327,38 @@ class TreeView(ReportsWorkerErrors, Vertical):
         self._build(self.config)
         self._budgets(self.config)
 
+    def _invalid_text(self) -> str:
+        """Why there is nothing to draw: the form's first invalid field and its reason."""
+        errors: dict[str, str] = getattr(getattr(self.app, "form", None), "errors", {}) or {}
+        for key, reason in errors.items():
+            return f"form invalid: {key}: {reason}"
+        return INVALID_TEXT
+
     @work(thread=True, exclusive=True, group="tree", name="Tree", exit_on_error=False)
     def _build(self, config: SpecConfig) -> None:
-        from engine.tree_scenario import rank_probs_of, tree_of
+        from engine.tree_scenario import tree_of
 
         worker = get_current_worker()
         try:
-            rank_probs = rank_probs_of(config)
+            rank_probs = drawn_rank_probs(config)
             tree = tree_of(config)
         except ValueError as err:  # a shape text that does not parse: say so, in one line
-            self.post_message(TreeReady(config, None, None, f"shape: {err}"))
+            self.post_message(TreeReady(config, None, None, str(err)))
             return
         if not worker.is_cancelled:
             self.post_message(TreeReady(config, tree, rank_probs))
 
     @work(thread=True, exclusive=True, group="budgets", name="Tree budgets", exit_on_error=False)
     def _budgets(self, config: SpecConfig) -> None:
+        from engine.simulator import RunStopped
         from engine.tree_scenario import budget_by_batch
 
         worker = get_current_worker()
         mapped, note = map_config(config)
         try:
-            grid = budget_by_batch(mapped, BATCH_SIZES, BUDGETS)
+            grid = budget_by_batch(mapped, should_stop=lambda: worker.is_cancelled)
+        except RunStopped:
+            return
         except ValueError as err:  # the scenario's rank probabilities do not parse
             self.post_message(BudgetsReady(config, None, note, f"heatmap: {err}"))
             return
@@ -401,6 +426,8 @@ class TreeView(ReportsWorkerErrors, Vertical):
         self.grid = message.grid
         title = LINEAR_TITLE if message.note else GRID_TITLE
         self.query_one("#tree-grid-title", Static).update(Text(title))
+        legend = f"rank p {message.config.rank_probs}\n{LEGEND}"
+        self.query_one("#tree-legend", Static).update(Text(legend))
         self.query_one(BudgetTable).show_grid(message.grid)
         if self.draft is not None and not self.error:
             self._status(self._cell_text())

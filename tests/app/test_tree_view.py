@@ -4,51 +4,32 @@ at 80x24 with the form hidden, and without colour."""
 
 from __future__ import annotations
 
-import sys
-from dataclasses import dataclass
-from types import SimpleNamespace
-
 import numpy as np
 import pytest
-from textual.widgets import TabbedContent
+from textual.widgets import Input, TabbedContent
 
+import engine.tree_scenario
+from engine.config import SpecConfig
+from engine.exact import survival
+from engine.tree_scenario import BATCH_SIZES, BUDGETS, BudgetGrid, budget_by_batch
 from engine.trees import parse_tree, path_probs
 from spectui.app import create_app
-from spectui.messages import ConfigChanged
-from spectui.widgets.tree_view import (
-    ACCEPTED_MARK,
-    BATCH_SIZES,
-    BUDGETS,
-    path_to,
-    prob_text,
-    summary_cell,
-)
+from spectui.widgets.regime_view import map_config
+from spectui.widgets.tree_view import ACCEPTED_MARK, path_to, prob_text, summary_cell
 from tests.app.helpers import settle
 from tests.app.screen import region_text, screen_text, style_of
 
 TREE_TEXT = "parents=0,0,1,1,2,3 ranks=1,2,1,2,1,1"
+TREE = SpecConfig(shape="tree", tree=TREE_TEXT, rank_probs="0.6,0.25")
 RANK_PROBS = np.array([0.6, 0.25])
 
 
-@dataclass
-class Grid:
-    """A BudgetGrid as engine.tree_scenario.budget_by_batch returns it."""
-
-    batch_sizes: tuple[int, ...]
-    budgets: tuple[int, ...]
-    speedup: np.ndarray
-    best_budget: np.ndarray
-    best_speedup: np.ndarray
-    chain_k: np.ndarray
-    chain_speedup: np.ndarray
-
-
-def fake_grid(batch_sizes, budgets) -> Grid:
-    """Trees that pay less as the batch grows: the best budget shrinks row by row."""
+def fake_grid(config, batch_sizes=BATCH_SIZES, budgets=BUDGETS, should_stop=None) -> BudgetGrid:
+    """A grid where trees pay less as the batch grows: the best budget shrinks row by row."""
     b, j = len(batch_sizes), len(budgets)
-    speedup = np.array([[1.6 + 0.25 * c - 0.06 * r * (c + 1) for c in range(j)] for r in range(b)])
+    speedup = np.array([[1.6 + 0.1 * c - 0.03 * r * (c + 1) for c in range(j)] for r in range(b)])
     best = speedup.argmax(axis=1)
-    return Grid(
+    return BudgetGrid(
         tuple(batch_sizes),
         tuple(budgets),
         speedup,
@@ -60,27 +41,26 @@ def fake_grid(batch_sizes, budgets) -> Grid:
 
 
 @pytest.fixture
-def scenario(monkeypatch):
-    """A stand-in engine.tree_scenario: TREE_TEXT (or ``shape.text``) under RANK_PROBS."""
-    shape = SimpleNamespace(text=TREE_TEXT, grids=[])
+def grids(monkeypatch) -> list[BudgetGrid]:
+    """budget_by_batch stands in by :func:`fake_grid` (instant, known); the grids it made."""
+    made: list[BudgetGrid] = []
 
-    def budget_by_batch(config, batch_sizes, budgets):
-        grid = fake_grid(batch_sizes, budgets)
-        shape.grids.append(grid)
-        return grid
+    def fake(config, *args, **kwargs):
+        made.append(fake_grid(config, *args, **kwargs))
+        return made[-1]
 
-    fake = SimpleNamespace(
-        rank_probs_of=lambda config: RANK_PROBS,
-        tree_of=lambda config: parse_tree(shape.text, RANK_PROBS),
-        budget_by_batch=budget_by_batch,
-    )
-    monkeypatch.setitem(sys.modules, "engine.tree_scenario", fake)
-    return shape
+    monkeypatch.setattr(engine.tree_scenario, "budget_by_batch", fake)
+    return made
 
 
-async def _open_tree(pilot, app) -> None:
+async def _open_tree(pilot, app, config: SpecConfig | None = TREE, hide: bool = True) -> None:
+    """Load ``config`` into the form (None: keep the preset's), hide the form, press 8."""
     await settle(pilot, app)
-    await pilot.press("ctrl+b")  # the form hidden: 80 columns for the view
+    if config is not None:
+        app.form.load_config(config)
+        await settle(pilot, app)
+    if hide:
+        await pilot.press("ctrl+b")  # the form hidden: 80 columns for the view
     await pilot.press("8")
     await settle(pilot, app, rounds=4)
     await pilot.pause()
@@ -92,11 +72,11 @@ def _tree_lines(app) -> list[str]:
     return [line.rstrip() for line in lines if line.strip()]
 
 
-async def test_key_8_draws_each_node_with_its_path_probability(scenario):
+async def test_key_8_draws_each_node_with_its_path_probability(grids):
     app = create_app("default")
     async with app.run_test(size=(80, 24)) as pilot:
         await _open_tree(pilot, app)
-        assert app.query_one(TabbedContent).active == "tree"
+        assert app.query_one(TabbedContent).active == "trees"
         assert app.focused is app.query_one("#tree-nodes")
         assert "8 Tree" in screen_text(app)
         tree = parse_tree(TREE_TEXT)
@@ -128,7 +108,7 @@ def _row_nodes(view) -> list[int]:
     return [view.get_node_at_line(line).data for line in range(view.last_line + 1)]
 
 
-async def test_s_marks_a_root_to_node_path(scenario):
+async def test_s_marks_a_root_to_node_path(grids):
     app = create_app("default")
     async with app.run_test(size=(80, 24)) as pilot:
         await _open_tree(pilot, app)
@@ -149,11 +129,11 @@ async def test_s_marks_a_root_to_node_path(scenario):
         assert style_of(app, f"{ACCEPTED_MARK} root").reverse
 
 
-async def test_the_heatmap_row_shows_the_best_budget(scenario):
+async def test_the_heatmap_row_shows_the_best_budget(grids):
     app = create_app("default")
     async with app.run_test(size=(80, 24)) as pilot:
         await _open_tree(pilot, app)
-        (grid,) = scenario.grids
+        grid = grids[-1]
         assert grid.batch_sizes == BATCH_SIZES and grid.budgets == BUDGETS
         lines = region_text(app, app.query_one("#tree-budgets")).splitlines()
         assert lines[0].split()[:4] == ["tree", "n*", "chain", "K*"]
@@ -163,31 +143,51 @@ async def test_the_heatmap_row_shows_the_best_budget(scenario):
             best = summary_cell(int(grid.best_budget[b]), float(grid.best_speedup[b]))
             chain = summary_cell(int(grid.chain_k[b]), float(grid.chain_speedup[b]))
             assert f"{best}{chain}" in row
-        assert "batch 1: best tree 128 nodes 2.85x" in screen_text(app)
+        assert grid.best_budget[0] == 128 and grid.best_budget[-1] == 1  # rows differ
+        assert "batch 1: best tree 128 nodes 2.60x" in screen_text(app)
         # The linear form is mapped as roofline, and the title says so.
         assert "Best tree by batch (linear cost: as roofline)" in screen_text(app)
+        assert "rank p 0.6,0.25" in screen_text(app)
 
 
-async def test_a_bad_shape_text_says_so_in_one_line(scenario):
+async def test_a_bad_shape_text_says_so_in_one_line(grids):
     app = create_app("default")
-    async with app.run_test(size=(80, 24)) as pilot:
-        await _open_tree(pilot, app)
-        scenario.text = "parents=0,3"
-        app.post_message(ConfigChanged(app.config.replace(seed=7)))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _open_tree(pilot, app, hide=False)
+        app.query_one("#tree", Input).value = "parents=0,3"  # node 2 under a later node
         await settle(pilot, app, rounds=4)
-        status = region_text(app, app.query_one("#tree-status"))
-        assert status.strip() == "shape: tree: node 2 has parent 3; it must be 0..1"
-        assert app.query_one("#tree-view").draft is None
-        assert not _tree_lines(app)[1:]  # the root alone
-        await pilot.press("s")  # nothing to sample: still running
-        scenario.text = "parents=0,1"
-        app.post_message(ConfigChanged(app.config.replace(seed=8)))
+        status = region_text(app, app.query_one("#tree-status")).strip()
+        assert status.endswith("shape.tree: tree: node 2 has parent 3; it must be 0..1")
+        assert "\n" not in status
+        await pilot.press("f3", "s")  # nothing to sample: the app keeps running
+        app.query_one("#tree", Input).value = "parents=0,1"
         await settle(pilot, app, rounds=4)
         assert len(_tree_lines(app)) == 3
         assert app.is_running
 
 
-async def test_readable_without_colour(scenario, monkeypatch):
+async def test_the_form_chain_on_the_real_engine():
+    """The default form (a chain of K = 5, p = 0.8) with the real budget_by_batch: the chain's
+    nodes read its survival P(n >= i); each heatmap row its best budget."""
+    app = create_app("default")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open_tree(pilot, app, config=None)
+        config = app.config
+        lines = _tree_lines(app)
+        assert len(lines) == 1 + config.k
+        for i, line in enumerate(lines[1:], start=1):
+            assert line.replace(ACCEPTED_MARK, "").split()[-2:] == [
+                "r1",
+                prob_text(float(survival(config)[i - 1])),
+            ]
+        grid = budget_by_batch(map_config(config)[0])
+        rows = region_text(app, app.query_one("#tree-budgets")).splitlines()[1:]
+        for b, batch in enumerate(grid.batch_sizes):
+            best = summary_cell(int(grid.best_budget[b]), float(grid.best_speedup[b]))
+            assert rows[b].split()[0] == str(batch) and best in rows[b]
+
+
+async def test_readable_without_colour(grids, monkeypatch):
     monkeypatch.setenv("NO_COLOR", "1")
     app = create_app("default")
     async with app.run_test(size=(80, 24)) as pilot:
