@@ -49,14 +49,14 @@ ACCEPTED_STYLE = "bold reverse"
 BUSY_TREE = "building the tree…"
 BUSY_GRID = "computing the best tree per batch…"
 SAMPLE_HINT = "s: sample another cycle"
-# "128 2.41✗": a budget (or K) and its speedup, ✗ when it loses; then " 2.41" per budget
+# " 128 2.41✗": a budget (or K) and its speedup, ✗ when it loses; then " 2.41" per budget
 # (speedup_text never rounds a loss up to 1.00). 80 columns without the form show the two
 # summary columns and the first budgets; the cursor scrolls to the others.
-SUMMARY_WIDTH = 9
+SUMMARY_WIDTH = 10
 CELL_WIDTH = 5
 GRID_TITLE = "Best tree by batch"
 LINEAR_TITLE = "Best tree by batch (linear cost: as roofline)"
-LEGEND = "n*: best tree budget · K*: best chain · then by budget"
+LEGEND = "n*: best tree budget · K*: best chain · then per budget"
 INVALID_TEXT = "form invalid: no tree to draw"
 
 
@@ -105,17 +105,18 @@ def path_to(tree: Tree, node: int) -> list[int]:
 
 
 def tree_summary(tree: Tree, expected: float) -> str:
-    """The tree in one line: its size, depth, level widths, verify width and E[tokens]."""
+    """The tree in one line: its size, depth, level (draft pass) widths, verify width (the
+    nodes and the root) and expected tokens per cycle E[n + 1]."""
     widths = ",".join(str(w) for w in tree.level_sizes)
     return (
-        f"{tree.nodes} nodes, depth {tree.depth} (widths {widths}), verify width "
-        f"{tree.nodes + 1} · E[tokens/cycle] {expected:.3f}"
+        f"{tree.nodes} nodes, depth {tree.depth} (widths {widths}) · verify "
+        f"{tree.nodes + 1} · {expected:.3f} tokens/cycle"
     )
 
 
 def summary_cell(size: int, speedup: float) -> str:
     """A budget (or K) and its speedup, right-aligned; ``✗`` when it loses."""
-    mark = LOSE_MARK if speedup < 1.0 else ""
+    mark = LOSE_MARK if speedup < 1.0 else " "  # a column of its own: the figures align
     return f"{size} {speedup_text(speedup, unit='')}{mark}".rjust(SUMMARY_WIDTH)
 
 
@@ -194,8 +195,8 @@ class BudgetTable(Heatmap):
         self.budgets = grid
         no_color = bool(getattr(self.app, "no_color", False))
         self.clear(columns=True)
-        self.add_column(Text("tree n*".rjust(SUMMARY_WIDTH), style="bold"), width=SUMMARY_WIDTH)
-        self.add_column(Text("chain K*".rjust(SUMMARY_WIDTH), style="bold"), width=SUMMARY_WIDTH)
+        for heading in ("tree n* ", "chain K* "):
+            self.add_column(Text(heading.rjust(SUMMARY_WIDTH), style="bold"), width=SUMMARY_WIDTH)
         for budget in grid.budgets:
             self.add_column(Text(str(budget).rjust(CELL_WIDTH), style="bold"), width=CELL_WIDTH)
         label_width = len(str(grid.batch_sizes[-1]))
@@ -257,13 +258,13 @@ class TreeView(ReportsWorkerErrors, Vertical):
         height: 1fr;
     }
     TreeView DrawnTree {
-        width: 1fr;
-        min-width: 20;
+        width: auto;
+        max-width: 50%;
         height: 1fr;
+        scrollbar-size: 1 1;
     }
     TreeView #tree-side {
-        width: auto;
-        max-width: 70%;
+        width: 1fr;
         height: 1fr;
     }
     TreeView BudgetTable {
@@ -271,7 +272,7 @@ class TreeView(ReportsWorkerErrors, Vertical):
     }
     TreeView #tree-side > Static {
         height: auto;
-        width: auto;
+        width: 100%;
         padding: 0 1;
     }
     """
@@ -384,7 +385,7 @@ class TreeView(ReportsWorkerErrors, Vertical):
         self.draft, self.rank_probs = message.draft, message.rank_probs
         probs = np.asarray(path_probs(self.draft, self.rank_probs), dtype=float)
         expected = float(expected_tokens(self.draft, self.rank_probs))
-        title = f"Tree · {tree_summary(self.draft, expected)}"
+        title = tree_summary(self.draft, expected)
         self.query_one("#tree-title", Static).update(Text(title))
         drawn.draw(self.draft, probs)
         self.rng = np.random.default_rng(message.config.seed)

@@ -92,7 +92,7 @@ async def test_key_8_draws_each_node_with_its_path_probability(grids):
         assert [line.split()[-1] for line in lines[1:]] == [
             "0.60", "0.36", "0.22", "0.15", "0.25", "0.15"
         ]  # fmt: skip
-        assert "6 nodes, depth 3 (widths 2,3,1), verify width 7" in screen_text(app)
+        assert "6 nodes, depth 3 (widths 2,3,1) · verify 7 · 2.726 tokens/cycle" in screen_text(app)
 
 
 def _marked(app) -> list[int]:
