@@ -443,9 +443,6 @@ class TreeView(ReportsWorkerErrors, Vertical):
         if table.budgets is not None and not self.error:
             self._status(table.describe(event.coordinate.row, event.coordinate.column))
 
-    def on_tree_node_highlighted(self, event: TextualTree.NodeHighlighted[int]) -> None:
-        event.stop()
-
     def worker_failed(self, worker: Worker[Any]) -> None:
         """A computation raised (a cost model that cannot be built): leave the busy state."""
         if worker.group in ("tree", "budgets"):
