@@ -160,6 +160,15 @@ async def test_a_bad_shape_text_says_so_in_one_line(grids):
         assert status.endswith("shape.tree: tree: node 2 has parent 3; it must be 0..1")
         assert "\n" not in status
         await pilot.press("f3", "s")  # nothing to sample: the app keeps running
+        app.query_one("#rank_probs", Input).value = "0.9,0.2"  # an invalid form says why
+        await settle(pilot, app, rounds=4)
+        status = " ".join(region_text(app, app.query_one("#tree-status")).split())  # wrapped
+        assert app.config is None
+        assert status == (
+            "form invalid: shape.rank_probs: 0.9,0.2 sums to more than 1: at most one child "
+            "of a node is accepted"
+        )
+        app.query_one("#rank_probs", Input).value = "0.6,0.25"
         app.query_one("#tree", Input).value = "parents=0,1"
         await settle(pilot, app, rounds=4)
         assert len(_tree_lines(app)) == 3
