@@ -84,13 +84,34 @@ def context_length(config: SpecConfig, remaining: Any) -> Any:
     return config.prompt_len + (config.tokens_per_seq - remaining)
 
 
-def cycle_times(cost: CostModel, k: Any, batch: int, context: Any) -> tuple[Any, Any, Any]:
+def cycle_times(
+    cost: CostModel, k: Any, batch: int, context: Any, *, tree: Any = None
+) -> tuple[Any, Any, Any]:
     """(draft_us, verify_us, cycle_us) of cycles drafting ``k`` tokens at context ``context``:
-    k draft passes, then one target pass over w = k + 1 tokens per sequence. The one place a
-    cycle's time is added up."""
-    draft = cost.draft_us(k, batch, context)
-    verify = cost.verify_us(np.add(k, 1), batch, context)
+    k draft passes, then one target pass over w = k + 1 tokens per sequence. With ``tree``
+    (an ``engine.trees.Tree``; ``k`` unused), a token tree's cycle: one draft pass per
+    level, as wide as the level (``draft_pass_us``; a cost model without one drafts the
+    tree's depth like a chain), plus ``draft_fixed_us`` where the model has one, then one
+    target pass over ``nodes + 1`` tokens. The one place a cycle's time is added up."""
+    if tree is None:
+        draft = cost.draft_us(k, batch, context)
+        verify = cost.verify_us(np.add(k, 1), batch, context)
+    else:
+        draft, verify = _tree_parts(cost, tree, batch, context)
     return draft, verify, draft + verify
+
+
+def _tree_parts(cost: CostModel, tree: Any, batch: Any, context: Any) -> tuple[Any, Any]:
+    context = np.asarray(context, dtype=np.float64)
+    pass_us = getattr(cost, "draft_pass_us", None)
+    if pass_us is not None:
+        levels = [np.asarray(pass_us(w, batch, context), dtype=float) for w in tree.level_sizes]
+        draft = sum(levels, np.zeros(np.shape(context)))
+        draft = draft + (getattr(cost, "draft_fixed_us", 0.0) if tree.nodes else 0.0)
+    else:
+        draft = np.asarray(cost.draft_us(tree.depth, batch, context), dtype=np.float64)
+    verify = np.asarray(cost.verify_us(tree.nodes + 1, batch, context), dtype=np.float64)
+    return tuple(np.broadcast_arrays(draft, verify))  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)

@@ -18,13 +18,13 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .config import ConfigError, SpecConfig, rates_of
 from .cost.models import build_cost
-from .kernel import context_length
+from .kernel import context_length, cycle_times
 
 if TYPE_CHECKING:
     from .simulator import RunResult
@@ -59,39 +59,13 @@ def tree_of(config: SpecConfig) -> Tree:
     return _tree(config.tree, config.rank_probs, config.k, config.shape)
 
 
-def tree_cycle_times(
-    cost: Any, tree: Tree, batch: Any, context: Any
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(draft_us, verify_us, cycle_us) of one tree cycle at ``context`` (arrays broadcast):
-    one draft pass per level, as wide as the level (``draft_pass_us``; a cost model without
-    one drafts the tree's depth like a chain), and one target pass over ``nodes + 1`` tokens
-    per sequence. The one place a tree cycle's time is added up."""
-    context = np.asarray(context, dtype=np.float64)
-    pass_us = getattr(cost, "draft_pass_us", None)
-    if pass_us is not None:
-        draft = sum(
-            (
-                np.asarray(pass_us(width, batch, context), dtype=np.float64)
-                for width in tree.level_sizes
-            ),
-            np.zeros(np.shape(context)),
-        )
-        fixed = getattr(cost, "draft_fixed_us", 0.0)
-        draft = draft + (fixed if tree.nodes else 0.0)
-    else:
-        draft = np.asarray(cost.draft_us(tree.depth, batch, context), dtype=np.float64)
-    verify = np.asarray(cost.verify_us(tree.nodes + 1, batch, context), dtype=np.float64)
-    draft, verify = np.broadcast_arrays(draft, verify)
-    return draft, verify, draft + verify
-
-
 def _prices(config: SpecConfig, tree: Tree) -> tuple[np.ndarray, np.ndarray, float]:
     """Tree cycle time and drafting time by r (index 0 unused), and the baseline's time."""
     cost = build_cost(config)
     r = np.arange(config.tokens_per_seq + 1, dtype=np.int64)
     r[0] = 1
     context = context_length(config, r)
-    draft, _, cycle = tree_cycle_times(cost, tree, config.batch_size, context)
+    draft, _, cycle = cycle_times(cost, tree.depth, config.batch_size, context, tree=tree)
     step = np.asarray(cost.verify_us(np.ones_like(r), config.batch_size, context), dtype=float)
     return (
         np.broadcast_to(cycle, r.shape).astype(np.float64),
@@ -114,7 +88,9 @@ def tree_exact(config: SpecConfig, tree: Tree | None = None) -> dict[str, float]
     expected = float(expected_over_sequence(dist, cycle[:, None])[-1, 0])
     tokens = float(expected_tokens(tree, probs))
     cost = build_cost(config)
-    _, _, limit_cycle = tree_cycle_times(cost, tree, config.batch_size, config.prompt_len)
+    _, _, limit_cycle = cycle_times(
+        cost, tree.depth, config.batch_size, config.prompt_len, tree=tree
+    )
     step = float(cost.verify_us(1, config.batch_size, config.prompt_len))
     return {
         "speedup_exact": baseline / expected,
@@ -199,7 +175,7 @@ def _row(name: str, config: SpecConfig, tree: Tree) -> ShapeRow:
     from .trees import expected_tokens
 
     cost = build_cost(config)
-    _, _, cycle = tree_cycle_times(cost, tree, config.batch_size, config.prompt_len)
+    _, _, cycle = cycle_times(cost, tree.depth, config.batch_size, config.prompt_len, tree=tree)
     return ShapeRow(
         name,
         tree,

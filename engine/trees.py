@@ -4,7 +4,7 @@ A tree of draft tokens (Medusa, EAGLE, SpecInfer, Sequoia) is verified in one ta
 over its draft nodes plus the root, the last accepted token. Positional acceptance
 (Sequoia): a node's children are ranked ``1..m``; given the node was accepted, at most one
 child is accepted, the rank-``c`` child with probability ``p_c`` (``sum p_c <= 1``). A chain
-is the tree with one child per node and ``p_1 = p``. See SEMANTICS.md, "Draft shapes: chains
+is the tree with one child per node and ``p_1 = p``. See docs/model.md, "Draft shapes: chains
 and trees".
 
 ``rank_probs`` everywhere is either 1-D (``p_c`` per rank ``c = 1..m``, the same at every
