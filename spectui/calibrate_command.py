@@ -191,7 +191,7 @@ def adaptive_note(cal: Any, scenario: Any, rec: Any) -> str:
     from engine.formatting import speedup_text
     from engine.policies import exact_speedup
 
-    config = cal.config(scenario).replace(
+    config = cal.config(scenario.replace(**{"shape.name": "chain"})).replace(
         **{"policy.name": "hf_heuristic", "k": min(rec.k, scenario.k_max)}
     )
     hf = exact_speedup(config)

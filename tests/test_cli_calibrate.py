@@ -128,3 +128,13 @@ def test_bad_input_is_one_line(run, tmp_path, args, message):
     assert status == 2 and message in err and "Traceback" not in err
     status, _, err = run(str(empty))
     assert status == 2 and "nothing usable in 2 lines" in err
+
+
+def test_a_tree_scenario_is_calibrated_as_a_chain(run):
+    """A log's K is a chain's: the recommendation for a tree-shaped scenario is the chain's,
+    and the adaptive note does not ask a tree to run a K policy."""
+    log = str(LOGS / "vllm_v1_mean_length.log")
+    _, chain_out, _ = run(log, "--json")
+    status, tree_out, err = run(log, "--json", "--shape", "tree", "--tree", "sequoia:8,3")
+    assert status == 0, err
+    assert json.loads(tree_out)["recommendation"] == json.loads(chain_out)["recommendation"]

@@ -599,9 +599,10 @@ def recommend(
     length), a 95 % interval at each K from ``draws`` posterior draws
     (:func:`posterior_values`; percentiles 2.5 and 97.5), the tolerance ``band`` (every K
     within ``band`` of the best speedup) and the change against the log's K. K is a fixed
-    speculation length: the scenario's K policy is set to ``fixed``."""
+    speculation length: the scenario's K policy is set to ``fixed`` and its draft shape to a
+    chain (a log's K is a chain's)."""
     ks = list(range(1, k_max + 1))
-    scenario = scenario.replace(policy="fixed")
+    scenario = scenario.replace(policy="fixed", shape="chain")
     base = cal.config(scenario)
     samples = posterior_values(cal, draws, seed) if draws > 0 else []
     configs = [base.replace(k=k) for k in ks]

@@ -82,6 +82,15 @@ async def _shoot(out: Path) -> list[Path]:
         await pilot.press("down")  # hf_heuristic, second best
         await settle(pilot, app, rounds=4)
         await save("arena")
+        # A token tree: EAGLE's default shape on the roofline, and the best size by batch.
+        form2 = app.query_one(ParamForm)
+        config, _ = form2.current_config()
+        assert config is not None
+        form2.load_config(config.replace(**{"shape.name": "tree", "shape.tree": "sequoia:16,4"}))
+        await settle(pilot, app)
+        await app.action_show_view("trees")
+        await settle(pilot, app, rounds=10)
+        await save("tree")
         # Calibration from a real vLLM log (the offline example's summaries): the fit pane.
         app.action_calibrate()
         await settle(pilot, app)
