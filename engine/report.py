@@ -97,10 +97,33 @@ def heatmap_cells(grid: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
+def chain_rows(frame: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """The rows of chains (the analysis is about K) and how many token-tree rows were left
+    out (``shape.name`` tree)."""
+    if "shape.name" not in frame:
+        return frame, 0
+    trees = frame["shape.name"] == "tree"
+    return frame[~trees].reset_index(drop=True), int(trees.sum())
+
+
 def analysis_sections(frame: pd.DataFrame) -> list[Section]:
-    """The analysis of a sweep, as data for a terminal view or a report."""
-    col = A.speedup_column(frame)
+    """The analysis of a sweep, as data for a terminal view or a report. It is about K:
+    rows of token trees (``shape.name`` tree) are left out, and said to be."""
     sections = []
+    frame, trees = chain_rows(frame)
+    if trees:
+        sections.append(
+            Section(
+                "Token trees",
+                [
+                    f"{trees} rows of token trees left out: this analysis is about a chain's "
+                    "K (spectui tree compares trees)"
+                ],
+            )
+        )
+        if frame.empty:
+            return sections
+    col = A.speedup_column(frame)
     best = A.best_configuration(frame)
     sections.append(
         Section(
@@ -200,7 +223,10 @@ def _verdict(*parts: tuple[str, bool]) -> str:
 
 
 def original_findings(frame: pd.DataFrame) -> list[Section]:
-    """Each of the original's five findings, checked against this sweep."""
+    """Each of the original's five findings, checked against this sweep (its chains)."""
+    frame, _ = chain_rows(frame)
+    if frame.empty:
+        return []
     col = A.speedup_column(frame)
     checks = []
 

@@ -171,6 +171,11 @@ class ShapeRow:
     speedup: float  # exact, at the scenario's length
 
 
+def shape_row(name: str, config: SpecConfig, tree: Tree) -> ShapeRow:
+    """One tree's row on the scenario (see :class:`ShapeRow`)."""
+    return _row(name, config.replace(**{"shape.name": "tree"}), tree)
+
+
 def _row(name: str, config: SpecConfig, tree: Tree) -> ShapeRow:
     from .trees import expected_tokens
 

@@ -393,6 +393,32 @@ def _ints(text: str, what: str, count: int | None = None) -> list[int]:
     return values
 
 
+# The largest tree a text may ask for (Sequoia's own largest budget is 128; a verify pass
+# of thousands of tokens per sequence is beyond any serving engine), and its deepest.
+NODES_MAX = 4096
+DEPTH_MAX_TEXT = 256
+CANDIDATES_MAX = 10**6  # nodes EAGLE-2's rule ranks before keeping `total`
+
+
+def _kary_nodes(k: int, d: int) -> int:
+    """k + k^2 + ... + k^d, stopping once it passes NODES_MAX."""
+    total, level = 0, 1
+    for _ in range(d):
+        level *= k
+        total += level
+        if total > NODES_MAX:
+            break
+    return total
+
+
+def _check_size(spec: str, nodes: int, depth: int) -> None:
+    """A one-line ValueError for a tree too large to build, before anything is built."""
+    if nodes > NODES_MAX:
+        raise ValueError(f"tree {spec!r}: more than {NODES_MAX} nodes")
+    if depth > DEPTH_MAX_TEXT:
+        raise ValueError(f"tree {spec!r}: depth {depth} is above {DEPTH_MAX_TEXT}")
+
+
 def parse_tree(text: str, rank_probs: RankProbs | None = None) -> Tree:
     """A tree from text: ``chain:K``, ``kary:k,d`` (Medusa-style), ``eagle`` or
     ``eagle:total,depth,top_k`` (EAGLE-2's rule; needs rank_probs), ``sequoia:budget,depth``
@@ -403,9 +429,11 @@ def parse_tree(text: str, rank_probs: RankProbs | None = None) -> Tree:
     name = name.strip().lower()
     if name == "chain":
         (k,) = _ints(args, "chain:K", 1)
+        _check_size(spec, k, DEPTH_MAX_TEXT)
         return chain(k)
     if name == "kary":
         k, d = _ints(args, "kary:k,d", 2)
+        _check_size(spec, _kary_nodes(k, min(d, DEPTH_MAX_TEXT)), d)
         return kary(k, d)
     if name in ("eagle", "sequoia"):
         if rank_probs is None:
@@ -418,8 +446,14 @@ def parse_tree(text: str, rank_probs: RankProbs | None = None) -> Tree:
                 if args
                 else (EAGLE_TOTAL, EAGLE_DEPTH, EAGLE_TOP_K)
             )
+            _check_size(spec, total, depth)
+            if top_k + max(depth - 1, 0) * top_k**2 > CANDIDATES_MAX:
+                raise ValueError(
+                    f"tree {spec!r}: depth x top_k^2 candidates above {CANDIDATES_MAX:,}"
+                )
             return eagle_tree(rank_probs, total, depth, top_k)
         budget, depth = _ints(args, "sequoia:budget,depth", 2)
+        _check_size(spec, budget, depth)
         return sequoia_tree(rank_probs, budget, depth)
     if spec.startswith("parents="):
         parts = spec.split()
@@ -428,6 +462,7 @@ def parse_tree(text: str, rank_probs: RankProbs | None = None) -> Tree:
                 f"tree {spec!r}: expected 'parents=...' optionally followed by ' ranks=...'"
             )
         parents = _ints(parts[0].removeprefix("parents="), "parents")
+        _check_size(spec, len(parents), 0)
         if len(parts) == 2:
             ranks = _ints(parts[1].removeprefix("ranks="), "ranks", len(parents))
         else:

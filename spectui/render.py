@@ -93,9 +93,19 @@ def run_summary(result: RunResult) -> Panel:
     at = f"K={c.k}, context {c.prompt_len}"
     if c.policy != "fixed":  # the policy chooses each cycle's k: a full cycle of K
         at = f"a cycle of K={c.k}, context {c.prompt_len}"
+    draft_us, verify_us, width = costs.limit_draft_us, costs.limit_verify_us, c.k + 1
+    if c.shape == "tree":  # the tree's own cycle, at the prompt's context
+        from engine.cost.models import build_cost
+        from engine.kernel import cycle_times
+        from engine.tree_scenario import tree_of
+
+        tree = tree_of(c)
+        parts = cycle_times(build_cost(c), tree.depth, c.batch_size, c.prompt_len, tree=tree)
+        draft_us, verify_us, width = float(parts[0]), float(parts[1]), tree.nodes + 1
+        at = f"{tree.nodes} nodes, depth {tree.depth}, context {c.prompt_len}"
     rows += [
-        ("draft time / cycle", _us(costs.limit_draft_us), at),
-        ("verify time / cycle", _us(costs.limit_verify_us), f"{c.k + 1} tokens/seq"),
+        ("draft time / cycle", _us(draft_us), at),
+        ("verify time / cycle", _us(verify_us), f"{width} tokens/seq"),
         ("decode step", _us(costs.limit_step_us), "the baseline's, same context"),
     ]
     if c.cost_model != "linear":
@@ -105,8 +115,11 @@ def run_summary(result: RunResult) -> Panel:
     for row in rows:
         table.add_row(*row)
     policy = f"K={c.k}" if c.policy == "fixed" else f"policy {policy_text(c)}"
+    drafting = f"{acceptance_text(c)}, {policy}"
+    if c.shape == "tree":
+        drafting = f"tree {c.tree} (rank probabilities {c.rank_probs})"
     title = (
-        f"{acceptance_text(c)}, {policy}, {cost_setting_text(c)}, {c.n_sequences} x "
+        f"{drafting}, {cost_setting_text(c)}, {c.n_sequences} x "
         f"{c.tokens_per_seq} tokens, seed {c.seed}, tail {c.tail}"
     )
     lines = [Text(title, style="bold")]

@@ -64,12 +64,18 @@ def _scenario(args: argparse.Namespace) -> Any:
 
 
 def cmd_tree(args: argparse.Namespace) -> int:
+    from engine.cost.models import build_cost
     from engine.tree_scenario import budget_by_batch, compare_shapes
 
     try:
         scenario = _scenario(args)
         rows = compare_shapes(scenario, kary=args.kary)
+        if getattr(args, "shape.tree", None) is not None:  # the tree asked for, too
+            from engine.tree_scenario import shape_row, tree_of
+
+            rows.append(shape_row(f"given {scenario.tree}", scenario, tree_of(scenario)))
         grid = budget_by_batch(scenario)
+        warnings = list(getattr(build_cost(scenario), "warnings", ()))
     except ConfigError as err:
         raise UsageError(str(err)) from None
     if args.json:
@@ -105,6 +111,10 @@ def cmd_tree(args: argparse.Namespace) -> int:
         )
         return 0
     _print(scenario, rows, grid)
+    import sys
+
+    for warning in dict.fromkeys(warnings):
+        print(f"warning: {warning}", file=sys.stderr)
     return 0
 
 

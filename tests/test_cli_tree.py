@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -72,3 +73,37 @@ def test_run_takes_a_tree(run):
 def test_bad_trees_are_one_line(run, args, message):
     status, _, err = run(*args)
     assert status == 2 and message in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("tree", ["kary:2,40", "eagle:10,100,1000", "sequoia:100000,16"])
+def test_a_tree_too_large_is_refused_before_it_is_built(run, tree):
+    status, _, err = run("run", "--shape", "tree", "--tree", tree)
+    assert status == 2 and "shape.tree: tree" in err and "Traceback" not in err
+
+
+def test_tree_rows_are_left_out_of_the_analysis_of_k(run, tmp_path):
+    preset = tmp_path / "trees.toml"
+    preset.write_text(
+        'description = "trees"\n[config]\nn_sequences = 40\ntokens_per_seq = 32\n'
+        '[[grid]]\n"shape.name" = ["tree"]\n"shape.tree" = ["kary:2,2", "chain:3"]\n'
+    )
+    out = tmp_path / "trees.csv"
+    assert run("sweep", "--preset", str(preset), "--out", str(out))[0] == 0
+    status, printed, err = run("analyze", str(out))
+    assert status == 0, err
+    assert "2 rows of token trees left out" in " ".join(printed.split())
+
+
+def test_tree_prints_the_tree_asked_for_and_table_clamps(run):
+    status, out, err = run(
+        "tree",
+        "--cost",
+        "table",
+        "--cost-table",
+        str(Path(__file__).parent / "engine" / "cost" / "fixtures" / "latency_table.csv"),
+        "--tree",
+        "kary:2,2",
+    )
+    assert status == 0, err
+    assert any(line.startswith("given kary:2,2") for line in out.splitlines())
+    assert "is outside the table's" in err
