@@ -32,18 +32,6 @@ from .kernel import Z95
 # How a row's speedup was obtained.
 EXACT = "exact"
 MONTE_CARLO = "Monte Carlo"
-# The policy fields a contender may set (with K): everything else is the scenario's.
-POLICY_KEYS = (
-    "policy.name",
-    "k",
-    "policy.k_max",
-    "policy.k_min",
-    "policy.rule",
-    "policy.p_min",
-    "policy.h",
-    "policy.window",
-    "policy.schedule",
-)
 
 
 @dataclass
@@ -143,8 +131,7 @@ def table_reach(scenario: SpecConfig) -> int | None:
 def arena_k_max(scenario: SpecConfig, contenders: Sequence[SpecConfig]) -> int:
     """How far the search for the best fixed K goes: every k any contender may draft, and
     at least 1..32 (a per_position scenario: its table's positions)."""
-    from .config import K_MAX_POLICY
-    from .policies import policy_k_max
+    from .config import K_MAX_POLICY, policy_k_max
 
     reach = table_reach(scenario)
     if reach is not None:
@@ -216,8 +203,9 @@ def run_arena(
     total, running)`` counts contenders and names the one starting ("" at the end).
     Raises :class:`engine.simulator.RunStopped` when ``should_stop()`` turns true (rows
     already reported stay valid)."""
+    from .config import stream_width
     from .kernel import cycle_costs
-    from .policies import exact_speedup, simulate_policy_config, stream_width
+    from .policies import exact_speedup, simulate_policy_config
 
     k_star, _ = best_fixed_k(scenario, arena_k_max(scenario, contenders))
     reference = scenario.replace(**{"policy.name": "fixed", "k": k_star})

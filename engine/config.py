@@ -756,6 +756,24 @@ STEPWISE_MODELS = ("markov",)
 POLICY_CELLS_MAX = 1 << 25
 
 
+def policy_k_max(config: SpecConfig) -> int:
+    """The largest k the configuration's policy can draft: K for fixed, the schedule's k at
+    the batch size, ``policy.k_max`` for the adaptive policies."""
+    if config.policy == "fixed":
+        return config.k
+    if config.policy == "schedule":
+        return schedule_k(config.schedule, config.batch_size)
+    return config.k_max
+
+
+def stream_width(config: SpecConfig) -> int:
+    """How many draft positions each cycle's draws cover (the K_max of a policy's price and
+    acceptance tables): 32, or the policy's own bound if it drafts more. Every contender
+    whose policy drafts at most 32 sees the very same draws, the confidence model's
+    per-token q's included."""
+    return max(K_MAX_POLICY, policy_k_max(config))
+
+
 def _check_policy(config: SpecConfig) -> None:
     """Refuse a policy that cannot work with the scenario's other parts, naming both."""
     policy = config.policy
@@ -781,13 +799,8 @@ def _check_policy(config: SpecConfig) -> None:
         )
     stepwise = policy != "fixed" or config.draft_model in STEPWISE_MODELS
     if stepwise:
-        if policy == "fixed":
-            widest = config.k
-        elif policy == "schedule":
-            widest = schedule_k(config.schedule, config.batch_size)
-        else:
-            widest = config.k_max
-        cells = config.tokens_per_seq * (max(K_MAX_POLICY, widest) + 1)
+        widest = policy_k_max(config)
+        cells = config.tokens_per_seq * (stream_width(config) + 1)
         if cells > POLICY_CELLS_MAX:
             raise ConfigError(
                 "tokens_per_seq",

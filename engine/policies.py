@@ -29,7 +29,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .config import FIELD_SPECS, K_MAX_POLICY, SpecConfig, reads, schedule_k
+from .config import (
+    FIELD_SPECS,
+    SpecConfig,
+    policy_k_max,
+    reads,
+    schedule_k,
+    stream_width,
+)
 from .cost.models import build_cost
 from .draft_models import get_model
 
@@ -56,16 +63,6 @@ def has_exact(config: SpecConfig) -> bool:
     return config.policy in EXACT_POLICIES
 
 
-def policy_k_max(config: SpecConfig) -> int:
-    """The largest k the configuration's policy can draft: K for fixed, the schedule's k at
-    the batch size, ``policy.k_max`` for the adaptive policies."""
-    if config.policy == "fixed":
-        return config.k
-    if config.policy == "schedule":
-        return schedule_k(config.schedule, config.batch_size)
-    return config.k_max
-
-
 def acceptance_of(config: SpecConfig, k_max: int) -> Acceptance:
     """The stepwise engine's acceptance process for the configuration, up to k_max drafts."""
     from .stepwise import Acceptance
@@ -81,14 +78,6 @@ def regimes_of(config: SpecConfig, k_max: int) -> tuple[np.ndarray, float, np.nd
     """(survival, stay, mix) for the exact program: the model's regimes; a confidence
     model's marginal (the q's are unseen by every policy the program enumerates)."""
     return get_model(config.draft_model).regimes(config, k_max)
-
-
-def stream_width(config: SpecConfig) -> int:
-    """How many draft positions each cycle's draws cover (the price tables' and the
-    acceptance tables' K_max): 32, or the policy's own bound if it drafts more. Every
-    contender whose policy drafts at most 32 sees the very same draws, the confidence
-    model's per-token q's included."""
-    return max(K_MAX_POLICY, policy_k_max(config))
 
 
 def price_table(config: SpecConfig, k_max: int) -> tuple[np.ndarray, np.ndarray]:

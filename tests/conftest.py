@@ -57,3 +57,23 @@ from hypothesis import settings  # noqa: E402
 
 settings.register_profile("spectui", derandomize=True, deadline=None, print_blob=True)
 settings.load_profile("spectui")
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """Run ``spectui ARGS`` in this process at 80 columns without colour: a function of the
+    arguments giving (exit status, stdout, stderr); argparse's exits are statuses too."""
+    from spectui.__main__ import main
+
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("COLUMNS", "80")
+
+    def invoke(*args: str) -> tuple[int, str, str]:
+        try:
+            status = main(list(args))
+        except SystemExit as exit_:
+            status = int(exit_.code or 0)
+        out = capsys.readouterr()
+        return status, out.out, out.err
+
+    return invoke

@@ -15,20 +15,9 @@ SMALL = ["--n-sequences", "200", "--tokens-per-seq", "96"]
 
 
 @pytest.fixture
-def run(capsys, monkeypatch):
-    """Run the CLI in-process at 80 columns without colour: (status, stdout, stderr)."""
-    monkeypatch.setenv("NO_COLOR", "1")
-    monkeypatch.setenv("COLUMNS", "80")
-
-    def invoke(*args: str) -> tuple[int, str, str]:
-        try:
-            status = main(["arena", *args])
-        except SystemExit as exit_:  # argparse errors
-            status = int(exit_.code or 0)
-        out = capsys.readouterr()
-        return status, out.out, out.err
-
-    return invoke
+def run(cli):
+    """`spectui arena ARGS` in this process (the `cli` fixture of tests/conftest.py)."""
+    return lambda *args: cli("arena", *args)
 
 
 ROW = re.compile(r"^(?P<label>\S.*?)\s+(?P<exact>\d+\.\d\dx|—)\s+(?P<rest>\d.*)$")
@@ -86,9 +75,11 @@ def test_json_has_every_figure(run):
 def test_policy_flags_choose_one_contender(run):
     status, out, _ = run("--policy", "hf_heuristic", "--k", "3", *SMALL)
     assert status == 0
-    names = [line.split()[0] for line in out.splitlines() if line.startswith(("hf_", "fixed"))]
-    assert names == sorted(names, key=lambda n: n != names[0]) and len(names) == 2
-    assert any(line.startswith("hf_heuristic K0=3") for line in out.splitlines())
+    # Exactly two rows: the policy the flags give and the best fixed K, the reference
+    rows = _rows(out)
+    assert len(rows) == 2 and "hf_heuristic K0=3" in rows
+    (best,) = [name for name in rows if name.startswith("fixed K=") and name.endswith(" *")]
+    assert rows[best][2] == "ref"
 
 
 @pytest.mark.parametrize(

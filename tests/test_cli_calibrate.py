@@ -14,27 +14,15 @@ from engine.calibrate.fit import calibrate
 from engine.calibrate.logs import parse_log_file
 from engine.config import SpecConfig
 from engine.exact import exact_metrics_many
-from spectui.__main__ import main
 
 LOGS = Path(__file__).parent / "fixtures" / "logs"
 ANCHOR = Path(__file__).parent / "fixtures" / "anchors" / "vllm_20780.csv"
 
 
 @pytest.fixture
-def run(capsys, monkeypatch):
-    """Run the CLI in-process at 80 columns without colour: (status, stdout, stderr)."""
-    monkeypatch.setenv("NO_COLOR", "1")
-    monkeypatch.setenv("COLUMNS", "80")
-
-    def invoke(*args: str) -> tuple[int, str, str]:
-        try:
-            status = main(["calibrate", *args])
-        except SystemExit as exit_:
-            status = int(exit_.code or 0)
-        out = capsys.readouterr()
-        return status, out.out, out.err
-
-    return invoke
+def run(cli):
+    """`spectui calibrate ARGS` in this process (the `cli` fixture of tests/conftest.py)."""
+    return lambda *args: cli("calibrate", *args)
 
 
 def test_a_vllm_log_gives_rates_a_model_and_a_k(run):

@@ -11,26 +11,14 @@ import pytest
 from engine.config import SpecConfig
 from engine.exact import speedup_exact
 from engine.formatting import LOSE_MARK, speedup_text
-from spectui.__main__ import main
 
 SMALL = ["--batch-sizes", "1,64,512", "--contexts", "0,1k,32k", "--ks", "1,2,3,4,6,8"]
 
 
 @pytest.fixture
-def run(capsys, monkeypatch):
-    """Run the CLI in-process at 80 columns without colour: (status, stdout, stderr)."""
-    monkeypatch.setenv("NO_COLOR", "1")
-    monkeypatch.setenv("COLUMNS", "80")
-
-    def invoke(*args: str) -> tuple[int, str, str]:
-        try:
-            status = main(["regime", *args])
-        except SystemExit as exit_:  # argparse errors
-            status = int(exit_.code or 0)
-        out = capsys.readouterr()
-        return status, out.out, out.err
-
-    return invoke
+def run(cli):
+    """`spectui regime ARGS` in this process (the `cli` fixture of tests/conftest.py)."""
+    return lambda *args: cli("regime", *args)
 
 
 def _row(out: str, batch: int) -> list[str]:

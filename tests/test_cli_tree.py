@@ -11,23 +11,12 @@ import pytest
 from engine.config import SpecConfig
 from engine.tree_scenario import tree_exact
 from engine.trees import kary
-from spectui.__main__ import main
 
 
 @pytest.fixture
-def run(capsys, monkeypatch):
-    monkeypatch.setenv("NO_COLOR", "1")
-    monkeypatch.setenv("COLUMNS", "80")
-
-    def invoke(*args: str) -> tuple[int, str, str]:
-        try:
-            status = main(list(args))
-        except SystemExit as exit_:
-            status = int(exit_.code or 0)
-        out = capsys.readouterr()
-        return status, out.out, out.err
-
-    return invoke
+def run(cli):
+    """`spectui ARGS` in this process (the `cli` fixture of tests/conftest.py)."""
+    return cli
 
 
 def test_tree_compares_shapes_and_batches(run):
