@@ -15,7 +15,7 @@ $(VENV)/.run-deps: pyproject.toml | $(BIN)/python
 	touch $@
 
 $(VENV)/.test-deps: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[test,images,serve,parquet]'
+	$(BIN)/python -m pip install --quiet -e '.[test,images,serve,parquet,dask]'
 	touch $@
 
 run: $(VENV)/.run-deps

@@ -21,6 +21,7 @@ import math
 import numbers
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
@@ -674,6 +675,41 @@ class SpecConfig:
                 record[key] = value
         return record
 
+    def derive(self, changes: Mapping[str, Any], memo: dict[Any, Any]) -> SpecConfig:
+        """:meth:`replace` for the many configurations of a grid over one base: equal to
+        ``self.replace(**changes)`` (and refused alike), but a (field, value) pair is
+        validated once per ``memo`` (a dict the caller keeps for one grid; a field's check
+        depends on its value alone) instead of every field of every configuration. The
+        checks across fields (a part's spec ids, the policy's) run for each."""
+        values = {f.name: getattr(self, f.name) for f in _FIELDS}
+        for name, value in changes.items():
+            slot: tuple[Any, ...] | None
+            try:
+                slot = (name, type(value), value)
+                checked = memo.get(slot, _MISSING)
+            except TypeError:  # an unhashable value (a list): checked every time
+                slot, checked = None, _MISSING
+            if checked is _MISSING:
+                spec = FIELD_SPECS.get(name) or _BY_ATTR.get(name)
+                if spec is None:
+                    _attr(name)  # raises: unknown parameter
+                    raise AssertionError
+                checked = (spec.attr, check_value(spec.key, value))
+                if slot is not None:
+                    memo[slot] = checked
+            values[checked[0]] = checked[1]
+        config = object.__new__(SpecConfig)
+        for attr, value in values.items():
+            object.__setattr__(config, attr, value)
+        for spec in _PART_SPECS:
+            if reads(config, spec.key):
+                part = ("part", spec.key, getattr(config, spec.attr))
+                if part not in memo:
+                    _check_part_value(spec, getattr(config, spec.attr))
+                    memo[part] = True
+        _check_policy(config)
+        return config
+
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> SpecConfig:
         """Build from a mapping by key (or attribute name); unknown keys are errors."""
@@ -692,6 +728,9 @@ for _f in dataclasses.fields(SpecConfig):
     _key = _f.metadata["key"] or _f.name
     FIELD_SPECS[_key] = dataclasses.replace(_f.metadata["spec"], key=_key, attr=_f.name)
 _BY_ATTR = {spec.attr: spec for spec in FIELD_SPECS.values()}
+_MISSING = object()
+_FIELDS = dataclasses.fields(SpecConfig)
+_PART_SPECS = tuple(spec for spec in FIELD_SPECS.values() if spec.kind in ("spec", "path"))
 DEFAULTS: dict[str, Any] = {
     (f.metadata["key"] or f.name): f.default for f in dataclasses.fields(SpecConfig)
 }

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import csv
 import errno
+import functools
+import io
 import os
 import tempfile
 from collections.abc import Collection, Iterator, Mapping, Sequence
@@ -18,6 +20,8 @@ from .config import ConfigError
 
 if TYPE_CHECKING:  # pandas is imported by the callers that pass frames; keep this module light
     import pandas as pd
+
+    from .config import SpecConfig
 
 
 def _umask() -> int:
@@ -130,30 +134,124 @@ def _header_of(path: Path) -> list[str] | None:
         return next(csv.reader(handle), None)
 
 
+def csv_cell(value: Any) -> str:
+    """A value as a sweep's CSV writes it, as pandas' ``to_csv`` does: a float by its
+    shortest repr, NaN and None empty, anything else by ``str``."""
+    if value is None:
+        return ""
+    if isinstance(value, float):  # numpy's float64 too
+        return "" if value != value else repr(float(value))
+    return str(value)
+
+
+def csv_line(values: Sequence[Any]) -> str:
+    """One CSV line (quoted as needed, ending in a newline) of ``values``, by :func:`csv_cell`."""
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerow([csv_cell(v) for v in values])
+    return buffer.getvalue()
+
+
 class SweepWriter:
     """Streams sweep rows to ``<out>.partial`` as they finish; ``finish`` writes ``out``.
 
-    ``columns`` are the sweep's (:func:`engine.sweep.sweep_columns`: the original's, then
-    any newer field the sweep sets, then the metrics); a row's other keys are not written.
+    ``columns`` are the sweep's (:func:`engine.sweep.sweep_columns`: ``config_id``, the
+    configuration's fields, then the metrics); a row's other keys are not written. Each row
+    is written as the final file holds it (:func:`csv_line`), so the final file is the
+    partial file's lines sorted by ``config_id``: the same bytes however the rows came
+    (in any order, from any number of workers, over several runs of a resumed sweep).
 
     If the process dies, the ``.partial`` file still holds every row finished so far.
-    ``finish`` replaces ``out`` atomically with the rows sorted by configuration, then
-    removes the partial file.
+    ``SweepWriter(..., resume=configs)`` continues such a file (or, with none, ``out``
+    itself: a sweep stopped early writes its rows there): its rows are checked against
+    ``configs`` (a row of another sweep is a :class:`engine.config.ConfigError` on
+    ``--resume``, nothing is changed), a last line cut short by a crash is dropped, and
+    :attr:`done` holds the ``config_id`` of each row kept. ``finish`` replaces ``out``
+    atomically with the rows sorted by configuration, then removes the partial file. No row
+    is held in memory: the writer keeps each row's offset in the file.
     """
 
-    def __init__(self, out: Path, columns: Sequence[str]) -> None:
+    def __init__(
+        self,
+        out: Path,
+        columns: Sequence[str],
+        resume: Sequence[SpecConfig] | None = None,
+    ) -> None:
         self.out = writable_target(out)
         self.partial = self.out.with_name(self.out.name + ".partial")
         self.columns = list(columns)
         self.out.parent.mkdir(parents=True, exist_ok=True)
-        self._handle: IO[str] | None = self.partial.open("w", encoding="utf-8", newline="")
-        self._writer = csv.DictWriter(self._handle, fieldnames=self.columns)
-        self._writer.writeheader()
-        self._handle.flush()
+        self._offsets: dict[int, int] = {}
+        header = csv_line(self.columns)
+        kept = 0
+        self.resumed_from: Path | None = None  # the file a resumed sweep's rows came from
+        if resume is not None:
+            source = self.partial if self.partial.exists() else self.out
+            if source.exists():
+                self.resumed_from = source
+                kept = self._read(source, header, resume)
+                if source == self.out:
+                    with self.out.open("rb") as old, self.partial.open("wb") as new:
+                        new.write(old.read(kept))
+        if kept:
+            self._handle: IO[str] | None = self.partial.open("r+", encoding="utf-8", newline="")
+            self._handle.seek(kept)
+            self._handle.truncate()
+        else:
+            self._handle = self.partial.open("w", encoding="utf-8", newline="")
+            self._handle.write(header)
+            self._handle.flush()
+
+    @property
+    def done(self) -> set[int]:
+        """The ``config_id`` of every row in the file so far."""
+        return set(self._offsets)
+
+    def _read(self, path: Path, header: str, configs: Sequence[SpecConfig]) -> int:
+        """Index the rows of an earlier run of this sweep; return the length of the file's
+        sound part (the header and every whole row)."""
+        fields = [c for c in self.columns[1:] if c in _config_keys()]
+        positions = [self.columns.index(c) for c in fields]
+        with path.open("rb") as handle:
+            first = handle.readline()
+            if not first.endswith(b"\n"):
+                return 0  # not even a header: start again
+            if first.decode("utf-8", "replace") != header:
+                raise ConfigError(
+                    "--resume",
+                    f"{path} has other columns than this sweep; use a new --out, or drop "
+                    "--resume to start again",
+                )
+            offset = handle.tell()
+            for number, raw in enumerate(iter(handle.readline, b""), start=2):
+                if not raw.endswith(b"\n"):
+                    break  # cut short by a crash: run its configuration again
+                cells = next(csv.reader([raw.decode("utf-8")]))
+                try:
+                    index = int(cells[0])
+                    config = configs[index] if index >= 0 else None
+                except (ValueError, IndexError):
+                    config = None
+                if config is None or len(cells) != len(self.columns):
+                    raise ConfigError(
+                        "--resume", f"{path} line {number} is not a row of this sweep"
+                    )
+                record = config.values()
+                for name, position in zip(fields, positions, strict=True):
+                    if cells[position] != csv_cell(record[name]):
+                        raise ConfigError(
+                            "--resume",
+                            f"{path} line {number} is another sweep's (config {index}: "
+                            f"{name} {cells[position]} where this sweep has "
+                            f"{csv_cell(record[name])}); use a new --out",
+                        )
+                self._offsets.setdefault(index, offset)
+                offset += len(raw)
+        return offset
 
     def write(self, row: Mapping[str, Any]) -> None:
         assert self._handle is not None, "SweepWriter already finished"
-        self._writer.writerow({c: row.get(c) for c in self.columns})
+        self._offsets.setdefault(int(row["config_id"]), self._handle.tell())
+        self._handle.write(csv_line([row.get(c) for c in self.columns]))
         self._handle.flush()
 
     def close(self) -> None:
@@ -161,9 +259,21 @@ class SweepWriter:
             self._handle.close()
             self._handle = None
 
-    def finish(self, frame: pd.DataFrame) -> Path:
-        """Write the final (possibly partial) sweep to ``out`` atomically."""
+    def finish(self) -> Path:
+        """Write the sweep's rows so far (all of them, or those a stopped sweep finished)
+        to ``out`` atomically, sorted by ``config_id``; remove the partial file."""
         self.close()
-        atomic_write_csv(self.out, frame)
+        with self.partial.open("rb") as source, atomic_open(self.out, "wb") as target:
+            target.write(source.readline())
+            for index in sorted(self._offsets):
+                source.seek(self._offsets[index])
+                target.write(source.readline())
         self.partial.unlink(missing_ok=True)
         return self.out
+
+
+@functools.cache
+def _config_keys() -> frozenset[str]:
+    from .config import FIELD_SPECS
+
+    return frozenset(FIELD_SPECS)

@@ -34,8 +34,12 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from .config import WORKERS_MAX, SpecConfig
+
+if TYPE_CHECKING:
+    from .sweep import SweepPlan
 
 MAX_WORKERS = WORKERS_MAX
 # Simulated tokens per batch sent to a worker: roughly 50-100 ms of work. Each worker holds
@@ -73,10 +77,20 @@ def batch_size(configs: Sequence[SpecConfig], workers: int) -> int:
     if not configs:
         return 1
     tokens = sum(c.n_sequences * c.tokens_per_seq for c in configs) / len(configs)
+    return _batch_size(tokens, len(configs), len({c.k for c in configs}), workers)
+
+
+def batch_size_for(plan: SweepPlan, workers: int) -> int:
+    """:func:`batch_size` of the configurations a :class:`engine.sweep.SweepPlan` runs."""
+    return _batch_size(plan.tokens, plan.remaining, plan.k_count, workers)
+
+
+def _batch_size(tokens: float, count: int, cell: int, workers: int) -> int:
+    if count == 0:
+        return 1
     by_work = int(BATCH_TOKENS // max(tokens, 1))
-    by_progress = math.ceil(len(configs) / (BATCHES_PER_WORKER * max(workers, 1)))
+    by_progress = math.ceil(count / (BATCHES_PER_WORKER * max(workers, 1)))
     size = max(1, min(by_work, by_progress))
-    cell = len({c.k for c in configs})
     return size // cell * cell if size >= cell else size
 
 

@@ -15,10 +15,13 @@ exactly the original's columns.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import pandas as pd
 
@@ -33,7 +36,10 @@ from .simulator import METRIC_NAMES, SAMPLER, RunStopped, draw_key, simulate_sha
 __all__ = [
     "ENGINES",
     "SWEEP_COLUMNS",
+    "BatchRunner",
+    "ExecutorRunner",
     "Grid",
+    "SweepPlan",
     "SweepSpec",
     "cell_key",
     "cell_order",
@@ -41,10 +47,12 @@ __all__ = [
     "draw_groups",
     "evaluate",
     "evaluate_many",
+    "plan_sweep",
     "run_sweep",
     "sampler_name",
     "scenario_columns",
     "sweep_columns",
+    "sweep_rows",
 ]
 
 ENGINES = ("fast", "reference")
@@ -215,14 +223,198 @@ def _evaluate_batch(
     exact_only: bool,
     should_stop: Callable[[], bool] | None = None,
 ) -> list[tuple[int, dict[str, Any]]]:
-    """(config_id, metrics and sampler) of each configuration of a batch; the caller adds
-    the configuration's fields (it has them already: less to send back from a worker)."""
+    """(config_id, row) of each configuration of a batch: its fields, metrics and sampler.
+    Runs wherever the batch is sent (a worker process, a Dask worker): the caller keeps no
+    record of the configurations in flight."""
     configs = [c for _, c in batch]
-    rows = evaluate_many(configs, engine, exact_only, fields=False, should_stop=should_stop)
+    rows = evaluate_many(configs, engine, exact_only, should_stop=should_stop)
     return [(i, row) for (i, _), row in zip(batch, rows, strict=True)]
 
 
+Batch = list[tuple[int, SpecConfig]]
+BatchRows = list[tuple[int, dict[str, Any]]]
 ResultCallback = Callable[[dict[str, Any], int, int], None]
+
+
+class BatchRunner(Protocol):
+    """Where a sweep's batches run, besides the calling thread and a
+    :class:`concurrent.futures.Executor` (:class:`ExecutorRunner`): a Dask cluster
+    (:class:`engine.cluster.DaskRunner`)."""
+
+    def map_unordered(
+        self,
+        function: Callable[[Batch], BatchRows],
+        batches: Iterator[Batch],
+        should_stop: Callable[[], bool],
+    ) -> Iterator[BatchRows]:
+        """``function(batch)`` of each batch, yielded as each finishes. Batches are taken
+        from ``batches`` only as there is room for them (a sweep of 100,000 configurations
+        is never all in flight). Once ``should_stop()`` is true, nothing more is taken or
+        yielded and the batches in flight are cancelled. A batch's error is raised."""
+        ...
+
+
+class ExecutorRunner:
+    """A :class:`concurrent.futures.Executor` as a :class:`BatchRunner`: at most ``window``
+    batches submitted at a time (default: four per worker)."""
+
+    def __init__(self, executor: Executor, window: int | None = None) -> None:
+        self.executor = executor
+        self.window = window or 4 * max(1, getattr(executor, "_max_workers", 1))
+
+    def map_unordered(
+        self,
+        function: Callable[[Batch], BatchRows],
+        batches: Iterator[Batch],
+        should_stop: Callable[[], bool],
+    ) -> Iterator[BatchRows]:
+        pending: set[Future[BatchRows]] = set()
+        exhausted = False
+        try:
+            while True:
+                while not exhausted and len(pending) < self.window and not should_stop():
+                    batch = next(batches, None)
+                    if batch is None:
+                        exhausted = True
+                    else:
+                        pending.add(self.executor.submit(function, batch))
+                if not pending or should_stop():
+                    return
+                done, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
+                for future in done:
+                    yield future.result()
+        finally:
+            for future in pending:
+                future.cancel()
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """What a sweep will run, from one pass over its configurations (none of them kept).
+
+    ``columns``: the CSV's (:func:`sweep_columns`, of every configuration, the ones skipped
+    included: a resumed sweep writes the same header); ``units``: indices of the
+    configurations to run, in cell order (:func:`cell_order`), grouped as they must run
+    together (the fast engine's configurations that share draws, :func:`draw_groups`);
+    ``total``: every configuration; ``tokens``: the mean simulated tokens
+    (``n_sequences * tokens_per_seq``) and ``longest`` the longest sequence of those to run;
+    ``k_count``: how many values of K."""
+
+    total: int
+    columns: tuple[str, ...]
+    units: list[list[int]]
+    tokens: float
+    longest: int
+    k_count: int
+
+    @property
+    def remaining(self) -> int:
+        return sum(len(unit) for unit in self.units)
+
+    def without(self, skip: Container[int]) -> SweepPlan:
+        """The plan of the configurations not in ``skip`` (those a resumed sweep has)."""
+        units = [kept for unit in self.units if (kept := [i for i in unit if i not in skip])]
+        return dataclasses.replace(self, units=units)
+
+
+def plan_sweep(
+    configs: Iterable[SpecConfig],
+    engine: str = "fast",
+    exact_only: bool = False,
+    skip: Container[int] = (),
+) -> SweepPlan:
+    """The :class:`SweepPlan` of ``configs`` (an iterable: a grid's lazy sequence is built
+    once, one configuration at a time), leaving out the indices in ``skip`` (those a
+    resumed sweep has)."""
+    from .policies import needs_stepwise
+
+    cells: dict[tuple[Any, ...], list[int]] = {}
+    group_ids: dict[tuple[Any, ...], int] = {}  # draw key -> group number
+    group_of: dict[int, int] = {}  # index -> group number (fast engine)
+    found: set[str] = set()
+    original = set(CONFIG_FIELDS)
+    total = tokens = longest = 0
+    k_values: set[int] = set()
+    shared = not exact_only and engine == "fast"
+    for index, config in enumerate(configs):
+        total += 1
+        record = config.to_dict()
+        found.update(key for key in record if key not in original)
+        if index in skip:
+            continue
+        cells.setdefault(cell_key(config, record), []).append(index)
+        tokens += config.n_sequences * config.tokens_per_seq
+        longest = max(longest, config.tokens_per_seq)
+        k_values.add(config.k)
+        if shared and not (needs_stepwise(config) or config.shape == "tree"):
+            seed, key = draw_key(config)
+            group_of[index] = group_ids.setdefault((seed, *key), len(group_ids))
+    order = [index for members in cells.values() for index in members]
+    if not shared:
+        units = [[index] for index in order]
+    else:  # as draw_groups: each group where its first member comes in cell order
+        grouped: dict[Any, list[int]] = {}
+        for index in order:
+            grouped.setdefault(group_of.get(index, ("alone", index)), []).append(index)
+        units = list(grouped.values())
+    newer = tuple(key for key in SCENARIO_FIELDS if key in found)
+    columns = ("config_id", *CONFIG_FIELDS, *newer, *METRIC_NAMES, "sampler")
+    remaining = len(order)
+    return SweepPlan(
+        total, columns, units, tokens / remaining if remaining else 0.0, longest, len(k_values)
+    )
+
+
+def sweep_rows(
+    configs: Sequence[SpecConfig],
+    *,
+    engine: str = "fast",
+    exact_only: bool = False,
+    executor: Executor | BatchRunner | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    batch_size: int = 8,
+    plan: SweepPlan | None = None,
+    skip: Container[int] = (),
+) -> Iterator[dict[str, Any]]:
+    """The rows of a sweep as they finish (in no set order; none kept: a caller streams them
+    to a file). See :func:`run_sweep`, which gathers them. ``skip``: indices not to run (a
+    resumed sweep's); ``plan``: :func:`plan_sweep` of the same configurations and ``skip``,
+    if the caller has it. ``configs`` may be a grid's lazy sequence
+    (:meth:`engine.grid.SweepSpec.lazy`): configurations are built as their batches go."""
+    if engine not in ENGINES:
+        raise ValueError(f"engine: {engine!r} is not one of {', '.join(ENGINES)}")
+    if plan is None:
+        plan = plan_sweep(configs, engine, exact_only, skip)
+    newer = plan.columns[1 + len(CONFIG_FIELDS) : -len(METRIC_NAMES) - 1]
+    defaults = {key: DEFAULTS[key] for key in newer}
+
+    def stopped() -> bool:
+        return should_stop is not None and should_stop()
+
+    def finish(batch_rows: BatchRows) -> Iterator[dict[str, Any]]:
+        for index, values in batch_rows:
+            row = {"config_id": index, **values}
+            for key, value in defaults.items():
+                row.setdefault(key, value)
+            yield row
+
+    serial = executor is None
+    size = _batch_limit(plan, engine, exact_only, batch_size, serial)
+    batches = ([(i, configs[i]) for i in indices] for indices in _pack(plan.units, size))
+    if serial:
+        for batch in batches:
+            if stopped():
+                return
+            try:
+                batch_rows = _evaluate_batch(batch, engine, exact_only, stopped)
+            except RunStopped:
+                return
+            yield from finish(batch_rows)
+        return
+    runner = executor if hasattr(executor, "map_unordered") else ExecutorRunner(executor)  # type: ignore[arg-type]
+    function = functools.partial(_evaluate_batch, engine=engine, exact_only=exact_only)
+    for batch_rows in runner.map_unordered(function, batches, stopped):  # type: ignore[union-attr]
+        yield from finish(batch_rows)
 
 
 def run_sweep(
@@ -230,7 +422,7 @@ def run_sweep(
     *,
     engine: str = "fast",
     exact_only: bool = False,
-    executor: Executor | None = None,
+    executor: Executor | BatchRunner | None = None,
     on_result: ResultCallback | None = None,
     should_stop: Callable[[], bool] | None = None,
     batch_size: int = 8,
@@ -243,60 +435,32 @@ def run_sweep(
     acceptance), in batches of at least ``batch_size``; ``config_id`` is the index in
     ``configs``, so the result (and a CSV of it) stays in grid order, and every row is the
     same whatever the order (each configuration's draws depend on it alone).
-    ``executor``: any :class:`concurrent.futures.Executor` (batches are submitted to it), or
-    None to run in the calling thread; the rows are the same either way.
+    ``executor``: any :class:`concurrent.futures.Executor` (batches are submitted to it, a
+    few per worker at a time), a :class:`BatchRunner` (a Dask cluster), or None to run in
+    the calling thread; the rows are the same either way.
     Every row holds every column of :func:`sweep_columns` (a newer field a configuration
     leaves at its default holds the default).
     ``on_result(row, done, total)`` is called in the caller's thread as each row finishes.
     When ``should_stop()`` turns true the sweep stops early: rows already finished are
     returned, work not yet started is cancelled; in the calling thread a group's runs stop
-    where they are (its rows are dropped, none half-made).
+    where they are (its rows are dropped, none half-made). :func:`sweep_rows` gives the
+    rows without keeping them.
     """
-    total = len(configs)
-    records = [config.to_dict() for config in configs]
-    # In the calling thread: one group of shared draws (or one exact batch) at a time.
-    batches = _batches(configs, records, engine, exact_only, batch_size, executor is None)
+    plan = plan_sweep(configs, engine, exact_only)
     rows: list[dict[str, Any]] = []
-    newer = scenario_columns(configs, records)
-    columns = ("config_id", *CONFIG_FIELDS, *newer, *METRIC_NAMES, "sampler")
-    defaults = {key: DEFAULTS[key] for key in newer}
-
-    def stopped() -> bool:
-        return should_stop is not None and should_stop()
-
-    def collect(batch_rows: Iterable[tuple[int, dict[str, Any]]]) -> None:
-        for index, metrics in batch_rows:
-            row = {"config_id": index, **records[index], **metrics}
-            for key, value in defaults.items():
-                row.setdefault(key, value)
-            rows.append(row)
-            if on_result is not None:
-                on_result(row, len(rows), total)
-
-    if executor is None:
-        for batch in batches:
-            if stopped():
-                break
-            try:
-                collect(_evaluate_batch(batch, engine, exact_only, stopped))
-            except RunStopped:
-                break
-        return _frame(rows, columns)
-
-    pending: set[Future[list[tuple[int, dict[str, Any]]]]] = {
-        executor.submit(_evaluate_batch, batch, engine, exact_only) for batch in batches
-    }
-    try:
-        while pending:
-            if stopped():
-                break
-            done, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
-            for future in done:
-                collect(future.result())
-    finally:
-        for future in pending:
-            future.cancel()
-    return _frame(rows, columns)
+    for row in sweep_rows(
+        configs,
+        engine=engine,
+        exact_only=exact_only,
+        executor=executor,
+        should_stop=should_stop,
+        batch_size=batch_size,
+        plan=plan,
+    ):
+        rows.append(row)
+        if on_result is not None:
+            on_result(row, len(rows), plan.total)
+    return _frame(rows, plan.columns)
 
 
 # Exact-only configurations evaluated together in the calling thread: at most EXACT_BATCH,
@@ -306,44 +470,27 @@ EXACT_BATCH = 4096
 EXACT_BATCH_TOKENS = 1 << 20
 
 
-def _batches(
-    configs: Sequence[SpecConfig],
-    records: Sequence[dict[str, Any]],
-    engine: str,
-    exact_only: bool,
-    batch_size: int,
-    serial: bool,
-) -> list[list[tuple[int, SpecConfig]]]:
-    """The sweep's work, in cell order (:func:`cell_order`). The fast engine's groups of
-    configurations that share draws stay whole (:func:`draw_groups`), packed into batches of
-    at least ``batch_size`` configurations (in the calling thread, ``serial``: one group a
-    batch); the reference engine takes ``batch_size`` configurations a batch (one when
-    serial); an exact-only sweep in the calling thread takes up to :data:`EXACT_BATCH`
-    configurations of :data:`EXACT_BATCH_TOKENS` tokens in all."""
-    order = cell_order(configs, records)
-    if serial:
-        batch_size = 1
-    if exact_only:
-        if serial:
-            longest = max((c.tokens_per_seq for c in configs), default=1)
-            size = max(1, min(EXACT_BATCH, EXACT_BATCH_TOKENS // longest))
-        else:
-            size = batch_size
-        units = [order[i : i + size] for i in range(0, len(order), size)]
-    elif engine == "fast":
-        units = draw_groups(configs, order)
-    else:
-        units = [[i] for i in order]
-    batches: list[list[tuple[int, SpecConfig]]] = []
-    current: list[tuple[int, SpecConfig]] = []
+def _batch_limit(
+    plan: SweepPlan, engine: str, exact_only: bool, batch_size: int, serial: bool
+) -> int:
+    """Configurations a batch holds at least (whole units: see :func:`_pack`)."""
+    if serial and exact_only:
+        return max(1, min(EXACT_BATCH, EXACT_BATCH_TOKENS // max(plan.longest, 1)))
+    return 1 if serial else max(1, batch_size)
+
+
+def _pack(units: list[list[int]], size: int) -> Iterator[list[int]]:
+    """The sweep's work in batches, in cell order: units (the fast engine's groups of
+    configurations that share draws, else single configurations) stay whole, packed until
+    a batch holds at least ``size`` configurations."""
+    current: list[int] = []
     for unit in units:
-        current.extend((i, configs[i]) for i in unit)
-        if len(current) >= batch_size:
-            batches.append(current)
+        current.extend(unit)
+        if len(current) >= size:
+            yield current
             current = []
     if current:
-        batches.append(current)
-    return batches
+        yield current
 
 
 def _frame(rows: list[dict[str, Any]], columns: Sequence[str]) -> pd.DataFrame:

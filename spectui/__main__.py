@@ -133,6 +133,18 @@ def build_parser() -> Parser:
     )
     sweep.add_argument("--engine", choices=ENGINES, default="fast", help=ENGINE_HELP)
     sweep.add_argument("--exact-only", action="store_true", help="exact values only, no sampling")
+    sweep.add_argument(
+        "--scheduler",
+        metavar="ADDRESS|local:N",
+        help="run on Dask (pip install 'spectui[dask]'): a running scheduler (tcp://HOST:8786) "
+        "or a local cluster of N worker processes (local:N); the rows are the same",
+    )
+    sweep.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue an interrupted sweep: run only the configurations not yet in "
+        "FILE.partial (or FILE); the final file equals an uninterrupted run's",
+    )
 
     analyze = sub.add_parser("analyze", help="optimal K, break-even, losers, Pareto front")
     analyze.add_argument("file", nargs="?", type=_file_path, default=DEFAULT_SWEEP_OUT)

@@ -132,54 +132,122 @@ def _cost_figures(config: SpecConfig) -> dict[str, Any]:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     from engine.files import SweepWriter
-    from engine.pool import SweepPool, batch_size
-    from engine.sweep import run_sweep, sweep_columns
+    from engine.pool import SweepPool, batch_size_for
+    from engine.sweep import plan_sweep, sweep_rows
 
+    if args.scheduler is not None and args.workers > 1:
+        raise UsageError("--workers and --scheduler: give one (Dask workers run the sweep)")
+    if args.scheduler is not None:
+        from engine.cluster import parse_scheduler
+
+        parse_scheduler(args.scheduler)  # a bad address fails before anything starts
     preset = load_preset(args.preset)
-    configs = preset.sweep.configs()
-    writer = SweepWriter(args.out, sweep_columns(configs))
+    configs = preset.sweep.lazy()  # built as their batches go: 100,000 need not fit
+    plan = plan_sweep(configs, args.engine, args.exact_only)
+    partial = args.out.with_name(args.out.name + ".partial")
+    if not args.resume and partial.exists():
+        raise UsageError(
+            f"--out: {partial} holds the rows of an interrupted sweep; add --resume to go "
+            "on with it, or remove it to start again"
+        )
+    writer = SweepWriter(args.out, plan.columns, resume=configs if args.resume else None)
+    done_before = len(writer.done)
+    if done_before:
+        plan = plan.without(writer.done)
+        print(
+            f"resuming: {done_before} of {plan.total} configurations in {writer.resumed_from}; "
+            f"running the other {plan.remaining}",
+            file=sys.stderr,
+        )
     stop = threading.Event()
     previous = signal.signal(signal.SIGINT, lambda *_: stop.set())
-    # --workers 1: this process alone; more: the engine's pool (Ctrl-C stays with us),
-    # started by the platform's default method: no thread of ours runs yet.
-    pool = SweepPool(min(args.workers, len(configs)) if args.workers > 1 else 0, None)
+    runner: Any = None
+    pool = SweepPool(0)
     from spectui.render import SweepProgressBar
 
     started = time.perf_counter()
+    finished = done_before
     try:
-        executor = pool.executor()
-        if executor is None and pool.problem:
-            print(f"running in one process (no worker processes: {pool.problem})", file=sys.stderr)
-        with SweepProgressBar(len(configs), f"{preset.name} → {args.out}") as progress:
+        if args.scheduler is not None and plan.remaining:
+            from engine.cluster import task_size
 
-            def on_result(row: dict[str, Any], done: int, total: int) -> None:
-                writer.write(row)
-                progress.advance(done)
-
-            frame = run_sweep(
+            runner = _dask_runner(args.scheduler)
+            executor: Any = runner
+            batch = task_size(plan, args.exact_only, runner.workers)
+        else:
+            # --workers 1: this process alone; more: the engine's pool (Ctrl-C stays with
+            # us), started by the platform's default method: no thread of ours runs yet.
+            pool = SweepPool(min(args.workers, plan.remaining) if args.workers > 1 else 0, None)
+            executor = pool.executor()
+            if executor is None and pool.problem:
+                print(
+                    f"running in one process (no worker processes: {pool.problem})",
+                    file=sys.stderr,
+                )
+            batch = batch_size_for(plan, pool.workers) if executor is not None else 1
+        with SweepProgressBar(plan.total, f"{preset.name} → {args.out}") as progress:
+            progress.advance(finished)
+            for row in sweep_rows(
                 configs,
                 engine=args.engine,
                 exact_only=args.exact_only,
                 executor=executor,
-                on_result=on_result,
                 should_stop=stop.is_set,
-                batch_size=batch_size(configs, pool.workers) if executor is not None else 1,
-            )
+                batch_size=batch,
+                plan=plan,
+            ):
+                writer.write(row)
+                finished += 1
+                progress.advance(finished)
+    except Exception as err:
+        writer.close()  # the partial file keeps every row finished: --resume goes on
+        if runner is None or not _lost_cluster(err):
+            raise
+        print(
+            f"the Dask cluster failed ({type(err).__name__}: {err}); {finished} of "
+            f"{plan.total} configurations kept in {writer.partial}: --resume goes on",
+            file=sys.stderr,
+        )
+        return 1
     finally:
         signal.signal(signal.SIGINT, previous)
         pool.shutdown()
-        writer.close()
-    writer.finish(frame)
+        if runner is not None:
+            runner.close()
+    writer.finish()
     elapsed = time.perf_counter() - started
-    done, total = len(frame), len(configs)
-    if stop.is_set():
+    if stop.is_set() and finished < plan.total:
         print(
-            f"stopped: {done} of {total} configurations finished and written to {args.out}",
+            f"stopped: {finished} of {plan.total} configurations finished and written to "
+            f"{args.out}; --resume runs the other {plan.total - finished}",
             file=sys.stderr,
         )
         return 130
-    print(f"{done} configurations in {elapsed:.1f} s written to {args.out}", file=sys.stderr)
+    print(f"{finished} configurations in {elapsed:.1f} s written to {args.out}", file=sys.stderr)
     return 0
+
+
+def _dask_runner(scheduler: str) -> Any:
+    from engine.cluster import DaskRunner, DaskUnavailable
+
+    runner = DaskRunner(scheduler)
+    try:
+        runner.start()
+    except DaskUnavailable as err:
+        raise UsageError(f"--scheduler: {err}") from None
+    where = f"{runner.workers} Dask workers" if runner.workers else "no Dask worker yet"
+    line = f"{scheduler}: {where}"
+    if runner.dashboard:
+        line += f"; dashboard {runner.dashboard}"
+    print(line, file=sys.stderr)
+    return runner
+
+
+def _lost_cluster(err: BaseException) -> bool:
+    """An error of the cluster (a lost scheduler, workers killed too often), not of a
+    configuration."""
+    kinds = {"CommClosedError", "KilledWorker", "CancelledError", "FutureCancelledError"}
+    return type(err).__name__ in kinds or isinstance(err, OSError | TimeoutError)
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:

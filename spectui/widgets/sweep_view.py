@@ -230,7 +230,7 @@ class SweepView(ReportsWorkerErrors, Vertical):
         cancelled = len(frame) < len(configs)
         if cancelled and executor is not None and pool is not None:
             pool.discard()  # stop the batches in flight; the next sweep starts fresh processes
-        path = writer.finish(frame)
+        path = writer.finish()
         grids = _grids(frame, planned)
         elapsed = time.perf_counter() - start
         self.post_message(

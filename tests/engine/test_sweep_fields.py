@@ -175,10 +175,10 @@ def test_csv_of_a_batch_sweep_round_trips_and_is_checked(tmp_path):
     configs = _batch_configs()
     out = tmp_path / "s.csv"
     writer = SweepWriter(out, sweep_columns(configs))
-    frame = run_sweep(configs, exact_only=True, on_result=lambda row, *_: writer.write(row))
+    run_sweep(configs, exact_only=True, on_result=lambda row, *_: writer.write(row))
     partial = pd.read_csv(writer.partial)
     assert sorted(partial["workload.batch_size"].unique()) == BATCHES
-    writer.finish(frame)
+    writer.finish()
     header = out.read_text().splitlines()[0].split(",")
     assert header[15:18] == ["workload.prompt_len", "workload.batch_size", "cost.model"]
     back = read_sweep_csv(out)
@@ -253,7 +253,8 @@ def test_a_file_name_some_rows_leave_empty_reads_back(tmp_path):
     out = tmp_path / "s.csv"
     configs = spec.configs()
     writer = SweepWriter(out, sweep_columns(configs))
-    writer.finish(run_sweep(configs, exact_only=True))
+    run_sweep(configs, exact_only=True, on_result=lambda row, *_: writer.write(row))
+    writer.finish()
     back = read_sweep_csv(out)  # the linear rows' file name is an empty cell
     assert back["cost.table"].tolist() == ["", "", str(table), str(table)]
     assert [row_config(row) for _, row in back.iterrows()] == configs

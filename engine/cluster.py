@@ -1,0 +1,270 @@
+"""Sweeps on a Dask cluster: the optional extra ``spectui[dask]``.
+
+:class:`DaskRunner` is a :class:`engine.sweep.BatchRunner`: :func:`engine.sweep.run_sweep`
+and :func:`engine.sweep.sweep_rows` send it their batches as they send them to a process
+pool. It connects to a running scheduler (``tcp://HOST:8786``, started with
+``dask scheduler``; workers join it with ``dask worker tcp://HOST:8786``) or starts a
+:class:`distributed.LocalCluster` of N worker processes (``local:N``).
+
+* A task is a batch of configurations worth about :data:`TASK_SECONDS` of work
+  (:func:`task_size`): a Dask task costs milliseconds of overhead, a configuration can cost
+  less. Tasks go out a few per worker thread at a time and their rows come back with
+  :class:`distributed.as_completed`.
+* Each configuration draws from its own generator (:func:`engine.simulator.config_rng`), so
+  its row is the same on any worker, in any batch, run any number of times.
+* A task whose worker dies is run again elsewhere (Dask reschedules the work of a lost
+  worker); one that raises is retried :data:`RETRIES` times before its error stops the sweep.
+* Stopping cancels the tasks in flight; a :class:`~distributed.LocalCluster` is shut down
+  with the runner.
+
+Workers import this package to run a task: install the same version of spectui on every
+worker (:meth:`DaskRunner.start` checks). This module imports Dask only when a runner
+starts, and never prints.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import re
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from types import TracebackType
+from typing import Any
+
+from .config import WORKERS_MAX, ConfigError
+from .sweep import Batch, BatchRows, SweepPlan
+
+__all__ = [
+    "RETRIES",
+    "SCHEDULER_ENV",
+    "TASK_SECONDS",
+    "DaskRunner",
+    "DaskUnavailable",
+    "parse_scheduler",
+    "task_size",
+]
+
+SCHEDULER_ENV = "SPECTUI_SCHEDULER"  # the app's Sweep view: a scheduler for its sweeps
+TASK_SECONDS = 1.0
+# Rough single-core rates (benchmarks/bench_sweep_scale.py measures them): simulated tokens
+# a second for Monte Carlo runs, configurations a second for exact-only ones. A task's size
+# only balances overhead against progress: it never changes a row.
+MC_TOKENS_PER_S = 50e6
+EXACT_CONFIGS_PER_S = 500.0
+TASKS_PER_WORKER = 4  # at least, so that the work spreads and progress shows
+RETRIES = 3
+CONNECT_TIMEOUT_S = 10.0
+INSTALL_HINT = "pip install 'spectui[dask]'"
+
+_ADDRESS = re.compile(r"(tcp|tls|ucx|ws|wss|inproc)://\S+")
+
+
+class DaskUnavailable(RuntimeError):
+    """Dask cannot run the sweep: not installed, no scheduler at the address, workers
+    without spectui. The message is one line for the user."""
+
+
+def parse_scheduler(text: str, field: str = "--scheduler") -> tuple[str, Any]:
+    """``("address", "tcp://HOST:PORT")`` or ``("local", N)``; :class:`ConfigError` on
+    ``field`` otherwise."""
+    value = text.strip()
+    if value.startswith("local:"):
+        count = value.removeprefix("local:")
+        if count.isdigit() and 1 <= int(count) <= WORKERS_MAX:
+            return "local", int(count)
+        raise ConfigError(field, f"{text!r}: local:N needs a worker count N in [1, {WORKERS_MAX}]")
+    if _ADDRESS.fullmatch(value):
+        return "address", value
+    raise ConfigError(field, f"{text!r} is not a scheduler address (tcp://HOST:PORT) or local:N")
+
+
+def task_size(plan: SweepPlan, exact_only: bool, workers: int) -> int:
+    """Configurations a task holds: about :data:`TASK_SECONDS` of work, yet at least
+    :data:`TASKS_PER_WORKER` tasks a worker; a multiple of the number of K values when
+    that fits (tasks then tend to complete whole cells of the heatmap)."""
+    remaining = plan.remaining
+    if remaining == 0:
+        return 1
+    if exact_only:
+        by_work = EXACT_CONFIGS_PER_S * TASK_SECONDS
+    else:
+        by_work = MC_TOKENS_PER_S * TASK_SECONDS / max(plan.tokens, 1.0)
+    by_progress = math.ceil(remaining / (TASKS_PER_WORKER * max(workers, 1)))
+    size = max(1, min(int(by_work), by_progress))
+    cell = plan.k_count
+    return size // cell * cell if cell and size >= cell else size
+
+
+def _spectui_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("spectui")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+class DaskRunner:
+    """Batches of a sweep on a Dask cluster (see the module's notes). Use it as a context
+    manager, or call :meth:`start` and :meth:`close`."""
+
+    def __init__(self, scheduler: str, *, connect_timeout: float | None = None) -> None:
+        self.scheduler = scheduler
+        self.kind, self.target = parse_scheduler(scheduler)
+        self.connect_timeout = CONNECT_TIMEOUT_S if connect_timeout is None else connect_timeout
+        self.client: Any = None
+        self.cluster: Any = None
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> DaskRunner:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def start(self) -> DaskRunner:
+        """Connect (or start the local cluster); :class:`DaskUnavailable` if Dask cannot
+        run the sweep."""
+        try:
+            import distributed
+        except ImportError:
+            raise DaskUnavailable(f"Dask is not installed: {INSTALL_HINT}") from None
+        with self._lock:
+            if self.client is not None:
+                return self
+            try:
+                if self.kind == "local":
+                    self.cluster = distributed.LocalCluster(
+                        n_workers=self.target,
+                        threads_per_worker=1,
+                        processes=True,
+                        dashboard_address=":0",  # any free port: several may run at once
+                        silence_logs=logging.ERROR,
+                    )
+                    self.client = distributed.Client(self.cluster)
+                else:
+                    self.client = distributed.Client(
+                        self.target, timeout=self.connect_timeout, set_as_default=False
+                    )
+            except (OSError, TimeoutError) as err:
+                self._close_locked()
+                where = self.target if self.kind == "address" else "a local cluster"
+                raise DaskUnavailable(f"cannot reach {where}: {err}") from None
+        self._check_versions()
+        return self
+
+    def _check_versions(self) -> None:
+        ours = _spectui_version()
+        try:
+            theirs = self.client.run(_spectui_version)
+        except (ImportError, AttributeError) as err:  # a worker without spectui
+            raise DaskUnavailable(
+                f"Dask workers cannot run spectui ({type(err).__name__}: {err}): "
+                f"{INSTALL_HINT} on every worker"
+            ) from None
+        for worker, version in sorted(theirs.items()):
+            if version != ours:
+                raise DaskUnavailable(
+                    f"Dask worker {worker} runs spectui {version}, this is {ours}: install "
+                    "the same version on every worker"
+                )
+
+    @property
+    def dashboard(self) -> str | None:
+        """The cluster's dashboard address, if it has one (bokeh installed where the
+        scheduler runs)."""
+        if self.client is None:
+            return None
+        try:
+            info = self.client.scheduler_info()
+        except Exception:
+            return None
+        if "dashboard" not in info.get("services", {}):
+            return None
+        with contextlib.suppress(Exception):
+            return str(self.client.dashboard_link)
+        return None
+
+    @property
+    def workers(self) -> int:
+        """Worker threads the cluster has now (tasks run one a thread)."""
+        if self.client is None:
+            return 0
+        try:
+            workers = self.client.scheduler_info()["workers"].values()
+        except Exception:
+            return 0
+        return sum(int(w.get("nthreads", 1)) for w in workers)
+
+    def map_unordered(
+        self,
+        function: Callable[[Batch], BatchRows],
+        batches: Iterator[Batch],
+        should_stop: Callable[[], bool],
+    ) -> Iterator[BatchRows]:
+        """See :meth:`engine.sweep.BatchRunner.map_unordered`."""
+        from distributed import as_completed
+
+        client = self.client
+        if client is None:
+            raise RuntimeError("DaskRunner.map_unordered before start()")
+        stop = threading.Event()  # only waited on: the pause between looks at the queue
+        prefix = f"spectui-batch-{uuid.uuid4().hex[:8]}"
+        completed = as_completed()
+        in_flight: set[Any] = set()
+        exhausted = False
+        number = 0
+        try:
+            while True:
+                window = max(4, 3 * self.workers)
+                while not exhausted and len(in_flight) < window and not should_stop():
+                    batch = next(batches, None)
+                    if batch is None:
+                        exhausted = True
+                        break
+                    future = client.submit(
+                        function, batch, key=f"{prefix}-{number}", pure=False, retries=RETRIES
+                    )
+                    number += 1
+                    in_flight.add(future)
+                    completed.add(future)
+                if not in_flight or should_stop():
+                    return
+                ready = completed.next_batch(block=False)
+                if not ready:
+                    stop.wait(0.05)
+                    continue
+                for future in ready:
+                    in_flight.discard(future)
+                    rows = future.result()
+                    future.release()
+                    yield rows
+        finally:
+            completed.clear()
+            if in_flight:
+                with contextlib.suppress(Exception):
+                    client.cancel(list(in_flight))
+
+    def close(self) -> None:
+        """Disconnect; shut the local cluster down."""
+        with self._lock:
+            self._close_locked()
+
+    def _close_locked(self) -> None:
+        client, cluster = self.client, self.cluster
+        self.client = self.cluster = None
+        if client is not None:
+            with contextlib.suppress(Exception):
+                client.close()
+        if cluster is not None:
+            with contextlib.suppress(Exception):
+                cluster.close()
