@@ -88,7 +88,7 @@ class Preset:
 
     def size(self) -> int:
         """Number of configurations: 1 for a single run, the grid's size for a sweep."""
-        return len(self.sweep.configs())
+        return self.sweep.size()
 
 
 def _typed(path: Path, key: str, field: str, value: Any) -> Any:
@@ -173,7 +173,8 @@ def parse_preset(path: Path, data: dict[str, Any]) -> Preset:
     sweep = SweepSpec(config, tuple(grids))
     if any(key in _PART_CHECKED for grid in grids for key in grid):
         try:  # a hardware id, a file name: checked only where the chosen part reads it
-            sweep.configs()
+            for _ in sweep.iter_configs():  # one at a time: a grid of 100,000 is not kept
+                pass
         except ConfigError as err:
             raise PresetError(f"{path}: grid: {err}") from None
     arena = _arena_tables(path, data["arena"], sweep) if "arena" in data else ()
