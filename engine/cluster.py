@@ -52,7 +52,8 @@ TASK_SECONDS = 1.0
 # Rough single-core rates (benchmarks/bench_sweep_scale.py measures them): simulated tokens
 # a second for Monte Carlo runs, configurations a second for exact-only ones. A task's size
 # only balances overhead against progress: it never changes a row.
-MC_TOKENS_PER_S = 50e6
+MC_TOKENS_PER_S = 50e6  # the fast engine (shared draws: more; a K policy's runs: ~8e6)
+REFERENCE_TOKENS_PER_S = 0.4e6  # the reference engine's per-token loop
 EXACT_CONFIGS_PER_S = 500.0
 TASKS_PER_WORKER = 4  # at least, so that the work spreads and progress shows
 RETRIES = 3
@@ -81,7 +82,7 @@ def parse_scheduler(text: str, field: str = "--scheduler") -> tuple[str, Any]:
     raise ConfigError(field, f"{text!r} is not a scheduler address (tcp://HOST:PORT) or local:N")
 
 
-def task_size(plan: SweepPlan, exact_only: bool, workers: int) -> int:
+def task_size(plan: SweepPlan, exact_only: bool, workers: int, engine: str = "fast") -> int:
     """Configurations a task holds: about :data:`TASK_SECONDS` of work, yet at least
     :data:`TASKS_PER_WORKER` tasks a worker; a multiple of the number of K values when
     that fits (tasks then tend to complete whole cells of the heatmap)."""
@@ -91,7 +92,8 @@ def task_size(plan: SweepPlan, exact_only: bool, workers: int) -> int:
     if exact_only:
         by_work = EXACT_CONFIGS_PER_S * TASK_SECONDS
     else:
-        by_work = MC_TOKENS_PER_S * TASK_SECONDS / max(plan.tokens, 1.0)
+        rate = REFERENCE_TOKENS_PER_S if engine == "reference" else MC_TOKENS_PER_S
+        by_work = rate * TASK_SECONDS / max(plan.tokens, 1.0)
     by_progress = math.ceil(remaining / (TASKS_PER_WORKER * max(workers, 1)))
     size = max(1, min(int(by_work), by_progress))
     cell = plan.k_count

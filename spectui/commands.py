@@ -145,7 +145,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     configs = preset.sweep.lazy()  # built as their batches go: 100,000 need not fit
     plan = plan_sweep(configs, args.engine, args.exact_only)
     partial = args.out.with_name(args.out.name + ".partial")
-    if not args.resume and partial.exists():
+    if not args.resume and _has_rows(partial):
         raise UsageError(
             f"--out: {partial} holds the rows of an interrupted sweep; add --resume to go "
             "on with it, or remove it to start again"
@@ -173,7 +173,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
             runner = _dask_runner(args.scheduler)
             executor: Any = runner
-            batch = task_size(plan, args.exact_only, runner.workers)
+            batch = task_size(plan, args.exact_only, runner.workers, args.engine)
         else:
             # --workers 1: this process alone; more: the engine's pool (Ctrl-C stays with
             # us), started by the platform's default method: no thread of ours runs yet.
@@ -199,8 +199,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                 writer.write(row)
                 finished += 1
                 progress.advance(finished)
-    except Exception as err:
+    except BaseException as err:
         writer.close()  # the partial file keeps every row finished: --resume goes on
+        if finished == done_before and not done_before:
+            writer.partial.unlink(missing_ok=True)  # nothing done: nothing to resume
         if runner is None or not _lost_cluster(err):
             raise
         print(
@@ -241,6 +243,16 @@ def _dask_runner(scheduler: str) -> Any:
         line += f"; dashboard {runner.dashboard}"
     print(line, file=sys.stderr)
     return runner
+
+
+def _has_rows(path: Path) -> bool:
+    """Whether a sweep's partial file holds a row (more than its header line)."""
+    try:
+        with path.open("rb") as handle:
+            handle.readline()
+            return bool(handle.readline())
+    except OSError:
+        return False
 
 
 def _lost_cluster(err: BaseException) -> bool:

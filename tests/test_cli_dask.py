@@ -1,0 +1,138 @@
+"""spectui sweep --scheduler and --resume: the same bytes locally and on Dask, with any
+number of workers, in one go or resumed."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+import engine.files
+
+# A small grid with newer fields (roofline costs by batch size) and a K policy beside it.
+PRESET = """description = "dask test grid"
+[config]
+n_sequences = 60
+tokens_per_seq = 64
+"cost.model" = "roofline"
+[[grid]]
+"workload.batch_size" = [1, 32]
+acceptance_rate = [0.6, 0.9]
+k = [1, 2, 3, 4]
+[[grid]]
+"policy.name" = ["hf_heuristic"]
+acceptance_rate = [0.7]
+"""
+
+
+@pytest.fixture
+def preset(tmp_path: Path) -> Path:
+    path = tmp_path / "grid.toml"
+    path.write_text(PRESET)
+    return path
+
+
+def _sweep(cli, preset: Path, out: Path, *flags: str) -> tuple[int, str, str]:
+    return cli("sweep", "--preset", str(preset), "--out", str(out), *flags)
+
+
+def test_the_same_bytes_on_one_or_two_processes_and_one_or_two_dask_workers(cli, preset, tmp_path):
+    files = {}
+    for name, flags in {
+        "workers-1": ("--workers", "1"),
+        "workers-2": ("--workers", "2"),
+        "dask-1": ("--scheduler", "local:1"),
+        "dask-2": ("--scheduler", "local:2"),
+    }.items():
+        out = tmp_path / f"{name}.csv"
+        status, _, err = _sweep(cli, preset, out, *flags)
+        assert status == 0, err
+        assert "17 configurations in" in err
+        files[name] = out.read_bytes()
+        if name.startswith("dask"):
+            workers = name[-1]
+            assert f"local:{workers}: {workers} Dask workers; dashboard http://" in err
+    assert len(set(files.values())) == 1
+    lines = files["workers-1"].decode().splitlines()
+    assert len(lines) == 18 and "workload.batch_size" in lines[0]
+
+
+def test_resume_after_a_crash_runs_only_the_rest_and_gives_the_same_file(cli, preset, tmp_path):
+    full = tmp_path / "full.csv"
+    assert _sweep(cli, preset, full)[0] == 0
+    header, *rows = full.read_text().splitlines(keepends=True)
+    # A crash: 6 rows written in the order they finished, the 7th cut short.
+    out = tmp_path / "r.csv"
+    partial = tmp_path / "r.csv.partial"
+    partial.write_text(header + "".join(rows[i] for i in (5, 0, 9, 3, 16, 2)) + rows[7][:20])
+    status, _, err = _sweep(cli, preset, out)
+    assert status == 2
+    assert err.strip().endswith("add --resume to go on with it, or remove it to start again")
+    status, _, err = _sweep(cli, preset, out, "--resume", "--scheduler", "local:1")
+    assert status == 0, err
+    assert "resuming: 6 of 17 configurations in" in err and "running the other 11" in err
+    assert out.read_bytes() == full.read_bytes()
+    assert not partial.exists()
+
+
+def test_resume_after_ctrl_c_gives_the_uninterrupted_file(cli, preset, tmp_path, monkeypatch):
+    full = tmp_path / "full.csv"
+    assert _sweep(cli, preset, full)[0] == 0
+    out = tmp_path / "r.csv"
+    write = engine.files.SweepWriter.write
+    written: list[int] = []
+
+    def write_then_interrupt(self, row):  # Ctrl-C after the fifth row
+        write(self, row)
+        written.append(row["config_id"])
+        if len(written) == 5:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(engine.files.SweepWriter, "write", write_then_interrupt)
+    status, _, err = _sweep(cli, preset, out)
+    assert status == 130
+    kept = len(out.read_text().splitlines()) - 1
+    assert 5 <= kept < 17
+    assert f"stopped: {kept} of 17 configurations finished" in err
+    assert f"--resume runs the other {17 - kept}" in err
+    monkeypatch.setattr(engine.files.SweepWriter, "write", write)
+    status, _, err = _sweep(cli, preset, out, "--resume", "--workers", "2")
+    assert status == 0, err
+    assert f"resuming: {kept} of 17 configurations in {out}" in err
+    assert out.read_bytes() == full.read_bytes()
+
+
+def test_resume_refuses_another_sweeps_rows(cli, preset, tmp_path):
+    out = tmp_path / "r.csv"
+    assert _sweep(cli, preset, out)[0] == 0
+    preset.write_text(PRESET.replace("[0.6, 0.9]", "[0.6, 0.95]"))
+    status, _, err = _sweep(cli, preset, out, "--resume")
+    assert status == 2
+    assert "--resume:" in err and "another sweep's" in err and "acceptance_rate 0.9" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (("--scheduler", "local:0"), "--scheduler: 'local:0': local:N needs a worker count N"),
+        (("--scheduler", "10.0.0.5"), "--scheduler: '10.0.0.5' is not a scheduler address"),
+        (("--scheduler", "local:2", "--workers", "2"), "--workers and --scheduler: give one"),
+    ],
+)
+def test_bad_scheduler_flags_are_one_line(cli, preset, tmp_path, flags, message):
+    status, out, err = _sweep(cli, preset, tmp_path / "x.csv", *flags)
+    assert status == 2 and out == ""
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "x.csv.partial").exists()
+
+
+def test_an_unreachable_scheduler_is_one_line(cli, preset, tmp_path, monkeypatch):
+    monkeypatch.setattr("engine.cluster.CONNECT_TIMEOUT_S", 1.0)
+    status, _, err = _sweep(cli, preset, tmp_path / "x.csv", "--scheduler", "tcp://127.0.0.1:9")
+    assert status == 2
+    assert "--scheduler: cannot reach tcp://127.0.0.1:9" in err
+    assert len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "x.csv.partial").exists()  # nothing to resume, nothing left
