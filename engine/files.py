@@ -11,6 +11,7 @@ import functools
 import io
 import os
 import tempfile
+from array import array
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -180,7 +181,8 @@ class SweepWriter:
         self.partial = self.out.with_name(self.out.name + ".partial")
         self.columns = list(columns)
         self.out.parent.mkdir(parents=True, exist_ok=True)
-        self._offsets: dict[int, int] = {}
+        # Each row's offset in the partial file by config_id (-1: none yet): 8 bytes a row.
+        self._offsets = array("q")
         header = csv_line(self.columns)
         kept = 0
         self.resumed_from: Path | None = None  # the file a resumed sweep's rows came from
@@ -193,18 +195,25 @@ class SweepWriter:
                     with self.out.open("rb") as old, self.partial.open("wb") as new:
                         new.write(old.read(kept))
         if kept:
-            self._handle: IO[str] | None = self.partial.open("r+", encoding="utf-8", newline="")
+            self._handle: IO[bytes] | None = self.partial.open("r+b")
             self._handle.seek(kept)
             self._handle.truncate()
         else:
-            self._handle = self.partial.open("w", encoding="utf-8", newline="")
-            self._handle.write(header)
+            self._handle = self.partial.open("wb")
+            self._handle.write(header.encode("utf-8"))
             self._handle.flush()
 
     @property
     def done(self) -> set[int]:
         """The ``config_id`` of every row in the file so far."""
-        return set(self._offsets)
+        return {index for index, offset in enumerate(self._offsets) if offset >= 0}
+
+    def _note(self, index: int, offset: int) -> None:
+        """Row ``index`` starts at ``offset`` (the first row of a configuration counts)."""
+        if index >= len(self._offsets):
+            self._offsets.extend([-1] * (index + 1 - len(self._offsets)))
+        if self._offsets[index] < 0:
+            self._offsets[index] = offset
 
     def _read(self, path: Path, header: str, configs: Sequence[SpecConfig]) -> int:
         """Index the rows of an earlier run of this sweep; return the length of the file's
@@ -244,14 +253,14 @@ class SweepWriter:
                             f"{name} {cells[position]} where this sweep has "
                             f"{csv_cell(record[name])}); use a new --out",
                         )
-                self._offsets.setdefault(index, offset)
+                self._note(index, offset)
                 offset += len(raw)
         return offset
 
     def write(self, row: Mapping[str, Any]) -> None:
         assert self._handle is not None, "SweepWriter already finished"
-        self._offsets.setdefault(int(row["config_id"]), self._handle.tell())
-        self._handle.write(csv_line([row.get(c) for c in self.columns]))
+        self._note(int(row["config_id"]), self._handle.tell())
+        self._handle.write(csv_line([row.get(c) for c in self.columns]).encode("utf-8"))
         self._handle.flush()
 
     def close(self) -> None:
@@ -265,9 +274,10 @@ class SweepWriter:
         self.close()
         with self.partial.open("rb") as source, atomic_open(self.out, "wb") as target:
             target.write(source.readline())
-            for index in sorted(self._offsets):
-                source.seek(self._offsets[index])
-                target.write(source.readline())
+            for offset in self._offsets:
+                if offset >= 0:
+                    source.seek(offset)
+                    target.write(source.readline())
         self.partial.unlink(missing_ok=True)
         return self.out
 

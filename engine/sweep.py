@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from array import array
 from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
 from dataclasses import dataclass
@@ -295,25 +296,30 @@ class SweepPlan:
     ``columns``: the CSV's (:func:`sweep_columns`, of every configuration, the ones skipped
     included: a resumed sweep writes the same header); ``units``: indices of the
     configurations to run, in cell order (:func:`cell_order`), grouped as they must run
-    together (the fast engine's configurations that share draws, :func:`draw_groups`);
+    together (the fast engine's configurations that share draws, :func:`draw_groups`; an
+    index alone where nothing is shared: an array of 8 bytes a configuration);
     ``total``: every configuration; ``tokens``: the mean simulated tokens
     (``n_sequences * tokens_per_seq``) and ``longest`` the longest sequence of those to run;
     ``k_count``: how many values of K."""
 
     total: int
     columns: tuple[str, ...]
-    units: list[list[int]]
+    units: Sequence[int | list[int]]
     tokens: float
     longest: int
     k_count: int
 
     @property
     def remaining(self) -> int:
-        return sum(len(unit) for unit in self.units)
+        return sum(1 if isinstance(unit, int) else len(unit) for unit in self.units)
 
     def without(self, skip: Container[int]) -> SweepPlan:
         """The plan of the configurations not in ``skip`` (those a resumed sweep has)."""
-        units = [kept for unit in self.units if (kept := [i for i in unit if i not in skip])]
+        if isinstance(self.units, array):
+            return dataclasses.replace(
+                self, units=array("q", (i for i in self.units if i not in skip))
+            )
+        units = [kept for unit in self.units if (kept := [i for i in unit if i not in skip])]  # type: ignore[union-attr]
         return dataclasses.replace(self, units=units)
 
 
@@ -328,7 +334,7 @@ def plan_sweep(
     resumed sweep has)."""
     from .policies import needs_stepwise
 
-    cells: dict[tuple[Any, ...], list[int]] = {}
+    cells: dict[tuple[Any, ...], array[int]] = {}  # 8 bytes a configuration
     group_ids: dict[tuple[Any, ...], int] = {}  # draw key -> group number
     group_of: dict[int, int] = {}  # index -> group number (fast engine)
     found: set[str] = set()
@@ -342,16 +348,17 @@ def plan_sweep(
         found.update(key for key in record if key not in original)
         if index in skip:
             continue
-        cells.setdefault(cell_key(config, record), []).append(index)
+        cells.setdefault(cell_key(config, record), array("q")).append(index)
         tokens += config.n_sequences * config.tokens_per_seq
         longest = max(longest, config.tokens_per_seq)
         k_values.add(config.k)
         if shared and not (needs_stepwise(config) or config.shape == "tree"):
             seed, key = draw_key(config)
             group_of[index] = group_ids.setdefault((seed, *key), len(group_ids))
-    order = [index for members in cells.values() for index in members]
+    order = array("q", (index for members in cells.values() for index in members))
+    cells.clear()
     if not shared:
-        units = [[index] for index in order]
+        units: Sequence[int | list[int]] = order
     else:  # as draw_groups: each group where its first member comes in cell order
         grouped: dict[Any, list[int]] = {}
         for index in order:
@@ -479,13 +486,16 @@ def _batch_limit(
     return 1 if serial else max(1, batch_size)
 
 
-def _pack(units: list[list[int]], size: int) -> Iterator[list[int]]:
+def _pack(units: Sequence[int | list[int]], size: int) -> Iterator[list[int]]:
     """The sweep's work in batches, in cell order: units (the fast engine's groups of
     configurations that share draws, else single configurations) stay whole, packed until
     a batch holds at least ``size`` configurations."""
     current: list[int] = []
     for unit in units:
-        current.extend(unit)
+        if isinstance(unit, int):
+            current.append(unit)
+        else:
+            current.extend(unit)
         if len(current) >= size:
             yield current
             current = []
