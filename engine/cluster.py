@@ -221,7 +221,7 @@ class DaskRunner:
             raise RuntimeError("DaskRunner.map_unordered before start()")
         stop = threading.Event()  # only waited on: the pause between looks at the queue
         prefix = f"spectui-batch-{uuid.uuid4().hex[:8]}"
-        completed = as_completed()
+        completed = as_completed(loop=client.loop)  # this client: it need not be the default
         in_flight: set[Any] = set()
         exhausted = False
         number = 0

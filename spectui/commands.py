@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import math
 import signal
 import sys
@@ -205,8 +206,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             writer.partial.unlink(missing_ok=True)  # nothing done: nothing to resume
         if runner is None or not _lost_cluster(err):
             raise
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else ""
         print(
-            f"the Dask cluster failed ({type(err).__name__}: {err}); {finished} of "
+            f"the Dask cluster failed ({type(err).__name__}: {reason}); {finished} of "
             f"{plan.total} configurations kept in {writer.partial}: --resume goes on",
             file=sys.stderr,
         )
@@ -232,6 +234,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def _dask_runner(scheduler: str) -> Any:
     from engine.cluster import DaskRunner, DaskUnavailable
 
+    # Dask logs its own account of a lost connection; the CLI says it in one line.
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)
     runner = DaskRunner(scheduler)
     try:
         runner.start()
