@@ -23,6 +23,7 @@ _EXPORTS = {
     "simulate": "simulator",
     "SweepSpec": "grid",
     "run_sweep": "sweep",
+    "sweep_rows": "sweep",
 }
 
 __all__ = sorted(_EXPORTS)
