@@ -3,6 +3,8 @@
 Format::
 
     description = "one line"
+    scheduler = "tcp://HOST:8786"   # optional, a sweep's: run it on this Dask scheduler
+                                    # (or "local:N", N local worker processes)
     [config]            # any SpecConfig fields; the rest take the defaults
     k = 5
     "workload.batch_size" = 8
@@ -36,7 +38,7 @@ from .grid import SweepSpec
 
 # Package data (pyproject.toml), so that an installed wheel finds them too.
 SHIPPED_DIR = Path(__file__).resolve().parent / "shipped_presets"
-TOP_LEVEL_KEYS = ("description", "config", "grid", "arena")
+TOP_LEVEL_KEYS = ("description", "scheduler", "config", "grid", "arena")
 # The fields an [[arena]] contender may set: its policy and the policy's parameters.
 ARENA_KEYS = (
     "policy.name",
@@ -72,6 +74,9 @@ class Preset:
     sweep: SweepSpec
     # [[arena]] tables: each a cartesian product of policy settings (ARENA_KEYS).
     arena: tuple[dict[str, tuple[Any, ...]], ...] = ()
+    # A sweep's Dask scheduler ("tcp://HOST:8786" or "local:N"; engine.cluster), or None:
+    # the app's sweeps of this preset run there unless $SPECTUI_SCHEDULER names another.
+    scheduler: str | None = None
 
     @property
     def is_sweep(self) -> bool:
@@ -178,7 +183,23 @@ def parse_preset(path: Path, data: dict[str, Any]) -> Preset:
         except ConfigError as err:
             raise PresetError(f"{path}: grid: {err}") from None
     arena = _arena_tables(path, data["arena"], sweep) if "arena" in data else ()
-    return Preset(path.stem, path, description, config, sweep, arena)
+    scheduler = _scheduler(path, data["scheduler"], sweep) if "scheduler" in data else None
+    return Preset(path.stem, path, description, config, sweep, arena, scheduler)
+
+
+def _scheduler(path: Path, value: Any, sweep: SweepSpec) -> str:
+    """The ``scheduler`` key: a Dask scheduler's address or ``local:N``, for a sweep."""
+    from .cluster import parse_scheduler  # imports the sweep engine: only when given
+
+    if not isinstance(value, str):
+        raise PresetError(f"{path}: scheduler: expected a string, got {value!r}")
+    if not sweep.grids:
+        raise PresetError(f"{path}: scheduler: only a sweep ([[grid]]) runs on a scheduler")
+    try:
+        parse_scheduler(value, field="scheduler")
+    except ConfigError as err:
+        raise PresetError(f"{path}: {err}") from None
+    return value.strip()
 
 
 # Grid axes whose values are checked only in combination (an id of the chosen cost model's,

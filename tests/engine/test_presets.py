@@ -78,3 +78,31 @@ def test_save_round_trips_never_overwrites_and_user_preset_is_found():
     assert load_preset("mine").config == config
     save_preset(path, SpecConfig(), overwrite=True)
     assert load_preset("mine").config == SpecConfig()
+
+
+SWEEP = "[[grid]]\nk = [1, 2]\n"
+
+
+@pytest.mark.parametrize("scheduler", ["tcp://10.0.0.5:8786", "local:2", " local:1 "])
+def test_a_sweep_preset_names_its_scheduler(tmp_path, scheduler):
+    preset = load_preset_file(write(tmp_path, f'scheduler = "{scheduler}"\n' + SWEEP))
+    assert preset.scheduler == scheduler.strip()
+    assert load_preset_file(write(tmp_path, SWEEP)).scheduler is None
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('scheduler = "10.0.0.5:8786"\n' + SWEEP, "scheduler: '10.0.0.5:8786' is not a scheduler"),
+        ('scheduler = "local:0"\n' + SWEEP, "scheduler: 'local:0': local:N needs a worker count"),
+        ("scheduler = 2\n" + SWEEP, "scheduler: expected a string"),
+        ('scheduler = "local:2"\n', "scheduler: only a sweep ([[grid]]) runs on a scheduler"),
+    ],
+)
+def test_a_bad_scheduler_is_one_line_naming_the_file(tmp_path, text, expected):
+    path = write(tmp_path, text)
+    with pytest.raises(PresetError) as info:
+        load_preset_file(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}: ") and expected in message
+    assert "\n" not in message
