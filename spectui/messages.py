@@ -86,6 +86,16 @@ class SweepProgress(Message):
 
 
 @dataclass
+class SweepRunsOn(Message):
+    """The sweep runs on the Dask cluster at ``scheduler`` (an address or ``local:N``),
+    ``workers`` worker threads in all; ``dashboard``: the cluster's dashboard URL, if any."""
+
+    scheduler: str
+    workers: int
+    dashboard: str | None
+
+
+@dataclass
 class SweepSnapshot(Message):
     """The rows finished so far and their optimal-K table (sent at most every 0.5 s)."""
 

@@ -1,9 +1,18 @@
-"""Sweep view: run a sweep preset, watch the optimal-K heatmap fill, cancel keeping results."""
+"""Sweep view: run a sweep preset, watch the optimal-K heatmap fill, cancel keeping results.
+
+A sweep runs in the app's worker processes (:mod:`spectui.pool`), or on a Dask cluster when
+a scheduler applies (:func:`sweep_scheduler`: $SPECTUI_SCHEDULER, else the preset's
+``scheduler`` key). Its rows stream to the results file; the view keeps only what its views
+draw (:class:`SweepStore`).
+"""
 
 from __future__ import annotations
 
-import math
+import os
+import threading
 import time
+from array import array
+from collections.abc import Callable, Sequence
 from concurrent.futures.process import BrokenProcessPool
 from datetime import datetime
 from pathlib import Path
@@ -16,8 +25,14 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, ProgressBar, Select, Static
 from textual.worker import Worker, get_current_worker
 
-from engine.config import SpecConfig
-from spectui.messages import CellChosen, SweepFinished, SweepProgress, SweepSnapshot
+from engine.config import ConfigError, SpecConfig
+from spectui.messages import (
+    CellChosen,
+    SweepFinished,
+    SweepProgress,
+    SweepRunsOn,
+    SweepSnapshot,
+)
 from spectui.widgets.common import (
     ReportsWorkerErrors,
     hide_timings,
@@ -27,6 +42,22 @@ from spectui.widgets.heatmap import LEGEND, Heatmap
 
 SNAPSHOT_EVERY_S = 0.5
 PROGRESS_EVERY_S = 0.25
+START_POLL_S = 0.05  # how often a sweep waiting for its Dask cluster looks for a cancel
+SCHEDULER_FORMS = "tcp://HOST:PORT or local:N (unset: this machine)"
+
+
+def sweep_scheduler(preset: Any) -> str | None:
+    """The Dask scheduler the app's sweeps of ``preset`` run on: $SPECTUI_SCHEDULER when set
+    (for every sweep), else the preset's ``scheduler`` key; None: on this machine.
+    :class:`engine.config.ConfigError` naming SPECTUI_SCHEDULER when its value is not a
+    scheduler (:func:`engine.cluster.parse_scheduler`)."""
+    from engine.cluster import SCHEDULER_ENV, parse_scheduler
+
+    text = os.environ.get(SCHEDULER_ENV, "").strip()
+    if text:
+        parse_scheduler(text, field=SCHEDULER_ENV)
+        return text
+    return getattr(preset, "scheduler", None)
 
 
 class SweepView(ReportsWorkerErrors, Vertical):
@@ -49,8 +80,12 @@ class SweepView(ReportsWorkerErrors, Vertical):
         self.model_index = 0
         self.out_path: Path | None = None
         self.finished: SweepFinished | None = None
-        self._configs_cache: dict[str, list[SpecConfig]] = {}
+        self._planned_cache: dict[str, Any] = {}  # preset name -> its planned frame
         self.running_name: str | None = None  # the preset of the sweep started last
+        self.running_total = 0  # its configurations
+        self.running_info = ""  # the info line while it runs
+        self.runner: Any = None  # the Dask runner of the sweep running, while it has one
+        self.dashboard: str | None = None  # that cluster's dashboard URL, if it has one
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="sweep-top"):
@@ -75,17 +110,18 @@ class SweepView(ReportsWorkerErrors, Vertical):
 
     def _set_options(self) -> None:
         # Grid sizes from the axis lengths: expanding 576 configurations here would slow start-up.
-        sizes = {
-            n: sum(math.prod(len(v) for v in grid.values()) for grid in p.sweep.grids)
-            for n, p in self.presets.items()
-        }
-        options = [(f"{n} ({sizes[n]})", n) for n in self.presets]
+        options = [(f"{n} ({p.sweep.size()})", n) for n, p in self.presets.items()]
         self.query_one("#sweep-preset", Select).set_options(options)
 
-    def _configs(self, preset: Any) -> list[SpecConfig]:
-        if preset.name not in self._configs_cache:
-            self._configs_cache[preset.name] = preset.sweep.configs()
-        return self._configs_cache[preset.name]
+    def _configs(self, preset: Any) -> Sequence[SpecConfig]:
+        """The preset's configurations, built on demand (none is kept)."""
+        return preset.sweep.lazy()  # type: ignore[no-any-return]
+
+    def _planned(self, preset: Any) -> Any:
+        """The preset's configurations as a frame (:func:`engine.sweep.config_frame`)."""
+        if preset.name not in self._planned_cache:
+            self._planned_cache[preset.name] = _planned(self._configs(preset))
+        return self._planned_cache[preset.name]
 
     @property
     def running(self) -> bool:
@@ -98,7 +134,7 @@ class SweepView(ReportsWorkerErrors, Vertical):
             self.initial = preset
             return
         self.presets[preset.name] = preset
-        self._configs_cache.pop(preset.name, None)
+        self._planned_cache.pop(preset.name, None)
         self._set_options()
         self.query_one("#sweep-preset", Select).value = preset.name
 
@@ -116,27 +152,48 @@ class SweepView(ReportsWorkerErrors, Vertical):
         if preset is None:
             info.update("no sweep preset chosen")
             return
-        configs = self._configs(preset)
+        size = preset.size()
         if self.running:
             # The heatmap keeps showing the running sweep; the choice applies to the next one.
             if preset.name != self.running_name:
-                info.update(f"{len(configs)} configs · s starts it when this sweep ends")
+                info.update(f"{size} configs · s starts it when this sweep ends")
             else:  # chosen, then started before this ran
-                info.update(f"{len(configs)} configs · running (Escape cancels)")
+                info.update(self._running_text())
             return
-        info.update(f"{len(configs)} configs · s start")
+        info.update(self._start_text(preset))
         # A new choice: the status and the grid describe it, not the sweep shown before.
-        self.query_one(ProgressBar).update(total=len(configs), progress=0)
+        self.query_one(ProgressBar).update(total=size, progress=0)
         count = self.query_one("#sweep-count", Static)
         count.styles.height = 1
-        count.update(f"0/{len(configs)} · not started")
+        count.update(f"0/{size} · not started")
         self.frame = self.finished = None
-        self._prepare(configs)
+        self._prepare(preset)
         self._draw()
 
-    def _prepare(self, configs: list[SpecConfig]) -> None:
+    def _start_text(self, preset: Any) -> str:
+        """The info line of a sweep ready to start: its size, and where it would run."""
+        from engine.cluster import SCHEDULER_ENV
+
+        text = f"{preset.size()} configs · s start"
+        try:
+            scheduler = sweep_scheduler(preset)
+        except ConfigError:
+            return f"{text} · {SCHEDULER_ENV} invalid"
+        return text if scheduler is None else self._fit(f"{text} on ", scheduler)
+
+    def _running_text(self) -> str:
+        return self.running_info
+
+    def _fit(self, before: str, address: str, after: str = "") -> str:
+        """``before + address + after`` in the info line's width: the address shortened in
+        its middle if need be."""
+        info = self.query_one("#sweep-info", Static)
+        width = info.content_region.width if info.content_region.width > 0 else 54
+        return before + _shorten(address, width - len(before) - len(after)) + after
+
+    def _prepare(self, preset: Any) -> None:
         """The empty grids of a sweep about to run: every cell pending, in its final shape."""
-        self.planned = _planned(configs)
+        self.planned = self._planned(preset)
         self.models = list(dict.fromkeys(self.planned["draft_model"]))
         self.model_index = 0
         self.grids = _grids(None, self.planned)
@@ -149,98 +206,157 @@ class SweepView(ReportsWorkerErrors, Vertical):
         if self.running:
             self.notify("A sweep is already running (Escape cancels it).", severity="warning")
             return
+        try:
+            scheduler = sweep_scheduler(preset)
+        except ConfigError as err:  # $SPECTUI_SCHEDULER: the sweep does not start
+            self.notify(
+                f"{err}. Allowed: {SCHEDULER_FORMS}",
+                title="Sweep not started",
+                severity="error",
+                timeout=10,
+            )
+            count = self.query_one("#sweep-count", Static)
+            count.styles.height = 1
+            count.update(f"not started: {err.field} is not a scheduler")
+            return
         configs = self._configs(preset)
-        self.running_name = preset.name
+        self.running_name, self.running_total = preset.name, preset.size()
+        self.dashboard = None
+        if scheduler is None:
+            self.running_info = f"{self.running_total} configs · running (Escape cancels)"
+        else:  # SweepRunsOn says more once the cluster answers
+            self.running_info = self._fit(
+                f"{self.running_total} configs · connecting to ", scheduler, "…"
+            )
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
         self.out_path = results_dir() / f"sweep-{preset.name}-{stamp}.csv"
         self.frame = self.finished = None
-        self._prepare(configs)
+        self._prepare(preset)
         bar = self.query_one(ProgressBar)
-        bar.update(total=len(configs), progress=0)
+        bar.update(total=self.running_total, progress=0)
         self.query_one("#sweep-count", Static).styles.height = 1
-        self.query_one("#sweep-info", Static).update(
-            f"{len(configs)} configs · running (Escape cancels)"
-        )
-        self._set_count(0, len(configs), 0.0)
+        self.query_one("#sweep-info", Static).update(self._running_text())
+        self._set_count(0, self.running_total, 0.0)
         self._draw()
-        self.sweep_worker = self._sweep(configs, self.planned, self.out_path)
+        self.sweep_worker = self._sweep(configs, self.planned, self.out_path, scheduler)
         self.app.refresh_bindings()
 
     @work(thread=True, exclusive=True, group="sweep", exit_on_error=False)
-    def _sweep(self, configs: list[SpecConfig], planned: Any, out_path: Path) -> None:
-        import pandas as pd
-
+    def _sweep(
+        self,
+        configs: Sequence[SpecConfig],
+        planned: Any,
+        out_path: Path,
+        scheduler: str | None = None,
+    ) -> None:
         from engine.files import SweepWriter
-        from engine.pool import batch_size
-        from engine.sweep import run_sweep, sweep_columns
+        from engine.pool import batch_size_for
+        from engine.sweep import plan_sweep, sweep_rows
 
         worker = get_current_worker()
-        pool = getattr(self.app, "pool", None)
-        executor = pool.executor() if pool is not None else None
-        if pool is not None and executor is None and pool.problem and pool.workers:
-            self.app.call_from_thread(
-                self.notify,
-                f"Sweep runs in the app's own process (no worker processes: {pool.problem})",
-                severity="warning",
-            )
-        # Serially (no executor) each group of configurations that share draws (or a slice of
-        # an exact-only sweep) is one step; batches are for workers.
-        batch = batch_size(configs, pool.workers) if pool is not None and executor else 1
-        spacing = 10 if executor is None else 3
-        columns = list(sweep_columns(configs))
-        writer = SweepWriter(out_path, columns)
-        rows: list[dict[str, Any]] = []
+
+        def stopped() -> bool:
+            return worker.is_cancelled
+
         start = time.perf_counter()
-        last = [start, start]  # last snapshot, last progress message
-        interval = [SNAPSHOT_EVERY_S]
-
-        def on_result(row: dict[str, Any], done: int, total: int) -> None:
-            writer.write(row)
-            rows.append(row)
-            now = time.perf_counter()
-            # Few messages: each costs the UI thread a refresh, and the sweep the GIL.
-            if now - last[1] >= PROGRESS_EVERY_S:
-                last[1] = now
-                self.post_message(SweepProgress(done, total, now - start))
-            if now - last[0] >= interval[0] and done < total:
-                frame = pd.DataFrame(rows, columns=columns)
-                # Only the model on screen: the others are built when shown (m).
-                shown = self.model
-                grids = _grids(frame, planned, [shown] if shown else None)
-                self.post_message(SweepSnapshot(frame, grids))
-                # A snapshot costs a sweep in this thread its own time (the GIL): keep that
-                # under ~10 %. With worker processes it delays only the collection of results.
-                last[0] = time.perf_counter()
-                interval[0] = max(SNAPSHOT_EVERY_S, spacing * (last[0] - now))
-
+        plan = plan_sweep(configs)
+        pool = runner = writer = None
         try:
-            frame = run_sweep(
-                configs,
-                executor=executor,
-                batch_size=batch,
-                on_result=on_result,
-                should_stop=lambda: worker.is_cancelled,
+            if scheduler is not None:
+                from engine.cluster import DaskRunner, task_size
+
+                runner = self.runner = DaskRunner(scheduler)
+                if not _start_runner(runner, stopped):  # cancelled, or the app quit
+                    self._post_finished(SweepStore(planned, plan.columns), planned, None, start)
+                    return
+                executor: Any = runner
+                workers = runner.workers
+                batch = task_size(plan, False, workers)
+                self.post_message(SweepRunsOn(scheduler, workers, runner.dashboard))
+            else:
+                pool = getattr(self.app, "pool", None)
+                executor = pool.executor() if pool is not None else None
+                if pool is not None and executor is None and pool.problem and pool.workers:
+                    self.app.call_from_thread(
+                        self.notify,
+                        "Sweep runs in the app's own process "
+                        f"(no worker processes: {pool.problem})",
+                        severity="warning",
+                    )
+                # Serially (no executor) each group of configurations that share draws (or a
+                # slice of an exact-only sweep) is one step; batches are for workers.
+                batch = batch_size_for(plan, pool.workers) if pool is not None and executor else 1
+            spacing = 10 if executor is None else 3
+            store = SweepStore(planned, plan.columns)
+            writer = SweepWriter(out_path, plan.columns)
+            last = [start, start]  # last snapshot, last progress message
+            interval = SNAPSHOT_EVERY_S
+            rows = sweep_rows(
+                configs, executor=executor, should_stop=stopped, batch_size=batch, plan=plan
             )
+            for row in rows:
+                writer.write(row)
+                store.add(row)
+                done, now = len(store), time.perf_counter()
+                # Few messages: each costs the UI thread a refresh, and the sweep the GIL.
+                if now - last[1] >= PROGRESS_EVERY_S:
+                    last[1] = now
+                    self.post_message(SweepProgress(done, plan.total, now - start))
+                if now - last[0] >= interval and done < plan.total:
+                    frame = store.frame()
+                    # Only the model on screen: the others are built when shown (m).
+                    shown = self.model
+                    grids = _grids(frame, planned, [shown] if shown else None)
+                    self.post_message(SweepSnapshot(frame, grids))
+                    # A snapshot costs a sweep in this thread its own time (the GIL): keep
+                    # that under ~10 %. With workers it delays only the collection of results.
+                    last[0] = time.perf_counter()
+                    interval = max(SNAPSHOT_EVERY_S, spacing * (last[0] - now))
         except BrokenProcessPool:
-            assert pool is not None
-            pool.discard()  # a worker died; the next sweep gets new processes
+            if pool is not None:
+                pool.discard()  # a worker died; the next sweep gets new processes
             raise
         finally:
-            writer.close()
-        cancelled = len(frame) < len(configs)
+            if writer is not None:
+                writer.close()
+            if runner is not None:
+                runner.close()  # a local cluster is shut down
+                self.runner = None
+        cancelled = len(store) < plan.total
         if cancelled and executor is not None and pool is not None:
             pool.discard()  # stop the batches in flight; the next sweep starts fresh processes
-        path = writer.finish()
-        grids = _grids(frame, planned)
+        self._post_finished(store, planned, writer.finish(), start)
+
+    def _post_finished(
+        self, store: SweepStore, planned: Any, path: Path | None, start: float
+    ) -> None:
+        """Post the sweep's end: its finished rows (all, or fewer when cancelled)."""
+        frame = store.frame()
+        total = len(planned)
         elapsed = time.perf_counter() - start
         self.post_message(
-            SweepFinished(frame, grids, path, cancelled, elapsed, len(frame), len(configs))
+            SweepFinished(
+                frame, _grids(frame, planned), path, len(frame) < total, elapsed, len(frame), total
+            )
         )
 
     def worker_failed(self, worker: Worker) -> None:
         """The sweep's worker raised (the one handler has said why): leave "running"."""
-        if worker.group == "sweep":
-            self.query_one("#sweep-count", Static).update("sweep failed (see notification)")
+        if worker.group != "sweep":
+            return
+        from engine.cluster import DaskUnavailable
+
+        self.app.refresh_bindings()
+        self.dashboard = None
+        count = self.query_one("#sweep-count", Static)
+        count.styles.height = 1
+        if isinstance(worker.error, DaskUnavailable):  # nothing ran
+            count.update("not run: no Dask cluster (see notification)")
+        else:
+            count.update("sweep failed (see notification)")
+        preset = self._selected()
+        if preset is not None:
+            self.query_one("#sweep-info", Static).update(self._start_text(preset))
 
     def _set_count(self, done: int, total: int, elapsed: float) -> None:
         text = f"{done}/{total}"
@@ -248,8 +364,26 @@ class SweepView(ReportsWorkerErrors, Vertical):
             rate = done / elapsed
             eta = (total - done) / rate if rate else float("nan")
             text += f" · {rate:.0f}/s · ETA {eta:.0f}s"
+        if self.dashboard is not None:
+            text += f"\ndashboard {self.dashboard}"
         # Fixed height in the stylesheet: no re-layout of the screen on every update.
         self.query_one("#sweep-count", Static).update(text, layout=False)
+
+    def on_sweep_runs_on(self, message: SweepRunsOn) -> None:
+        """The sweep's Dask cluster answered: say where it runs, and its dashboard."""
+        plural = "" if message.workers == 1 else "s"
+        self.running_info = self._fit(
+            f"{self.running_total} configs · on ",
+            message.scheduler,
+            f" · {message.workers} worker{plural}",
+        )
+        selected = self._selected()
+        if selected is not None and selected.name == self.running_name:
+            self.query_one("#sweep-info", Static).update(self.running_info)
+        if message.dashboard is not None:
+            self.dashboard = message.dashboard
+            self.query_one("#sweep-count", Static).styles.height = 2
+            self.notify(f"Dask dashboard: {message.dashboard}", title="Sweep on Dask")
 
     def on_sweep_progress(self, message: SweepProgress) -> None:
         self.query_one(ProgressBar).update(total=message.total, progress=message.done)
@@ -265,15 +399,16 @@ class SweepView(ReportsWorkerErrors, Vertical):
 
     def on_sweep_finished(self, message: SweepFinished) -> None:
         self.app.refresh_bindings()
+        self.dashboard = None  # the cluster's: gone with it
         self.frame, self.grids, self.finished = message.frame, message.optimal, message
         self.query_one(ProgressBar).update(total=message.total, progress=message.done)
         preset = self._selected()
         if preset is not None:  # the chosen preset, maybe chosen while this one ran, can start
-            info = self.query_one("#sweep-info", Static)
-            info.update(f"{len(self._configs(preset))} configs · s start")
+            self.query_one("#sweep-info", Static).update(self._start_text(preset))
         word = "cancelled" if message.cancelled else "done"
         text = f"{message.done}/{message.total} {word}"
         count = self.query_one("#sweep-count", Static)
+        count.styles.height = 1
         if not hide_timings():
             # The saved path on a line of its own, shortened to fit: it must stay visible.
             text += f" in {message.elapsed:.1f}s\nsaved "
@@ -282,6 +417,9 @@ class SweepView(ReportsWorkerErrors, Vertical):
             count.styles.height = 2
         count.update(text)
         self._draw()
+        if message.path is None:  # cancelled while its cluster started
+            self.notify(f"Sweep {word} before it started: nothing saved")
+            return
         kept = "partial results" if message.cancelled else "results"
         self.notify(f"Sweep {word}: {message.done} rows; {kept} saved to {message.path}")
 
@@ -338,10 +476,150 @@ class SweepView(ReportsWorkerErrors, Vertical):
         self.post_message(CellChosen(config, rows))
 
 
-def _planned(configs: list[SpecConfig]) -> Any:
+def _planned(configs: Sequence[SpecConfig]) -> Any:
     from engine.sweep import config_frame
 
     return config_frame(configs)
+
+
+class SweepStore:
+    """The finished rows of a sweep, kept as its views need them, not as dicts.
+
+    A row's result columns (``config_id``, the metrics, the sampler) go to compact columns
+    (:class:`_Column`: 8 bytes a value); its configuration columns are not kept: they are the
+    planned frame's (:func:`engine.sweep.config_frame`, one row a configuration, which the
+    heatmap holds anyway), looked up by ``config_id``. :meth:`frame` builds the frame of the
+    rows so far, ordered by ``config_id``, with the sweep's columns: the frame
+    :func:`engine.sweep.run_sweep` would return for them, in O(rows) array operations.
+    """
+
+    def __init__(self, planned: Any, columns: Sequence[str]) -> None:
+        self.planned = planned
+        self.columns = list(columns)
+        self.config_columns = [c for c in self.columns[1:] if c in planned.columns]
+        self._ids = array("q")
+        self._results = {c: _Column() for c in self.columns[1:] if c not in planned.columns}
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def add(self, row: dict[str, Any]) -> None:
+        """Keep a finished row (a :func:`engine.sweep.sweep_rows` row)."""
+        self._ids.append(row["config_id"])
+        for name, column in self._results.items():
+            column.append(row[name])
+
+    def frame(self) -> Any:
+        """The rows so far as a frame, ordered by ``config_id``."""
+        import numpy as np
+        import pandas as pd
+
+        ids = np.array(self._ids, dtype=np.int64)
+        order = np.argsort(ids, kind="stable")
+        ids = ids[order]
+        data: dict[str, Any] = {"config_id": ids}
+        for name in self.config_columns:
+            data[name] = self.planned[name].to_numpy()[ids]
+        for name, column in self._results.items():
+            data[name] = column.values()[order]
+        return pd.DataFrame(data, columns=self.columns)
+
+
+class _Column:
+    """One result column: integers or floats in an :class:`array.array` (8 bytes a value),
+    anything else (the sampler's few strings) as codes into its distinct values. Mixed
+    values widen as pandas would widen a column of them (int and float: float; numbers
+    and strings: object)."""
+
+    def __init__(self) -> None:
+        self.kind = ""  # "q" int64, "d" float64, "o" codes into self.distinct
+        self.data: array[Any] = array("q")
+        self.distinct: dict[Any, int] = {}
+
+    def append(self, value: Any) -> None:
+        kind = _kind(value)
+        if not self.kind:
+            self.kind = kind
+            self.data = array("d") if kind == "d" else array("q")
+        elif kind != self.kind and not (self.kind == "d" and kind == "q"):
+            self._widen(kind)
+        if self.kind == "o":
+            self.data.append(self.distinct.setdefault(value, len(self.distinct)))
+        else:
+            self.data.append(value)
+
+    def _widen(self, kind: str) -> None:
+        if self.kind == "q" and kind == "d":
+            self.data, self.kind = array("d", self.data), "d"
+            return
+        values = self.data.tolist()  # numbers, to keep as objects
+        self.kind, self.data, self.distinct = "o", array("q"), {}
+        for value in values:
+            self.data.append(self.distinct.setdefault(value, len(self.distinct)))
+
+    def values(self) -> Any:
+        """The values as a numpy array (int64, float64 or object)."""
+        import numpy as np
+
+        if self.kind != "o":
+            return np.array(self.data, dtype=np.float64 if self.kind == "d" else np.int64)
+        distinct = np.empty(len(self.distinct), dtype=object)
+        distinct[:] = list(self.distinct)
+        return distinct[np.array(self.data, dtype=np.int64)]
+
+
+def _kind(value: Any) -> str:
+    """A value's column kind (see :class:`_Column`)."""
+    import numpy as np
+
+    if isinstance(value, bool | np.bool_):
+        return "o"
+    if isinstance(value, int | np.integer):
+        return "q"
+    if isinstance(value, float | np.floating):
+        return "d"
+    return "o"
+
+
+def _start_runner(runner: Any, stopped: Callable[[], bool]) -> bool:
+    """Start a Dask runner (:meth:`engine.cluster.DaskRunner.start`: seconds for a local
+    cluster, up to the connect timeout for an address) in a thread of its own, so that a
+    sweep cancelled meanwhile (Escape, the app quitting) need not wait for it: False then,
+    and the runner is closed as soon as its start returns. Raises the start's error."""
+    done = threading.Event()
+    lock = threading.Lock()
+    state: dict[str, Any] = {"abandoned": False, "error": None}
+
+    def start() -> None:
+        try:
+            runner.start()
+        except BaseException as err:  # raised in the sweep's thread
+            state["error"] = err
+        with lock:
+            done.set()
+            abandoned = state["abandoned"]
+        if abandoned:
+            runner.close()
+
+    threading.Thread(target=start, name="spectui-dask-start", daemon=True).start()
+    while not done.wait(START_POLL_S):
+        if stopped():
+            with lock:
+                if not done.is_set():
+                    state["abandoned"] = True
+                    return False
+    if state["error"] is not None:
+        raise state["error"]
+    return True
+
+
+def _shorten(text: str, room: int) -> str:
+    """``text`` in at most ``room`` characters (at least 9): its middle cut to …"""
+    room = max(room, 9)
+    if len(text) <= room:
+        return text
+    head = (room - 1) // 2
+    return text[:head] + "…" + text[len(text) - (room - 1 - head) :]
 
 
 def _grids(frame: Any, planned: Any, models: list[str] | None = None) -> dict[str, Any]:

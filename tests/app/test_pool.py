@@ -106,7 +106,7 @@ async def test_a_broken_pool_is_replaced_for_the_next_sweep(monkeypatch):
     def broken(*args, **kwargs):
         raise BrokenProcessPool("a worker died")
 
-    working = engine.sweep.run_sweep
+    working = engine.sweep.sweep_rows
 
     monkeypatch.setenv("SPECTUI_SWEEP_WORKERS", "1")
     app = create_app("tiny")
@@ -115,14 +115,14 @@ async def test_a_broken_pool_is_replaced_for_the_next_sweep(monkeypatch):
         first = app.pool.executor()
         assert first is not None
         first_processes = list(first._processes.values())
-        monkeypatch.setattr(engine.sweep, "run_sweep", broken)
+        monkeypatch.setattr(engine.sweep, "sweep_rows", broken)
         view = await _tiny_sweep(app, pilot)
         assert view.finished is None
         assert any("a worker died" in m for m in notifications(app))
         assert app.pool._executor is not first  # discarded (a warm-up may start another)
         for process in first_processes:  # stopped, not left running
             assert _exits(process)
-        monkeypatch.setattr(engine.sweep, "run_sweep", working)
+        monkeypatch.setattr(engine.sweep, "sweep_rows", working)
         view = await _tiny_sweep(app, pilot)
         assert view.finished is not None and view.finished.done == 24
         assert app.pool._executor not in (None, first)

@@ -150,7 +150,7 @@ async def test_failing_sweep_notifies_and_app_survives(monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(engine.sweep, "run_sweep", broken)
+    monkeypatch.setattr(engine.sweep, "sweep_rows", broken)
     # In a thread: settle() waits for the worker, which re-raises once it has failed.
     monkeypatch.setenv("SPECTUI_SWEEP_WORKERS", "0")
     app = create_app("tiny")

@@ -60,7 +60,7 @@ async def test_exact_figures_failure_is_notified_and_shown_in_the_panel(monkeypa
 async def test_sweep_failure_is_notified_once(monkeypatch):
     """One notification (the one handler), and the view leaves its running state."""
     monkeypatch.setenv("SPECTUI_SWEEP_WORKERS", "0")
-    monkeypatch.setattr(engine.sweep, "run_sweep", _boom)
+    monkeypatch.setattr(engine.sweep, "sweep_rows", _boom)
     app = create_app("tiny")
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot, app)
