@@ -267,6 +267,8 @@ class SweepView(ReportsWorkerErrors, Vertical):
 
                 runner = self.runner = DaskRunner(scheduler)
                 if not _start_runner(runner, stopped):  # cancelled, or the app quit
+                    # Not closed here (close waits for start): its start thread closes it.
+                    runner = self.runner = None
                     self._post_finished(SweepStore(planned, plan.columns), planned, None, start)
                     return
                 executor: Any = runner
@@ -534,17 +536,17 @@ class _Column:
     def __init__(self) -> None:
         self.kind = ""  # "q" int64, "d" float64, "o" codes into self.distinct
         self.data: array[Any] = array("q")
-        self.distinct: dict[Any, int] = {}
+        self.distinct: dict[tuple[type, Any], int] = {}
 
     def append(self, value: Any) -> None:
         kind = _kind(value)
         if not self.kind:
             self.kind = kind
             self.data = array("d") if kind == "d" else array("q")
-        elif kind != self.kind and not (self.kind == "d" and kind == "q"):
+        elif kind != self.kind and self.kind != "o" and (self.kind, kind) != ("d", "q"):
             self._widen(kind)
         if self.kind == "o":
-            self.data.append(self.distinct.setdefault(value, len(self.distinct)))
+            self._append_code(value)
         else:
             self.data.append(value)
 
@@ -555,7 +557,11 @@ class _Column:
         values = self.data.tolist()  # numbers, to keep as objects
         self.kind, self.data, self.distinct = "o", array("q"), {}
         for value in values:
-            self.data.append(self.distinct.setdefault(value, len(self.distinct)))
+            self._append_code(value)
+
+    def _append_code(self, value: Any) -> None:
+        # Keyed by type too: 1, 1.0 and True are one key of a dict, three values of a column.
+        self.data.append(self.distinct.setdefault((type(value), value), len(self.distinct)))
 
     def values(self) -> Any:
         """The values as a numpy array (int64, float64 or object)."""
@@ -564,7 +570,7 @@ class _Column:
         if self.kind != "o":
             return np.array(self.data, dtype=np.float64 if self.kind == "d" else np.int64)
         distinct = np.empty(len(self.distinct), dtype=object)
-        distinct[:] = list(self.distinct)
+        distinct[:] = [value for _, value in self.distinct]
         return distinct[np.array(self.data, dtype=np.int64)]
 
 
