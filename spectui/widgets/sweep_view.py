@@ -8,6 +8,7 @@ draw (:class:`SweepStore`).
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
@@ -110,7 +111,11 @@ class SweepView(ReportsWorkerErrors, Vertical):
 
     def _set_options(self) -> None:
         # Grid sizes from the axis lengths: expanding 576 configurations here would slow start-up.
-        options = [(f"{n} ({p.sweep.size()})", n) for n, p in self.presets.items()]
+        sizes = {
+            n: sum(math.prod(len(v) for v in grid.values()) for grid in p.sweep.grids)
+            for n, p in self.presets.items()
+        }
+        options = [(f"{n} ({sizes[n]})", n) for n in self.presets]
         self.query_one("#sweep-preset", Select).set_options(options)
 
     def _configs(self, preset: Any) -> Sequence[SpecConfig]:
@@ -158,9 +163,13 @@ class SweepView(ReportsWorkerErrors, Vertical):
             if preset.name != self.running_name:
                 info.update(f"{size} configs · s starts it when this sweep ends")
             else:  # chosen, then started before this ran
-                info.update(self._running_text())
+                info.update(self.running_info)
             return
         info.update(self._start_text(preset))
+        if self.finished is not None and preset.name == self.running_name:
+            # Its own sweep, finished before this ran (a choice made as the view mounted,
+            # then started at once): its results stay on screen.
+            return
         # A new choice: the status and the grid describe it, not the sweep shown before.
         self.query_one(ProgressBar).update(total=size, progress=0)
         count = self.query_one("#sweep-count", Static)
@@ -180,9 +189,6 @@ class SweepView(ReportsWorkerErrors, Vertical):
         except ConfigError:
             return f"{text} · {SCHEDULER_ENV} invalid"
         return text if scheduler is None else self._fit(f"{text} on ", scheduler)
-
-    def _running_text(self) -> str:
-        return self.running_info
 
     def _fit(self, before: str, address: str, after: str = "") -> str:
         """``before + address + after`` in the info line's width: the address shortened in
@@ -235,7 +241,7 @@ class SweepView(ReportsWorkerErrors, Vertical):
         bar = self.query_one(ProgressBar)
         bar.update(total=self.running_total, progress=0)
         self.query_one("#sweep-count", Static).styles.height = 1
-        self.query_one("#sweep-info", Static).update(self._running_text())
+        self.query_one("#sweep-info", Static).update(self.running_info)
         self._set_count(0, self.running_total, 0.0)
         self._draw()
         self.sweep_worker = self._sweep(configs, self.planned, self.out_path, scheduler)
@@ -537,12 +543,17 @@ class _Column:
         self.kind = ""  # "q" int64, "d" float64, "o" codes into self.distinct
         self.data: array[Any] = array("q")
         self.distinct: dict[tuple[type, Any], int] = {}
+        self.fast: type | None = None  # int or float: the column's own values
 
     def append(self, value: Any) -> None:
+        if type(value) is self.fast:  # the type the column began with: no question to ask
+            self.data.append(value)
+            return
         kind = _kind(value)
         if not self.kind:
             self.kind = kind
             self.data = array("d") if kind == "d" else array("q")
+            self.fast = type(value) if type(value) in (int, float) else None
         elif kind != self.kind and self.kind != "o" and (self.kind, kind) != ("d", "q"):
             self._widen(kind)
         if self.kind == "o":
@@ -551,8 +562,9 @@ class _Column:
             self.data.append(value)
 
     def _widen(self, kind: str) -> None:
+        self.fast = None
         if self.kind == "q" and kind == "d":
-            self.data, self.kind = array("d", self.data), "d"
+            self.data, self.kind, self.fast = array("d", self.data), "d", float
             return
         values = self.data.tolist()  # numbers, to keep as objects
         self.kind, self.data, self.distinct = "o", array("q"), {}

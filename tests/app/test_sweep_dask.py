@@ -157,9 +157,11 @@ async def test_an_unreachable_scheduler_is_one_notification_and_the_app_goes_on(
     app = create_app("tiny")
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot, app)
-        await pilot.press("f6")
-        await settle(pilot, app)
         view = app.query_one(SweepView)
+        await pilot.press("f6")
+        # Not settle() at once: waiting on a worker that then fails raises in the test.
+        await _until(lambda: view.sweep_worker is not None and view.sweep_worker.is_finished)
+        await settle(pilot, app)
         failures = [m for m in notifications(app) if "failed" in m]
         assert len(failures) == 1 and "\n" not in failures[0]
         assert failures[0].startswith(
