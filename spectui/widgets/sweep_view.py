@@ -84,9 +84,10 @@ class SweepView(ReportsWorkerErrors, Vertical):
         self._planned_cache: dict[str, Any] = {}  # preset name -> its planned frame
         self.running_name: str | None = None  # the preset of the sweep started last
         self.running_total = 0  # its configurations
-        self.running_info = ""  # the info line while it runs
         self.runner: Any = None  # the Dask runner of the sweep running, while it has one
+        self.where = ""  # where it runs, for the count line: "on local:2 · 2 workers"
         self.dashboard: str | None = None  # that cluster's dashboard URL, if it has one
+        self._progress = (0, 0, 0.0)  # the count line's last done, total, elapsed
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="sweep-top"):
@@ -163,9 +164,9 @@ class SweepView(ReportsWorkerErrors, Vertical):
             if preset.name != self.running_name:
                 info.update(f"{size} configs · s starts it when this sweep ends")
             else:  # chosen, then started before this ran
-                info.update(self.running_info)
+                info.update(f"{size} configs · running (Escape cancels)")
             return
-        info.update(self._start_text(preset))
+        info.update(f"{size} configs · s start")
         if self.finished is not None and preset.name == self.running_name:
             # Its own sweep, finished before this ran (a choice made as the view mounted,
             # then started at once): its results stay on screen.
@@ -174,28 +175,34 @@ class SweepView(ReportsWorkerErrors, Vertical):
         self.query_one(ProgressBar).update(total=size, progress=0)
         count = self.query_one("#sweep-count", Static)
         count.styles.height = 1
-        count.update(f"0/{size} · not started")
+        count.update(self._fit(f"0/{size} · not started", self._where_next(preset)))
         self.frame = self.finished = None
         self._prepare(preset)
         self._draw()
 
-    def _start_text(self, preset: Any) -> str:
-        """The info line of a sweep ready to start: its size, and where it would run."""
+    def _where_next(self, preset: Any) -> str:
+        """Where a sweep of ``preset`` would run, for the count line: "" (here), "on
+        ADDRESS", or that $SPECTUI_SCHEDULER is invalid."""
         from engine.cluster import SCHEDULER_ENV
 
-        text = f"{preset.size()} configs · s start"
         try:
             scheduler = sweep_scheduler(preset)
         except ConfigError:
-            return f"{text} · {SCHEDULER_ENV} invalid"
-        return text if scheduler is None else self._fit(f"{text} on ", scheduler)
+            return f"{SCHEDULER_ENV} invalid"
+        return "" if scheduler is None else f"on {scheduler}"
 
-    def _fit(self, before: str, address: str, after: str = "") -> str:
-        """``before + address + after`` in the info line's width: the address shortened in
+    def _fit(self, text: str, where: str) -> str:
+        """``text · where`` in the count line's width: ``where`` (an address) shortened in
         its middle if need be."""
-        info = self.query_one("#sweep-info", Static)
-        width = info.content_region.width if info.content_region.width > 0 else 54
-        return before + _shorten(address, width - len(before) - len(after)) + after
+        if not where:
+            return text
+        return f"{text} · {_shorten(where, self._count_width() - len(text) - 3)}"
+
+    def _count_width(self) -> int:
+        width = self.query_one("#sweep-count", Static).content_region.width
+        if width <= 0:  # not laid out yet: the view's width, less the count line's padding
+            width = self.content_region.width - 2
+        return width if width > 0 else 50
 
     def _prepare(self, preset: Any) -> None:
         """The empty grids of a sweep about to run: every cell pending, in its final shape."""
@@ -228,12 +235,8 @@ class SweepView(ReportsWorkerErrors, Vertical):
         configs = self._configs(preset)
         self.running_name, self.running_total = preset.name, preset.size()
         self.dashboard = None
-        if scheduler is None:
-            self.running_info = f"{self.running_total} configs · running (Escape cancels)"
-        else:  # SweepRunsOn says more once the cluster answers
-            self.running_info = self._fit(
-                f"{self.running_total} configs · connecting to ", scheduler, "…"
-            )
+        # SweepRunsOn says more once the cluster answers.
+        self.where = "" if scheduler is None else f"connecting to {scheduler}…"
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
         self.out_path = results_dir() / f"sweep-{preset.name}-{stamp}.csv"
         self.frame = self.finished = None
@@ -241,7 +244,9 @@ class SweepView(ReportsWorkerErrors, Vertical):
         bar = self.query_one(ProgressBar)
         bar.update(total=self.running_total, progress=0)
         self.query_one("#sweep-count", Static).styles.height = 1
-        self.query_one("#sweep-info", Static).update(self.running_info)
+        self.query_one("#sweep-info", Static).update(
+            f"{self.running_total} configs · running (Escape cancels)"
+        )
         self._set_count(0, self.running_total, 0.0)
         self._draw()
         self.sweep_worker = self._sweep(configs, self.planned, self.out_path, scheduler)
@@ -355,7 +360,7 @@ class SweepView(ReportsWorkerErrors, Vertical):
         from engine.cluster import DaskUnavailable
 
         self.app.refresh_bindings()
-        self.dashboard = None
+        self.dashboard, self.where = None, ""
         count = self.query_one("#sweep-count", Static)
         count.styles.height = 1
         if isinstance(worker.error, DaskUnavailable):  # nothing ran
@@ -364,34 +369,30 @@ class SweepView(ReportsWorkerErrors, Vertical):
             count.update("sweep failed (see notification)")
         preset = self._selected()
         if preset is not None:
-            self.query_one("#sweep-info", Static).update(self._start_text(preset))
+            self.query_one("#sweep-info", Static).update(f"{preset.size()} configs · s start")
 
     def _set_count(self, done: int, total: int, elapsed: float) -> None:
+        self._progress = (done, total, elapsed)
         text = f"{done}/{total}"
         if not hide_timings() and elapsed > 0 and done:
             rate = done / elapsed
             eta = (total - done) / rate if rate else float("nan")
             text += f" · {rate:.0f}/s · ETA {eta:.0f}s"
-        if self.dashboard is not None:
-            text += f"\ndashboard {self.dashboard}"
+        text = self._fit(text, self.where)
+        if self.dashboard is not None:  # a line of its own (the notification has it whole)
+            text += f"\ndashboard {_shorten(self.dashboard, self._count_width() - 10)}"
         # Fixed height in the stylesheet: no re-layout of the screen on every update.
         self.query_one("#sweep-count", Static).update(text, layout=False)
 
     def on_sweep_runs_on(self, message: SweepRunsOn) -> None:
         """The sweep's Dask cluster answered: say where it runs, and its dashboard."""
         plural = "" if message.workers == 1 else "s"
-        self.running_info = self._fit(
-            f"{self.running_total} configs · on ",
-            message.scheduler,
-            f" · {message.workers} worker{plural}",
-        )
-        selected = self._selected()
-        if selected is not None and selected.name == self.running_name:
-            self.query_one("#sweep-info", Static).update(self.running_info)
+        self.where = f"on {message.scheduler} · {message.workers} worker{plural}"
         if message.dashboard is not None:
             self.dashboard = message.dashboard
             self.query_one("#sweep-count", Static).styles.height = 2
             self.notify(f"Dask dashboard: {message.dashboard}", title="Sweep on Dask")
+        self._set_count(*self._progress)
 
     def on_sweep_progress(self, message: SweepProgress) -> None:
         self.query_one(ProgressBar).update(total=message.total, progress=message.done)
@@ -407,12 +408,13 @@ class SweepView(ReportsWorkerErrors, Vertical):
 
     def on_sweep_finished(self, message: SweepFinished) -> None:
         self.app.refresh_bindings()
-        self.dashboard = None  # the cluster's: gone with it
+        self.dashboard, self.where = None, ""  # the cluster's: gone with it
         self.frame, self.grids, self.finished = message.frame, message.optimal, message
         self.query_one(ProgressBar).update(total=message.total, progress=message.done)
         preset = self._selected()
         if preset is not None:  # the chosen preset, maybe chosen while this one ran, can start
-            self.query_one("#sweep-info", Static).update(self._start_text(preset))
+            info = self.query_one("#sweep-info", Static)
+            info.update(f"{preset.size()} configs · s start")
         word = "cancelled" if message.cancelled else "done"
         text = f"{message.done}/{message.total} {word}"
         count = self.query_one("#sweep-count", Static)

@@ -78,8 +78,13 @@ def _tiny_with(tmp_path, scheduler: str):
     return path
 
 
-async def _sweep_matches_the_local_run(app, pilot, results) -> SweepView:
+async def _sweep_matches_the_local_run(app, pilot, results, where: str) -> SweepView:
+    """Run the tiny sweep (where the count line says it will run) and compare it with the
+    local run."""
     await settle(pilot, app)
+    await app.action_show_view("sweep")
+    await settle(pilot, app)
+    assert str(app.query_one("#sweep-count").render()) == f"0/24 · not started · {where}"
     await pilot.press("f6")
     await settle(pilot, app, rounds=6)
     view = app.query_one(SweepView)
@@ -106,9 +111,7 @@ async def test_a_preset_scheduler_runs_the_sweep_on_dask_with_the_local_rows(
     _, results = isolated_dirs
     app = create_app(str(_tiny_with(tmp_path, "local:1")))
     async with app.run_test(size=(120, 40)) as pilot:
-        view = await _sweep_matches_the_local_run(app, pilot, results)
-        info = str(app.query_one("#sweep-info").render())
-        assert info == "24 configs · s start on local:1"  # where the next one runs
+        view = await _sweep_matches_the_local_run(app, pilot, results, "on local:1")
         # The dashboard of the cluster, while it ran (bokeh is installed with the extra).
         assert any(m.startswith("Dask dashboard: http") for m in notifications(app))
         assert view.dashboard is None
@@ -121,7 +124,7 @@ async def test_spectui_scheduler_wins_over_the_preset(isolated_dirs, tmp_path, m
     # The preset's own scheduler cannot be reached: the sweep runs on the variable's.
     app = create_app(str(_tiny_with(tmp_path, "tcp://127.0.0.1:9")))
     async with app.run_test(size=(120, 40)) as pilot:
-        await _sweep_matches_the_local_run(app, pilot, results)
+        await _sweep_matches_the_local_run(app, pilot, results, "on local:1")
         assert not [m for m in notifications(app) if "failed" in m]
 
 
@@ -131,12 +134,13 @@ async def test_a_bad_spectui_scheduler_is_notified_and_nothing_runs(isolated_dir
     app = create_app("tiny")
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot, app)
+        await app.action_show_view("sweep")
+        await settle(pilot, app)
+        count = app.query_one("#sweep-count")
+        assert str(count.render()) == "0/24 · not started · SPECTUI_SCHEDULER invalid"
         await pilot.press("f6")
         await settle(pilot, app)
         view = app.query_one(SweepView)
-        assert str(app.query_one("#sweep-info").render()) == (
-            "24 configs · s start · SPECTUI_SCHEDULER invalid"
-        )
         (message,) = [m for m in notifications(app) if "SPECTUI_SCHEDULER" in m]
         assert "'my-cluster:8786'" in message and "\n" not in message
         assert "tcp://HOST:PORT" in message and "local:N" in message
@@ -192,8 +196,11 @@ async def test_cancel_during_a_dask_sweep_keeps_the_finished_rows(
         view = app.query_one(SweepView)
         await app.action_start_sweep()
         await _until(gated_rows.reached.is_set)
-        await _until(lambda: "worker" in str(app.query_one("#sweep-info").render()))
-        assert str(app.query_one("#sweep-info").render()) == "576 configs · on local:1 · 1 worker"
+        count = app.query_one("#sweep-count")
+        await _until(lambda: "worker" in str(count.render()))
+        first, dashboard = str(count.render()).splitlines()
+        assert first.endswith("/576 · on local:1 · 1 worker")
+        assert dashboard.startswith("dashboard http://")
         runner = view.runner
         assert runner is not None and runner.client is not None
         app.simulate_key("escape")  # the gate opens: the sweep's thread sees the cancel
@@ -265,8 +272,8 @@ async def test_cancel_while_the_cluster_starts_does_not_wait_for_it(monkeypatch)
         view = app.query_one(SweepView)
         await app.action_start_sweep()
         await _until(started.is_set)
-        info = str(app.query_one("#sweep-info").render())
-        assert info == "24 configs · connecting to tcp://example.invalid:8786…"
+        count = str(app.query_one("#sweep-count").render())
+        assert count == "0/24 · connecting to tcp://example.invalid:8786…"
         app.simulate_key("escape")
         await _until(lambda: view.finished is not None)
         await pilot.pause()
