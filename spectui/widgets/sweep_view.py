@@ -364,7 +364,7 @@ class SweepView(ReportsWorkerErrors, Vertical):
         count = self.query_one("#sweep-count", Static)
         count.styles.height = 1
         if isinstance(worker.error, DaskUnavailable):  # nothing ran
-            count.update("not run: no Dask cluster (see notification)")
+            count.update("not run: Dask cannot run it (see notification)")
         else:
             count.update("sweep failed (see notification)")
         preset = self._selected()

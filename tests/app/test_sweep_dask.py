@@ -172,7 +172,7 @@ async def test_an_unreachable_scheduler_is_one_notification_and_the_app_goes_on(
             "Sweep failed: DaskUnavailable: cannot reach tcp://127.0.0.1:9"
         )
         count = str(app.query_one("#sweep-count").render())
-        assert count == "not run: no Dask cluster (see notification)"
+        assert count == "not run: Dask cannot run it (see notification)"
         assert view.finished is None and not view.running
         assert not list(results.glob("*"))  # no file for a sweep that never ran
         # The app goes on: the next sweep, on this machine, runs.
