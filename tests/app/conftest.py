@@ -28,6 +28,7 @@ def _app_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     apps at once would otherwise start N - 1 processes each."""
     monkeypatch.setenv("SPECTUI_HIDE_TIMINGS", "1")
     monkeypatch.setenv("SPECTUI_SWEEP_WORKERS", "1")
+    monkeypatch.delenv("SPECTUI_SCHEDULER", raising=False)  # a developer's own cluster
 
 
 @pytest.fixture(autouse=True)

@@ -27,17 +27,6 @@ from tests.app.helpers import notifications, settle
 from tests.app.test_sweep import expected_cells
 
 
-def _distributed() -> bool:
-    try:
-        import distributed  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-dask = pytest.mark.skipif(not _distributed(), reason="the dask extra is not installed")
-
-
 async def _until(condition, seconds: float = 60.0) -> None:
     """Wait (yielding to the app) until ``condition()``; fail after ``seconds``."""
     deadline = time.monotonic() + seconds
@@ -104,7 +93,6 @@ def _csv(frame: pd.DataFrame, results) -> str:
     return str(path)
 
 
-@dask
 async def test_a_preset_scheduler_runs_the_sweep_on_dask_with_the_local_rows(
     isolated_dirs, tmp_path
 ):
@@ -117,7 +105,6 @@ async def test_a_preset_scheduler_runs_the_sweep_on_dask_with_the_local_rows(
         assert view.dashboard is None
 
 
-@dask
 async def test_spectui_scheduler_wins_over_the_preset(isolated_dirs, tmp_path, monkeypatch):
     _, results = isolated_dirs
     monkeypatch.setenv("SPECTUI_SCHEDULER", "local:1")
@@ -151,7 +138,6 @@ async def test_a_bad_spectui_scheduler_is_notified_and_nothing_runs(isolated_dir
         assert app.is_running and not list(results.glob("*"))
 
 
-@dask
 async def test_an_unreachable_scheduler_is_one_notification_and_the_app_goes_on(
     isolated_dirs, monkeypatch
 ):
@@ -182,7 +168,6 @@ async def test_an_unreachable_scheduler_is_one_notification_and_the_app_goes_on(
         assert view.finished is not None and view.finished.done == 24
 
 
-@dask
 async def test_cancel_during_a_dask_sweep_keeps_the_finished_rows(
     isolated_dirs, monkeypatch, gated_rows
 ):
@@ -221,7 +206,6 @@ async def test_cancel_during_a_dask_sweep_keeps_the_finished_rows(
         assert any("partial results saved" in m for m in notifications(app))
 
 
-@dask
 async def test_quitting_during_a_dask_sweep_stops_it_and_shuts_the_cluster(
     isolated_dirs, monkeypatch, gated_rows
 ):
