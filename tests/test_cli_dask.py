@@ -136,3 +136,43 @@ def test_an_unreachable_scheduler_is_one_line(cli, preset, tmp_path, monkeypatch
     assert "--scheduler: cannot reach tcp://127.0.0.1:9" in err
     assert len(err.strip().splitlines()) == 1
     assert not (tmp_path / "x.csv.partial").exists()  # nothing to resume, nothing left
+
+
+def test_a_lost_scheduler_keeps_the_rows_for_resume(cli, preset, tmp_path, monkeypatch):
+    """The scheduler goes away mid-sweep: one line, exit status 1, the finished rows stay in
+    the partial file, and --resume (here without Dask) completes the same file."""
+    import distributed
+
+    full = tmp_path / "full.csv"
+    assert _sweep(cli, preset, full)[0] == 0
+    monkeypatch.setattr("engine.cluster.CONNECT_TIMEOUT_S", 2.0)  # also the reconnect wait
+    cluster = distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None
+    )
+    write = engine.files.SweepWriter.write
+    written: list[int] = []
+
+    def write_then_lose_the_scheduler(self, row):
+        write(self, row)
+        written.append(row["config_id"])
+        if len(written) == 1:
+            cluster.close()
+
+    monkeypatch.setattr(engine.files.SweepWriter, "write", write_then_lose_the_scheduler)
+    out = tmp_path / "r.csv"
+    try:
+        status, _, err = _sweep(cli, preset, out, "--scheduler", cluster.scheduler_address)
+    finally:
+        cluster.close()
+    assert status == 1, err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("the Dask cluster failed (")
+    assert last.endswith(
+        f"{len(written)} of 17 configurations kept in {out}.partial: --resume goes on"
+    )
+    assert 1 <= len(written) < 17
+    monkeypatch.setattr(engine.files.SweepWriter, "write", write)
+    status, _, err = _sweep(cli, preset, out, "--resume")
+    assert status == 0, err
+    assert f"resuming: {len(written)} of 17 configurations" in err
+    assert out.read_bytes() == full.read_bytes()
