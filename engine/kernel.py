@@ -217,10 +217,18 @@ def _table_bytes(costs: CycleCosts) -> int:
 
 
 _PRICES = _PriceCache(PRICE_CACHE_BYTES)
+_DEFAULT = SpecConfig()
+
+
+# Values of price fields already validated (SpecConfig.derive), for pricing many settings.
+_PRICE_MEMO: dict[Any, Any] = {}
+_PRICE_MEMO_MAX = 65536
 
 
 def _price(price: tuple[tuple[str, Any], ...]) -> CycleCosts:
-    config = SpecConfig().replace(**dict(price))
+    if len(_PRICE_MEMO) > _PRICE_MEMO_MAX:
+        _PRICE_MEMO.clear()
+    config = _DEFAULT.derive(dict(price), _PRICE_MEMO)
     cost = build_cost(config)
     total, batch = config.tokens_per_seq, config.batch_size
     r = np.arange(total + 1, dtype=np.int64)

@@ -10,6 +10,7 @@ as one line naming the file, the id and the field.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import re
@@ -199,16 +200,22 @@ def _parse_cached(
     return dict(_PARSED[key])
 
 
+@functools.cache
+def _shipped_text(file_name: str) -> str:
+    """A shipped data file's text (package data: read once; pricing reads it for every cost
+    setting of a sweep)."""
+    return resources.files("engine.cost").joinpath("data", file_name).read_text("utf-8")
+
+
 def _load(
     file_name: str,
     fields: Mapping[str, tuple[str, bool]],
     cls: type,
     config_dir: Path | None,
 ) -> dict[str, Any]:
-    shipped = resources.files("engine.cost").joinpath("data", file_name)
     entries = _parse_cached(
         file_name,
-        shipped.read_text(encoding="utf-8"),
+        _shipped_text(file_name),
         f"engine/cost/data/{file_name}",
         fields,
         cls,
@@ -236,7 +243,7 @@ def spec_ids(file_name: str, config_dir: Path | None = None) -> tuple[str, ...]:
     """The ids in the shipped ``file_name`` (hardware.toml or models.toml) and the user's,
     sorted, read from the table headers only. An unreadable user file adds none (building
     a cost model reports it)."""
-    texts = [resources.files("engine.cost").joinpath("data", file_name).read_text("utf-8")]
+    texts = [_shipped_text(file_name)]
     user_file = (config_dir if config_dir is not None else user_config_dir()) / file_name
     with contextlib.suppress(OSError, UnicodeDecodeError):
         texts.append(user_file.read_text(encoding="utf-8"))
