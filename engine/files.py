@@ -12,7 +12,7 @@ import io
 import os
 import tempfile
 from array import array
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -165,7 +165,8 @@ class SweepWriter:
     ``SweepWriter(..., resume=configs)`` continues such a file (or, with none, ``out``
     itself: a sweep stopped early writes its rows there): its rows are checked against
     ``configs`` (a row of another sweep is a :class:`engine.config.ConfigError` on
-    ``--resume``, nothing is changed), a last line cut short by a crash is dropped, and
+    ``--resume``, nothing is changed; ``expect(config)``: more columns a row must hold, such
+    as its ``sampler``), a last line cut short by a crash is dropped, and
     :attr:`done` holds the ``config_id`` of each row kept. ``finish`` replaces ``out``
     atomically with the rows sorted by configuration, then removes the partial file. No row
     is held in memory: the writer keeps each row's offset in the file.
@@ -176,6 +177,7 @@ class SweepWriter:
         out: Path,
         columns: Sequence[str],
         resume: Sequence[SpecConfig] | None = None,
+        expect: Callable[[SpecConfig], Mapping[str, Any]] | None = None,
     ) -> None:
         self.out = writable_target(out)
         self.partial = self.out.with_name(self.out.name + ".partial")
@@ -190,7 +192,7 @@ class SweepWriter:
             source = self.partial if self.partial.exists() else self.out
             if source.exists():
                 self.resumed_from = source
-                kept = self._read(source, header, resume)
+                kept = self._read(source, header, resume, expect)
                 if source == self.out:
                     with self.out.open("rb") as old, self.partial.open("wb") as new:
                         new.write(old.read(kept))
@@ -215,9 +217,17 @@ class SweepWriter:
         if self._offsets[index] < 0:
             self._offsets[index] = offset
 
-    def _read(self, path: Path, header: str, configs: Sequence[SpecConfig]) -> int:
+    def _read(
+        self,
+        path: Path,
+        header: str,
+        configs: Sequence[SpecConfig],
+        expect: Callable[[SpecConfig], Mapping[str, Any]] | None,
+    ) -> int:
         """Index the rows of an earlier run of this sweep; return the length of the file's
-        sound part (the header and every whole row)."""
+        sound part (the header and every whole row). A row's configuration columns must be
+        its configuration's, and the columns ``expect(config)`` names must hold those values
+        (the ``sampler``: rows of another engine, or exact-only ones, are not mixed in)."""
         fields = [c for c in self.columns[1:] if c in _config_keys()]
         positions = [self.columns.index(c) for c in fields]
         with path.open("rb") as handle:
@@ -245,7 +255,12 @@ class SweepWriter:
                         "--resume", f"{path} line {number} is not a row of this sweep"
                     )
                 record = config.values()
-                for name, position in zip(fields, positions, strict=True):
+                checks = list(zip(fields, positions, strict=True))
+                if expect is not None:
+                    extra = expect(config)
+                    record = {**record, **extra}
+                    checks += [(name, self.columns.index(name)) for name in extra]
+                for name, position in checks:
                     if cells[position] != csv_cell(record[name]):
                         raise ConfigError(
                             "--resume",

@@ -134,7 +134,7 @@ def _cost_figures(config: SpecConfig) -> dict[str, Any]:
 def cmd_sweep(args: argparse.Namespace) -> int:
     from engine.files import SweepWriter
     from engine.pool import SweepPool, batch_size_for
-    from engine.sweep import plan_sweep, sweep_rows
+    from engine.sweep import plan_sweep, sampler_name, sweep_rows
 
     if args.scheduler is not None and args.workers > 1:
         raise UsageError("--workers and --scheduler: give one (Dask workers run the sweep)")
@@ -151,7 +151,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             f"--out: {partial} holds the rows of an interrupted sweep; add --resume to go "
             "on with it, or remove it to start again"
         )
-    writer = SweepWriter(args.out, plan.columns, resume=configs if args.resume else None)
+    writer = SweepWriter(
+        args.out,
+        plan.columns,
+        resume=configs if args.resume else None,
+        # Rows of another engine, or exact-only rows, are not this sweep's.
+        expect=lambda config: {"sampler": sampler_name(args.engine, args.exact_only, config)},
+    )
     done_before = len(writer.done)
     if done_before:
         plan = plan.without(writer.done)

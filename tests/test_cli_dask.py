@@ -176,3 +176,13 @@ def test_a_lost_scheduler_keeps_the_rows_for_resume(cli, preset, tmp_path, monke
     assert status == 0, err
     assert f"resuming: {len(written)} of 17 configurations" in err
     assert out.read_bytes() == full.read_bytes()
+
+
+def test_resume_refuses_rows_of_another_engine_or_exact_only(cli, preset, tmp_path):
+    out = tmp_path / "r.csv"
+    assert _sweep(cli, preset, out, "--exact-only")[0] == 0
+    status, _, err = _sweep(cli, preset, out, "--resume")
+    assert status == 2 and len(err.strip().splitlines()) == 1
+    assert "another sweep's (config 0: sampler none where this sweep has prefix/2)" in err
+    status, _, err = _sweep(cli, preset, out, "--resume", "--exact-only")
+    assert status == 0 and "resuming: 17 of 17 configurations" in err
