@@ -68,6 +68,10 @@ class ConfigError(ValueError):
     def __init__(self, field: str, message: str) -> None:
         super().__init__(f"{field}: {message}")
         self.field = field
+        self.message = message
+
+    def __reduce__(self) -> tuple[Any, ...]:  # a worker process sends it back whole
+        return (type(self), (self.field, self.message))
 
 
 @dataclass(frozen=True)
@@ -682,22 +686,10 @@ class SpecConfig:
         depends on its value alone) instead of every field of every configuration. The
         checks across fields (a part's spec ids, the policy's) run for each."""
         values = {f.name: getattr(self, f.name) for f in _FIELDS}
-        for name, value in changes.items():
-            slot: tuple[Any, ...] | None
-            try:
-                slot = (name, type(value), value)
-                checked = memo.get(slot, _MISSING)
-            except TypeError:  # an unhashable value (a list): checked every time
-                slot, checked = None, _MISSING
-            if checked is _MISSING:
-                spec = FIELD_SPECS.get(name) or _BY_ATTR.get(name)
-                if spec is None:
-                    _attr(name)  # raises: unknown parameter
-                    raise AssertionError
-                checked = (spec.attr, check_value(spec.key, value))
-                if slot is not None:
-                    memo[slot] = checked
-            values[checked[0]] = checked[1]
+        # As replace: every name known first, then the values checked in field order.
+        attrs = {_attr(name): value for name, value in changes.items()}
+        for attr in sorted(attrs, key=_FIELD_ORDER.__getitem__):
+            values[attr] = SpecConfig.check_field(attr, attrs[attr], memo)
         config = object.__new__(SpecConfig)
         for attr, value in values.items():
             object.__setattr__(config, attr, value)
@@ -709,6 +701,22 @@ class SpecConfig:
                     memo[part] = True
         _check_policy(config)
         return config
+
+    @staticmethod
+    def check_field(name: str, value: Any, memo: dict[Any, Any]) -> Any:
+        """:func:`check_value` of the field ``name`` (its key or attribute name), remembered
+        in ``memo`` (see :meth:`derive`)."""
+        key = FIELD_SPECS[name].key if name in FIELD_SPECS else _BY_ATTR[_attr(name)].key
+        try:  # the repr tells -0.0 from 0.0 (equal, and equal keys, but not the same)
+            slot: tuple[Any, ...] | None = ("value", key, type(value), value, repr(value))
+            checked = memo.get(slot, _MISSING)
+        except TypeError:  # an unhashable value (a list): checked every time
+            slot, checked = None, _MISSING
+        if checked is _MISSING:
+            checked = check_value(key, value)
+            if slot is not None:
+                memo[slot] = checked
+        return checked
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> SpecConfig:
@@ -731,6 +739,7 @@ _BY_ATTR = {spec.attr: spec for spec in FIELD_SPECS.values()}
 _MISSING = object()
 _FIELDS = dataclasses.fields(SpecConfig)
 _PART_SPECS = tuple(spec for spec in FIELD_SPECS.values() if spec.kind in ("spec", "path"))
+_FIELD_ORDER = {f.name: number for number, f in enumerate(_FIELDS)}
 DEFAULTS: dict[str, Any] = {
     (f.metadata["key"] or f.name): f.default for f in dataclasses.fields(SpecConfig)
 }

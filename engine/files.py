@@ -234,6 +234,12 @@ class SweepWriter:
             first = handle.readline()
             if not first.endswith(b"\n"):
                 return 0  # not even a header: start again
+            if first.endswith(b"\r\n") and first[:-2] + b"\n" == header.encode("utf-8"):
+                raise ConfigError(
+                    "--resume",
+                    f"{path} has Windows line endings (CRLF): spectui did not write it as it "
+                    "is; use a new --out",
+                )
             if first.decode("utf-8", "replace") != header:
                 raise ConfigError(
                     "--resume",
@@ -244,11 +250,15 @@ class SweepWriter:
             for number, raw in enumerate(iter(handle.readline, b""), start=2):
                 if not raw.endswith(b"\n"):
                     break  # cut short by a crash: run its configuration again
-                cells = next(csv.reader([raw.decode("utf-8")]))
                 try:
+                    cells = next(csv.reader([raw.decode("utf-8")]))
                     index = int(cells[0])
                     config = configs[index] if index >= 0 else None
-                except (ValueError, IndexError):
+                except (
+                    ValueError,
+                    IndexError,
+                    StopIteration,
+                ):  # not UTF-8 (a ValueError), not a row
                     config = None
                 if config is None or len(cells) != len(self.columns):
                     raise ConfigError(

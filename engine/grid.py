@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from array import array
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -41,21 +42,28 @@ class SweepSpec:
         """:meth:`configs` one at a time (a sweep of 100,000 need not hold them all).
 
         Each is ``base.replace(**point)``, built by :meth:`SpecConfig.derive`: a grid's
-        values are validated once each, not once per configuration."""
+        values are validated once each, not once per configuration. Duplicates are dropped
+        as :meth:`configs` always has: within a grid by its axes' values (two values that
+        check to equal ones, such as "0.9,0.8" and "0.9, 0.8", are one), across grids by
+        the values of every grid's axes (a tuple a configuration, only while a later grid
+        may repeat it)."""
         if not self.grids:
             yield self.base
             return
         memo: dict[Any, Any] = {}
-        # Duplicates can only come from a second grid: remember points, not configurations.
-        seen: set[SpecConfig] | None = set() if len(self.grids) > 1 else None
-        for grid in self.grids:
+        axes = _union_axes(self.grids)
+        seen: set[tuple[Any, ...]] = set()
+        for number, grid in enumerate(self.grids):
+            last = number == len(self.grids) - 1
             names = list(grid)
-            for values in itertools.product(*(grid[n] for n in names)):
+            for values in itertools.product(*_distinct_values(grid, memo).values()):
                 config = self.base.derive(dict(zip(names, values, strict=True)), memo)
-                if seen is not None:
-                    if config in seen:
+                if len(self.grids) > 1:
+                    point = tuple(config.get(key) for key in axes)
+                    if point in seen:
                         continue
-                    seen.add(config)
+                    if not last:
+                        seen.add(point)
                 yield config
 
     def lazy(self) -> GridConfigs:
@@ -69,8 +77,36 @@ class SweepSpec:
         if not self.grids:
             return 1
         if len(self.grids) == 1:
-            return math.prod(len(values) for values in self.grids[0].values())
+            memo: dict[Any, Any] = {}
+            return math.prod(len(v) for v in _distinct_values(self.grids[0], memo).values())
         return sum(1 for _ in self.iter_configs())
+
+
+def _distinct_values(grid: Grid, memo: dict[Any, Any]) -> dict[str, list[Any]]:
+    """Each axis's values, the first of those that check to equal values only (a product of
+    these has no duplicates). A value that does not check is kept: building its
+    configuration raises, naming it."""
+    axes: dict[str, list[Any]] = {}
+    for name, values in grid.items():
+        kept: list[Any] = []
+        seen: list[Any] = []
+        for value in values:
+            try:
+                checked = SpecConfig.check_field(name, value, memo)
+            except ConfigError:
+                kept.append(value)
+                continue
+            if any(checked == other and repr(checked) == repr(other) for other in seen):
+                continue
+            seen.append(checked)
+            kept.append(value)
+        axes[name] = kept
+    return axes
+
+
+def _union_axes(grids: Sequence[Grid]) -> tuple[str, ...]:
+    """Every grid's axes, by field key, in order of first appearance."""
+    return tuple(dict.fromkeys(name for grid in grids for name in grid))
 
 
 class GridConfigs(Sequence[SpecConfig]):
@@ -80,19 +116,24 @@ class GridConfigs(Sequence[SpecConfig]):
     def __init__(self, spec: SweepSpec) -> None:
         self.spec = spec
         self._memo: dict[Any, Any] = {}
-        # (grid, position in it) of each configuration, when a second grid may repeat some.
-        self._points: list[tuple[int, int]] | None = None
+        self._axes = [_distinct_values(grid, self._memo) for grid in spec.grids]
+        # (grid, position in it) of each configuration, when a second grid may repeat some:
+        # two arrays of 8 bytes a configuration.
+        self._grid: array[int] | None = None
+        self._position: array[int] | None = None
         if len(spec.grids) > 1:
-            seen: set[SpecConfig] = set()
-            points = []
-            for number, grid in enumerate(spec.grids):
+            self._grid, self._position = array("q"), array("q")
+            axes = _union_axes(spec.grids)
+            seen: set[tuple[Any, ...]] = set()
+            for number, grid in enumerate(self._axes):
                 for position in range(math.prod(len(v) for v in grid.values())):
                     config = self._at(number, position)
-                    if config not in seen:
-                        seen.add(config)
-                        points.append((number, position))
-            self._points = points
-        self._size = spec.size() if self._points is None else len(self._points)
+                    point = tuple(config.get(key) for key in axes)
+                    if point not in seen:
+                        seen.add(point)
+                        self._grid.append(number)
+                        self._position.append(position)
+        self._size = spec.size() if self._grid is None else len(self._grid)
 
     def __len__(self) -> int:
         return self._size
@@ -109,11 +150,12 @@ class GridConfigs(Sequence[SpecConfig]):
             raise IndexError(index)
         if not self.spec.grids:
             return self.spec.base
-        number, position = (0, index) if self._points is None else self._points[index]
-        return self._at(number, position)
+        if self._grid is None or self._position is None:
+            return self._at(0, index)
+        return self._at(self._grid[index], self._position[index])
 
     def _at(self, number: int, position: int) -> SpecConfig:
-        grid = self.spec.grids[number]
+        grid = self._axes[number]
         point: dict[str, Any] = {}
         for name in reversed(list(grid)):  # row-major: the last axis varies fastest
             values = grid[name]

@@ -233,7 +233,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 130
-    print(f"{finished} configurations in {elapsed:.1f} s written to {args.out}", file=sys.stderr)
+    line = f"{finished} configurations in {elapsed:.1f} s written to {args.out}"
+    if done_before:
+        ran = finished - done_before
+        line = f"{ran} configurations in {elapsed:.1f} s; all {finished} written to {args.out}"
+    print(line, file=sys.stderr)
     return 0
 
 
@@ -241,13 +245,15 @@ def _dask_runner(scheduler: str) -> Any:
     from engine.cluster import DaskRunner, DaskUnavailable
 
     # Dask logs its own account of a lost connection; the CLI says it in one line.
-    logging.getLogger("distributed").setLevel(logging.CRITICAL)
+    for name in ("distributed", "distributed.client", "distributed.scheduler"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
     runner = DaskRunner(scheduler)
     try:
         runner.start()
     except DaskUnavailable as err:
         raise UsageError(f"--scheduler: {err}") from None
-    where = f"{runner.workers} Dask workers" if runner.workers else "no Dask worker yet"
+    count = runner.workers
+    where = f"{count} Dask worker{'s' if count != 1 else ''}" if count else "no Dask worker yet"
     line = f"{scheduler}: {where}"
     if runner.dashboard:
         line += f"; dashboard {runner.dashboard}"
@@ -269,7 +275,7 @@ def _lost_cluster(err: BaseException) -> bool:
     """An error of the cluster (a lost scheduler, workers killed too often), not of a
     configuration."""
     kinds = {"CommClosedError", "KilledWorker", "CancelledError", "FutureCancelledError"}
-    return type(err).__name__ in kinds or isinstance(err, OSError | TimeoutError)
+    return type(err).__name__ in kinds
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:

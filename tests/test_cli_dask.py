@@ -53,7 +53,8 @@ def test_the_same_bytes_on_one_or_two_processes_and_one_or_two_dask_workers(cli,
         files[name] = out.read_bytes()
         if name.startswith("dask"):
             workers = name[-1]
-            assert f"local:{workers}: {workers} Dask workers; dashboard http://" in err
+            plural = "s" if workers == "2" else ""
+            assert f"local:{workers}: {workers} Dask worker{plural}; dashboard http://" in err
     assert len(set(files.values())) == 1
     lines = files["workers-1"].decode().splitlines()
     assert len(lines) == 18 and "workload.batch_size" in lines[0]
@@ -186,3 +187,19 @@ def test_resume_refuses_rows_of_another_engine_or_exact_only(cli, preset, tmp_pa
     assert "another sweep's (config 0: sampler none where this sweep has prefix/2)" in err
     status, _, err = _sweep(cli, preset, out, "--resume", "--exact-only")
     assert status == 0 and "resuming: 17 of 17 configurations" in err
+
+
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (lambda text: text.replace("\n", "\r\n"), "has Windows line endings (CRLF)"),
+        (lambda text: text + "\n", "line 19 is not a row of this sweep"),
+        (lambda text: text + "3,\udcff\n", "line 19 is not a row of this sweep"),  # not UTF-8
+    ],
+)
+def test_resume_refuses_a_damaged_file_in_one_line(cli, preset, tmp_path, damage, message):
+    out = tmp_path / "r.csv"
+    assert _sweep(cli, preset, out)[0] == 0
+    out.write_bytes(damage(out.read_text()).encode("utf-8", "surrogateescape"))
+    status, _, err = _sweep(cli, preset, out, "--resume")
+    assert status == 2 and message in err and len(err.strip().splitlines()) == 1
