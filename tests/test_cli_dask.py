@@ -203,3 +203,26 @@ def test_resume_refuses_a_damaged_file_in_one_line(cli, preset, tmp_path, damage
     out.write_bytes(damage(out.read_text()).encode("utf-8", "surrogateescape"))
     status, _, err = _sweep(cli, preset, out, "--resume")
     assert status == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+BIG_TREE = """description = "a tree too large, refused where it is built"
+[config]
+n_sequences = 20
+tokens_per_seq = 32
+[[grid]]
+"shape.name" = ["tree"]
+"shape.tree" = ["kary:2,2", "kary:8,6"]
+"""
+
+
+@pytest.mark.parametrize("flags", [("--workers", "2"), ("--scheduler", "local:1")])
+def test_a_configuration_refused_on_a_worker_is_one_line(cli, tmp_path, flags):
+    """The refusal happens where the tree is built: in a worker process or on a Dask worker.
+    It comes back whole (one line, exit 2), it is not retried, and nothing else is printed."""
+    preset = tmp_path / "big.toml"
+    preset.write_text(BIG_TREE)
+    status, out, err = cli("sweep", "--preset", str(preset), "--out", "x.csv", *flags)
+    assert status == 2 and out == ""
+    lines = [line for line in err.splitlines() if "error" in line or "Traceback" in line]
+    assert lines == [lines[-1]] and "shape.tree" in lines[-1] and "4096 nodes" in lines[-1]
+    assert "Traceback" not in err and "Compute Failed" not in err
