@@ -177,8 +177,14 @@ def parse_preset(path: Path, data: dict[str, Any]) -> Preset:
         grids.append(axes)
     sweep = SweepSpec(config, tuple(grids))
     if any(key in _PART_CHECKED for grid in grids for key in grid):
-        try:  # a hardware id, a file name: checked only where the chosen part reads it
-            for _ in sweep.iter_configs():  # one at a time: a grid of 100,000 is not kept
+        # A hardware id, a file name: checked only where the chosen part reads it, which
+        # depends on these axes alone: their grid (12 points of regime-study's 46,080).
+        parts = tuple(
+            {key: values for key, values in grid.items() if key in _PART_CHECKED}
+            for grid in grids
+        )
+        try:
+            for _ in SweepSpec(config, tuple(p for p in parts if p)).iter_configs():
                 pass
         except ConfigError as err:
             raise PresetError(f"{path}: grid: {err}") from None
