@@ -59,7 +59,7 @@ TASK_SECONDS = 1.0
 # only balances overhead against progress: it never changes a row.
 MC_TOKENS_PER_S = 50e6  # the fast engine (shared draws: more; a K policy's runs: ~8e6)
 REFERENCE_TOKENS_PER_S = 0.4e6  # the reference engine's per-token loop
-EXACT_CONFIGS_PER_S = 500.0
+EXACT_CONFIGS_PER_S = 2500.0
 TASKS_PER_WORKER = 4  # at least, so that the work spreads and progress shows
 # A task that raises is not run again: a configuration's error is the same on every try.
 # (A task on a worker that dies is not an error: Dask runs it again elsewhere.)

@@ -80,8 +80,16 @@ def batch_size(configs: Sequence[SpecConfig], workers: int) -> int:
     return _batch_size(tokens, len(configs), len({c.k for c in configs}), workers)
 
 
-def batch_size_for(plan: SweepPlan, workers: int) -> int:
-    """:func:`batch_size` of the configurations a :class:`engine.sweep.SweepPlan` runs."""
+def batch_size_for(plan: SweepPlan, workers: int, exact_only: bool = False) -> int:
+    """:func:`batch_size` of the configurations a :class:`engine.sweep.SweepPlan` runs. An
+    exact-only sweep samples nothing: its batches are sized by count alone, as large as
+    progress allows (up to :data:`engine.sweep.EXACT_BATCH`; the exact program of a batch
+    is computed for all its configurations at once)."""
+    if exact_only:
+        from .sweep import EXACT_BATCH
+
+        by_progress = math.ceil(plan.remaining / (BATCHES_PER_WORKER * max(workers, 1)))
+        return max(1, min(EXACT_BATCH, by_progress))
     return _batch_size(plan.tokens, plan.remaining, plan.k_count, workers)
 
 

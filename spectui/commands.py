@@ -191,7 +191,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                     f"running in one process (no worker processes: {pool.problem})",
                     file=sys.stderr,
                 )
-            batch = batch_size_for(plan, pool.workers) if executor is not None else 1
+            batch = batch_size_for(plan, pool.workers, args.exact_only) if executor else 1
         with SweepProgressBar(plan.total, f"{preset.name} → {args.out}") as progress:
             progress.advance(finished)
             for row in sweep_rows(
