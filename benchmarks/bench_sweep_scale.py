@@ -7,13 +7,16 @@ process, timed in phases from the CLI's own lines on stderr (see :class:`Run`): 
 (interpreter, imports, planning), start (worker processes or the Dask cluster), rows (first
 progress line to the last row), finish (final file, workers stopped); wall is all of it.
 
-1. **Throughput** of the ``seed-576`` sweep at 20,000 sequences a configuration, in
-   configurations x sequences x tokens per second (the sum over configurations of
-   n_sequences x tokens_per_seq, over the wall time and over the rows phase): the base
-   engine on ``--workers N``, this one on ``--workers N`` and on ``--scheduler local:N`` (a
-   Dask LocalCluster of N workers, whose start-up is the start phase).
+1. **Throughput** of the ``seed-576`` sweep at 20,000 sequences a configuration (and at
+   200,000, where start-up weighs less), in configurations x sequences x tokens per second
+   (the sum over configurations of n_sequences x tokens_per_seq, over the wall time and over
+   the rows phase): the base engine on ``--workers N``, this one on ``--workers N``, on
+   ``--scheduler local:N`` (a Dask LocalCluster of N workers, whose start-up is the start
+   phase) and, for reference, on ``--workers 1``. Beside them, the CPU time of each run (user
+   and system, of the process and the workers it waited for): with other work on the
+   machine, a steadier figure than the wall time.
 2. The **46,080-configuration regime study** (``engine/shipped_presets/regime-study.toml``),
-   exact only: configurations per second, the same three runs.
+   exact only: configurations per second, the same four runs.
 3. **Memory**: the peak resident memory of one ``spectui sweep --exact-only --workers 1``
    process (``ru_maxrss`` from ``os.wait4``) on generated grids of 10,000, 30,000 and 100,000
    configurations (k x acceptance_rate x draft_cost_us x verify_cost_us, only the last axis
@@ -76,7 +79,7 @@ CLI_DONE = re.compile(r"(\d+) configurations in ([0-9.]+) s written")
 class Sizes:
     """What one benchmark run measures."""
 
-    seed_sequences: int  # n_sequences of the seed-576 copy
+    seed_sequences: tuple[int, ...]  # n_sequences of the seed-576 copies
     regime_grid: dict[str, list[Any]] | None  # axes replaced in the regime study (None: all)
     memory_configs: tuple[int, ...]  # configurations of the generated grids, multiples of 100
     base_memory_max: int  # the base engine's memory runs stop at this size
@@ -84,14 +87,14 @@ class Sizes:
 
 
 FULL = Sizes(
-    seed_sequences=20_000,
+    seed_sequences=(20_000, 200_000),
     regime_grid=None,
     memory_configs=(10_000, 30_000, 100_000),
     base_memory_max=100_000,
     memory_tokens=16,
 )
 QUICK = Sizes(
-    seed_sequences=20,
+    seed_sequences=(20, 200),
     regime_grid={"workload.batch_size": [1], "workload.prompt_len": [128], "cost.gpu": ["h100"]},
     memory_configs=(200, 600, 2_000),
     base_memory_max=2_000,
@@ -115,6 +118,7 @@ class Run:
     label: str
     wall_s: float
     max_rss_mib: float  # the largest of the process and the processes it waited for
+    cpu_s: float  # user + system time of the process and the processes it waited for
     csv: Path
     finished: bool
     setup_s: float | None = None
@@ -186,6 +190,7 @@ class Engine:
             label=label,
             wall_s=wall,
             max_rss_mib=usage.ru_maxrss / 1024,  # Linux: KiB
+            cpu_s=usage.ru_utime + usage.ru_stime,
             csv=csv,
             finished=finished,
             note="" if finished else f"killed after {self.timeout_s:.0f} s",
@@ -386,11 +391,13 @@ def speed_section(title: str, runs: Sequence[Run], amount: float, unit: str, sca
                 fmt(rows_rate),
                 ratio(wall_rate, reference_wall),
                 ratio(rows_rate, reference_rows),
+                fmt(run.cpu_s),
                 fmt(run.max_rss_mib, 0),
             ]
         )
     header = ["run", "wall s", "setup s", "start s", "rows s", "finish s"]
-    header += [f"{unit} (wall)", f"{unit} (rows)", "wall ratio", "rows ratio", "peak RSS MiB"]
+    header += [f"{unit} (wall)", f"{unit} (rows)", "wall ratio", "rows ratio", "cpu s"]
+    header += ["peak RSS MiB"]
     lines = [title, table(header, rows)]
     lines += [f"  {run.label}: {run.note}" for run in runs if run.note]
     lines.append("CSV byte-identical: " + identical(runs))
@@ -401,18 +408,18 @@ def memory_section(results: dict[int, dict[str, Run]], names: Sequence[str]) -> 
     """Peak RSS and wall time of each engine at each grid size, and the growth."""
     header = ["configurations"]
     for name in names:
-        header += [f"{name} peak RSS MiB", f"{name} wall s", f"{name} configs/s"]
+        header += [f"{name} peak RSS MiB", f"{name} wall s", f"{name} cpu s", f"{name} configs/s"]
     rows = []
     for count, runs in results.items():
         row = [f"{count:,}"]
         for name in names:
             run = runs.get(name)
             if run is None:
-                row += ["-", "-", "-"]
+                row += ["-", "-", "-", "-"]
                 continue
             finished_rate = rate(count, run.wall_s) if run.finished else None
             row += [fmt(run.max_rss_mib, 0), fmt(run.wall_s) + ("" if run.finished else "+")]
-            row += [fmt(finished_rate, 0)]
+            row += [fmt(run.cpu_s), fmt(finished_rate, 0)]
         rows.append(row)
     lines = [
         "3. Memory: peak RSS of one `spectui sweep --exact-only --workers 1` process",
@@ -467,50 +474,41 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         print()
 
-        # 1. Throughput of seed-576 at many sequences a configuration.
-        seed = seed_copy(scratch / f"seed-576-{sizes.seed_sequences}.toml", sizes.seed_sequences)
-        count, work = sweep_work(seed)
-        process_flags = ("--workers", str(workers))
-        dask_flags = ("--scheduler", f"local:{workers}")
-        runs = [
-            e.sweep(f"{e.name} --workers {workers}", seed, "seed.csv", *process_flags)
-            for e in engines
-        ]
-        runs.append(new.sweep(f"new --scheduler local:{workers}", seed, "seed.csv", *dask_flags))
-        print(
-            speed_section(
-                f"1. seed-576 at {sizes.seed_sequences:,} sequences a configuration:"
-                f" {count:,} configurations, {work / 1e9:,.3f} G configurations x sequences x"
-                " tokens (M/s: millions of them a second)",
-                runs,
-                work,
-                "M/s",
-                1e6,
+        def speed_runs(preset: Path, out_name: str, *flags: str) -> list[Run]:
+            """Both engines on N processes, then this one on a LocalCluster of N workers and
+            in one process (for reference)."""
+            pool = ("--workers", str(workers))
+            runs = [
+                e.sweep(f"{e.name} --workers {workers}", preset, out_name, *flags, *pool)
+                for e in engines
+            ]
+            dask = ("--scheduler", f"local:{workers}")
+            runs.append(
+                new.sweep(f"new --scheduler local:{workers}", preset, out_name, *flags, *dask)
             )
-        )
-        print()
+            runs.append(new.sweep("new --workers 1", preset, out_name, *flags, "--workers", "1"))
+            return runs
+
+        # 1. Throughput of seed-576 at many sequences a configuration.
+        for number, sequences in enumerate(sizes.seed_sequences):
+            seed = seed_copy(scratch / f"seed-576-{sequences}.toml", sequences)
+            count, work = sweep_work(seed)
+            title = (
+                f"1{'abcdef'[number]}. seed-576 at {sequences:,} sequences a configuration:"
+                f" {count:,} configurations, {work / 1e9:,.2f} G configurations x sequences x"
+                " tokens (M/s: millions of them a second)"
+            )
+            runs = speed_runs(seed, "seed.csv")
+            print(speed_section(title, runs, work, "M/s", 1e6))
+            print()
 
         # 2. The regime study, exact only.
         regime = regime_copy(scratch / "regime-part.toml", sizes.regime_grid)
         count, _ = sweep_work(regime)
-        flags = ("--exact-only",)
-        runs = [
-            e.sweep(f"{e.name} --workers {workers}", regime, "regime.csv", *flags, *process_flags)
-            for e in engines
-        ]
-        runs.append(
-            new.sweep(f"new --scheduler local:{workers}", regime, "regime.csv", *flags, *dask_flags)
-        )
         part = "" if sizes.regime_grid is None else f" (part: {sizes.regime_grid})"
-        print(
-            speed_section(
-                f"2. regime study{part}, exact only: {count:,} configurations",
-                runs,
-                count,
-                "configs/s",
-                1.0,
-            )
-        )
+        title = f"2. regime study{part}, exact only: {count:,} configurations"
+        runs = speed_runs(regime, "regime.csv", "--exact-only")
+        print(speed_section(title, runs, count, "configs/s", 1.0))
         print()
 
         # 3. Memory against the number of configurations, one process.

@@ -165,12 +165,13 @@ def test_sweep_scale_quick_prints_its_tables(
     assert scale.main(["--quick"]) == 0
     out = capsys.readouterr().out
     assert "base columns left out" in out
-    for title in ("1. seed-576 at 20 sequences", "2. regime study", "3. Memory"):
+    titles = ("1a. seed-576 at 20 sequences", "1b. seed-576 at 200 sequences", "2. regime study")
+    for title in (*titles, "3. Memory"):
         assert title in out
-    for label in ("new --workers 2 ", "new --scheduler local:2 "):
-        assert out.count(label) == 2  # a row in each speed table
+    for label in ("new --workers 2 ", "new --scheduler local:2 ", "new --workers 1 "):
+        assert out.count(label) == 3  # a row in each speed table
     checks = [line for line in out.splitlines() if line.startswith("CSV byte-identical")]
-    assert len(checks) == 2 and all(": identical (" in line for line in checks)
+    assert len(checks) == 3 and all(": identical (" in line for line in checks)
     assert "DIFFERENT" not in out
     memory = out[out.index("3. Memory") :].splitlines()
     sizes = [line.split()[0] for line in memory[2:5]]
@@ -199,7 +200,7 @@ def test_sweep_scale_runs_and_times_the_named_engine(scale: ModuleType, tmp_path
 
 
 def test_sweep_scale_phases_from_the_cli_lines(scale: ModuleType) -> None:
-    run = scale.Run("r", wall_s=2.0, max_rss_mib=1.0, csv=Path("x.csv"), finished=True)
+    run = scale.Run("r", wall_s=2.0, max_rss_mib=1.0, cpu_s=1.0, csv=Path("x.csv"), finished=True)
     lines = [
         (0.1, scale.ENGINE_LINE + "/somewhere/engine/__init__.py"),
         (0.5, "sweep grid → x.csv: 10 configurations"),
@@ -218,7 +219,7 @@ def test_sweep_scale_identical_says_different(scale: ModuleType, tmp_path: Path)
     for name, text in (("a", "h\n1\n"), ("b", "h\n1\n"), ("c", "h\n2\n")):
         files[name] = tmp_path / f"{name}.csv"
         files[name].write_text(text)
-    runs = [scale.Run(n, 1.0, 1.0, path, True) for n, path in files.items()]
+    runs = [scale.Run(n, 1.0, 1.0, 1.0, path, True) for n, path in files.items()]
     assert scale.identical(runs[:2]).startswith("identical (a, b; 4 bytes, 1 rows)")
     assert scale.identical(runs).startswith("DIFFERENT: c differ")
 
