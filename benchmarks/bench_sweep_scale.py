@@ -12,11 +12,12 @@ progress line to the last row), finish (final file, workers stopped); wall is al
    (the sum over configurations of n_sequences x tokens_per_seq, over the wall time and over
    the rows phase): the base engine on ``--workers N``, this one on ``--workers N``, on
    ``--scheduler local:N`` (a Dask LocalCluster of N workers, whose start-up is the start
-   phase) and, for reference, on ``--workers 1``. Beside them, the CPU time of each run (user
-   and system, of the process and the workers it waited for): with other work on the
-   machine, a steadier figure than the wall time.
+   phase; and again without the MALLOC_TRIM_THRESHOLD_ Dask sets for its workers, which
+   costs the sampler dearly) and, for reference, on ``--workers 1``. Beside them, the CPU
+   time of each run (user and system, of the process and the workers it waited for): with
+   other work on the machine, a steadier figure than the wall time.
 2. The **46,080-configuration regime study** (``engine/shipped_presets/regime-study.toml``),
-   exact only: configurations per second, the same four runs.
+   exact only: configurations per second, the same five runs.
 3. **Memory**: the peak resident memory of one ``spectui sweep --exact-only --workers 1``
    process (``ru_maxrss`` from ``os.wait4``) on generated grids of 10,000, 30,000 and 100,000
    configurations (k x acceptance_rate x draft_cost_us x verify_cost_us, only the last axis
@@ -73,6 +74,17 @@ LAUNCHER = (
 PROGRESS_HEADER = re.compile(r"^sweep .*: \d+ configurations$")
 PROGRESS_LINE = re.compile(r"^(\d+)/(\d+)$")
 CLI_DONE = re.compile(r"(\d+) configurations in ([0-9.]+) s written")
+# Dask's nanny starts its workers with MALLOC_TRIM_THRESHOLD_=65536 (its
+# distributed.nanny.pre-spawn-environ), which fixes glibc's mmap threshold at 128 KiB: each
+# large numpy array is then mapped and unmapped afresh. Run before the CLI, this leaves it
+# out, to show what it costs.
+DASK_WITHOUT_TRIM = (
+    "import dask, distributed\n"
+    "environ = dict(dask.config.get('distributed.nanny.pre-spawn-environ'))\n"
+    "environ.pop('MALLOC_TRIM_THRESHOLD_', None)\n"
+    "dask.config.set({'distributed.nanny.pre-spawn-environ': environ})\n"
+)
+NO_TRIM = " (no malloc trim)"
 
 
 @dataclass(frozen=True)
@@ -152,13 +164,14 @@ class Engine:
         ).stdout.strip()
         return f"{self.root} at {head or '?'}{' +changes' if dirty else ''}"
 
-    def sweep(self, label: str, preset: Path, out_name: str, *flags: str) -> Run:
-        """Run ``spectui sweep --preset PRESET --out OUT FLAGS...`` and measure it."""
+    def sweep(self, label: str, preset: Path, out_name: str, *flags: str, prelude: str = "") -> Run:
+        """Run ``spectui sweep --preset PRESET --out OUT FLAGS...`` and measure it;
+        ``prelude``: Python code run first, in the same process."""
         self.runs += 1
         workdir = self.scratch / f"{self.name}-{self.runs}"
         workdir.mkdir(parents=True)  # empty: nothing in it shadows the root's packages
         csv = workdir / out_name
-        command = [sys.executable, "-c", LAUNCHER, "sweep", "--preset", str(preset)]
+        command = [sys.executable, "-c", prelude + LAUNCHER, "sweep", "--preset", str(preset)]
         command += ["--out", str(csv), *flags]
         env = dict(os.environ, PYTHONPATH=str(self.root))
         lines: list[tuple[float, str]] = []
@@ -472,19 +485,27 @@ def main(argv: Sequence[str] | None = None) -> int:
             "phases: setup (interpreter, imports, planning), start (workers or cluster),"
             " rows (first to last row), finish (final file, workers stopped); wall: all"
         )
+        print(
+            f"{NO_TRIM.strip()}: Dask's workers started without its MALLOC_TRIM_THRESHOLD_=65536"
+            " (distributed.nanny.pre-spawn-environ)"
+        )
         print()
 
         def speed_runs(preset: Path, out_name: str, *flags: str) -> list[Run]:
-            """Both engines on N processes, then this one on a LocalCluster of N workers and
-            in one process (for reference)."""
+            """Both engines on N processes, then this one on a LocalCluster of N workers (as
+            Dask starts them, and without Dask's malloc setting) and in one process."""
             pool = ("--workers", str(workers))
             runs = [
                 e.sweep(f"{e.name} --workers {workers}", preset, out_name, *flags, *pool)
                 for e in engines
             ]
             dask = ("--scheduler", f"local:{workers}")
+            label = f"new --scheduler local:{workers}"
+            runs.append(new.sweep(label, preset, out_name, *flags, *dask))
             runs.append(
-                new.sweep(f"new --scheduler local:{workers}", preset, out_name, *flags, *dask)
+                new.sweep(
+                    label + NO_TRIM, preset, out_name, *flags, *dask, prelude=DASK_WITHOUT_TRIM
+                )
             )
             runs.append(new.sweep("new --workers 1", preset, out_name, *flags, "--workers", "1"))
             return runs
