@@ -447,7 +447,9 @@ def memory_section(results: dict[int, dict[str, Run]], names: Sequence[str]) -> 
                 f"{name}: {small:,} -> {large:,} configurations ({large / small:.0f}x):"
                 f" peak RSS {first.max_rss_mib:,.0f} -> {last.max_rss_mib:,.0f} MiB"
                 f" ({last.max_rss_mib / first.max_rss_mib:.2f}x,"
-                f" {last.max_rss_mib - first.max_rss_mib:+,.0f} MiB)"
+                f" {last.max_rss_mib - first.max_rss_mib:+,.0f} MiB:"
+                f" {(last.max_rss_mib - first.max_rss_mib) * 1024 / (large - small):.2f} KiB"
+                " a configuration)"
             )
     for count, runs in results.items():
         if len(runs) >= 2:
