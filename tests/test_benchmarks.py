@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import re
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -138,3 +139,100 @@ def test_cycles_out_figures_from_a_module_or_none(bench: ModuleType, tmp_path: P
     module = tmp_path / "cycles_out.py"
     module.write_text("def measure(sequences=100_000):\n    return {'sequences': sequences}\n")
     assert bench.cycles_out_figures(module, 10) == {"sequences": 10}
+
+
+# benchmarks/bench_sweep_scale.py: its quick mode, and the pieces that make its figures.
+
+
+@pytest.fixture(scope="module")
+def scale() -> ModuleType:
+    """benchmarks/bench_sweep_scale.py, loaded by path."""
+    spec = importlib.util.spec_from_file_location(
+        "bench_sweep_scale", REPO / "benchmarks/bench_sweep_scale.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_sweep_scale"] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_sweep_scale_quick_prints_its_tables(
+    scale: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--quick without a base engine: three sections, the new engine's rows, and every set
+    of runs (processes and a Dask LocalCluster) wrote byte-identical CSV files."""
+    pytest.importorskip("distributed")
+    assert scale.main(["--quick"]) == 0
+    out = capsys.readouterr().out
+    assert "base columns left out" in out
+    titles = ("1a. seed-576 at 20 sequences", "1b. seed-576 at 200 sequences", "2. regime study")
+    for title in (*titles, "3. Memory"):
+        assert title in out
+    labels = ("new --workers 2", "new --scheduler local:2", "new --workers 1")
+    for label in (*labels, "new --scheduler local:2 (no malloc trim)"):
+        row = re.compile(rf"^{re.escape(label)} +\d", re.MULTILINE)
+        assert len(row.findall(out)) == 3  # a row in each speed table
+    checks = [line for line in out.splitlines() if line.startswith("CSV byte-identical")]
+    assert len(checks) == 3 and all(": identical (" in line for line in checks)
+    assert "DIFFERENT" not in out
+    memory = out[out.index("3. Memory") :].splitlines()
+    sizes = [line.split()[0] for line in memory[2:5]]
+    assert sizes == ["200", "600", "2,000"]
+
+
+def test_sweep_scale_refuses_another_engine(scale: ModuleType, tmp_path: Path) -> None:
+    """A root without an engine: the run imports the installed one, and the benchmark says so."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    grid = scale.memory_grid(tmp_path / "grid.toml", 100, 4)
+    engine = scale.Engine("base", empty, tmp_path / "runs", 120.0)
+    with pytest.raises(RuntimeError, match="timed the wrong engine"):
+        engine.sweep("base", grid, "grid.csv", "--exact-only")
+
+
+def test_sweep_scale_runs_and_times_the_named_engine(scale: ModuleType, tmp_path: Path) -> None:
+    grid = scale.memory_grid(tmp_path / "grid.toml", 100, 4)
+    run = scale.Engine("new", REPO, tmp_path / "runs", 120.0).sweep(
+        "new", grid, "grid.csv", "--exact-only"
+    )
+    assert run.finished and run.max_rss_mib > 0
+    phases = (run.setup_s, run.start_s, run.rows_s, run.finish_s)
+    assert all(phase is not None and phase >= 0 for phase in phases)
+    assert run.csv.read_text().count("\n") == 101  # a header and a row a configuration
+
+
+def test_sweep_scale_phases_from_the_cli_lines(scale: ModuleType) -> None:
+    run = scale.Run("r", wall_s=2.0, max_rss_mib=1.0, cpu_s=1.0, csv=Path("x.csv"), finished=True)
+    lines = [
+        (0.1, scale.ENGINE_LINE + "/somewhere/engine/__init__.py"),
+        (0.5, "sweep grid → x.csv: 10 configurations"),
+        (0.6, "0/10"),
+        (1.0, "4/10"),
+        (1.5, "10/10"),
+        (1.6, "10 configurations in 1.2 s written to x.csv"),
+    ]
+    scale._phases(run, lines)
+    figures = (run.setup_s, run.start_s, run.rows_s, run.finish_s)
+    assert figures == pytest.approx((0.4, 0.1, 1.0, 0.1))
+
+
+def test_sweep_scale_identical_says_different(scale: ModuleType, tmp_path: Path) -> None:
+    files = {}
+    for name, text in (("a", "h\n1\n"), ("b", "h\n1\n"), ("c", "h\n2\n")):
+        files[name] = tmp_path / f"{name}.csv"
+        files[name].write_text(text)
+    runs = [scale.Run(n, 1.0, 1.0, 1.0, path, True) for n, path in files.items()]
+    assert scale.identical(runs[:2]).startswith("identical (a, b; 4 bytes, 1 rows)")
+    assert scale.identical(runs).startswith("DIFFERENT: c differ")
+
+
+def test_sweep_scale_generated_grids(scale: ModuleType, tmp_path: Path) -> None:
+    for configurations in (100, 600, 3_000):
+        grid = scale.memory_grid(tmp_path / f"{configurations}.toml", configurations, 16)
+        assert scale.sweep_work(grid) == (configurations, configurations * 16)
+    seed = scale.seed_copy(tmp_path / "seed.toml", 30)
+    assert scale.sweep_work(seed) == (576, 576 * 30 * 128)
+    part = scale.regime_copy(tmp_path / "regime.toml", scale.QUICK.regime_grid)
+    assert scale.sweep_work(part)[0] == 3 * 3 * 16
+    assert scale.sweep_work(scale.regime_copy(tmp_path / "unused.toml", None))[0] == 46_080
