@@ -162,7 +162,6 @@ def test_sweep_scale_quick_prints_its_tables(
 ) -> None:
     """--quick without a base engine: three sections, the new engine's rows, and every set
     of runs (processes and a Dask LocalCluster) wrote byte-identical CSV files."""
-    pytest.importorskip("distributed")
     assert scale.main(["--quick"]) == 0
     out = capsys.readouterr().out
     assert "base columns left out" in out
@@ -170,7 +169,7 @@ def test_sweep_scale_quick_prints_its_tables(
     for title in (*titles, "3. Memory"):
         assert title in out
     labels = ("new --workers 2", "new --scheduler local:2", "new --workers 1")
-    for label in (*labels, "new --scheduler local:2 (no malloc trim)"):
+    for label in (*labels, "new --scheduler local:2 (Dask's malloc trim)"):
         row = re.compile(rf"^{re.escape(label)} +\d", re.MULTILINE)
         assert len(row.findall(out)) == 3  # a row in each speed table
     checks = [line for line in out.splitlines() if line.startswith("CSV byte-identical")]
