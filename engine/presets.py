@@ -180,8 +180,7 @@ def parse_preset(path: Path, data: dict[str, Any]) -> Preset:
         # A hardware id, a file name: checked only where the chosen part reads it, which
         # depends on these axes alone: their grid (12 points of regime-study's 46,080).
         parts = tuple(
-            {key: values for key, values in grid.items() if key in _PART_CHECKED}
-            for grid in grids
+            {key: values for key, values in grid.items() if key in _PART_CHECKED} for grid in grids
         )
         try:
             for _ in SweepSpec(config, tuple(p for p in parts if p)).iter_configs():

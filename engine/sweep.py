@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 import pandas as pd
 
-from .config import CONFIG_FIELDS, DEFAULTS, SCENARIO_FIELDS, SpecConfig
+from .config import CONFIG_FIELDS, DEFAULTS, FIELD_SPECS, SCENARIO_FIELDS, SpecConfig
 from .draft_models import inert_parameters
 from .exact import exact_metrics_many
 from .grid import Grid, SweepSpec
@@ -91,8 +91,14 @@ def sweep_columns(configs: Iterable[SpecConfig]) -> tuple[str, ...]:
 def config_frame(configs: Sequence[SpecConfig]) -> pd.DataFrame:
     """The configurations of a sweep (before any result), one row each, with the sweep's
     configuration columns (the original's 14 and those of :func:`scenario_columns`)."""
-    columns = (*CONFIG_FIELDS, *scenario_columns(configs))
-    return pd.DataFrame([[c.get(key) for key in columns] for c in configs], columns=columns)
+    fields = [(spec.key, spec.attr) for spec in FIELD_SPECS.values()]
+    found: dict[str, list[Any]] = {key: [] for key, _ in fields}
+    for config in configs:  # one pass: a lazy grid builds each configuration once
+        for key, attr in fields:
+            found[key].append(getattr(config, attr))
+    newer = [key for key in SCENARIO_FIELDS if any(value != DEFAULTS[key] for value in found[key])]
+    columns = (*CONFIG_FIELDS, *newer)
+    return pd.DataFrame({key: found[key] for key in columns}, columns=list(columns))
 
 
 def sampler_name(

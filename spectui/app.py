@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import os
 import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -181,8 +182,12 @@ class SpectuiApp(App[None]):
 
     @work(thread=True, group="warm", exit_on_error=False)
     def _warm_pool(self) -> None:
-        """Start the sweep processes once the Sweep view is shown: F6 then need not wait."""
-        self.pool.warm()
+        """Start the sweep processes once the Sweep view is shown: F6 then need not wait.
+        Not when $SPECTUI_SCHEDULER sends every sweep to Dask (they would sit idle)."""
+        from engine.cluster import SCHEDULER_ENV
+
+        if not os.environ.get(SCHEDULER_ENV, "").strip():
+            self.pool.warm()
 
     # --- the form and the exact figures -------------------------------------------------
     def on_config_changed(self, message: ConfigChanged) -> None:
