@@ -325,7 +325,13 @@ class SweepPlan:
             return dataclasses.replace(
                 self, units=array("q", (i for i in self.units if i not in skip))
             )
-        units = [kept for unit in self.units if (kept := [i for i in unit if i not in skip])]  # type: ignore[union-attr]
+        units: list[int | list[int]] = []
+        for unit in self.units:
+            if isinstance(unit, int):
+                if unit not in skip:
+                    units.append(unit)
+            elif rest := [i for i in unit if i not in skip]:
+                units.append(rest)
         return dataclasses.replace(self, units=units)
 
 
@@ -369,7 +375,8 @@ def plan_sweep(
         grouped: dict[Any, list[int]] = {}
         for index in order:
             grouped.setdefault(group_of.get(index, ("alone", index)), []).append(index)
-        units = list(grouped.values())
+        # A group of one is its index alone (no list of its own: a sweep of 100,000).
+        units = [members[0] if len(members) == 1 else members for members in grouped.values()]
     newer = tuple(key for key in SCENARIO_FIELDS if key in found)
     columns = ("config_id", *CONFIG_FIELDS, *newer, *METRIC_NAMES, "sampler")
     remaining = len(order)
