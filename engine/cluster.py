@@ -111,16 +111,21 @@ def task_size(plan: SweepPlan, exact_only: bool, workers: int, engine: str = "fa
 def _local_worker_settings() -> Iterator[None]:
     """While a LocalCluster starts its worker processes: they inherit an ignored SIGINT (a
     terminal's Ctrl-C reaches the whole process group; the caller stops the sweep, the
-    workers must not die of it with a traceback), and Dask's pre-spawn environment without
-    MALLOC_TRIM_THRESHOLD_ (see the module's notes)."""
+    workers must not die of it with a traceback), Dask's pre-spawn environment without
+    MALLOC_TRIM_THRESHOLD_ (see the module's notes), and a stderr with a file descriptor."""
     import dask
 
     environ = dict(dask.config.get("distributed.nanny.pre-spawn-environ", {}))
     environ.pop("MALLOC_TRIM_THRESHOLD_", None)
+    from .pool import stderr_with_a_file_descriptor
+
     main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
     try:
-        with dask.config.set({"distributed.nanny.pre-spawn-environ": environ}):
+        with (
+            dask.config.set({"distributed.nanny.pre-spawn-environ": environ}),
+            stderr_with_a_file_descriptor(),  # the app's stderr has none (Textual)
+        ):
             yield
     finally:
         if previous is not None:

@@ -117,10 +117,10 @@ def _ready() -> int:
 
 
 @contextlib.contextmanager
-def _stderr_with_a_file_descriptor() -> Iterator[None]:
+def stderr_with_a_file_descriptor() -> Iterator[None]:
     """A front end may replace sys.stderr with an object whose fileno() is -1 (Textual does);
-    multiprocessing hands that descriptor to its resource tracker and fails. Lend it
-    /dev/null meanwhile."""
+    multiprocessing hands that descriptor to its resource tracker (and Dask's nanny to the
+    worker processes it spawns) and fails. Lend it /dev/null meanwhile."""
     saved = sys.stderr
     with open(os.devnull, "w") as devnull:
         sys.stderr = devnull
@@ -171,7 +171,7 @@ class SweepPool:
                 self._executor = executor = None  # a worker died while idle
             if executor is None:
                 try:
-                    with _stderr_with_a_file_descriptor():  # starts the resource tracker
+                    with stderr_with_a_file_descriptor():  # starts the resource tracker
                         executor = ProcessPoolExecutor(
                             self.workers,
                             mp_context=multiprocessing.get_context(self.start_method),

@@ -131,3 +131,22 @@ def test_an_unreachable_scheduler_is_one_line():
         runner.start()
     assert "\n" not in str(info.value)
     runner.close()
+
+
+def test_a_local_cluster_starts_under_a_stderr_without_a_descriptor(monkeypatch):
+    """The app's stderr (Textual's) has no file descriptor; Dask's nanny hands stderr to the
+    worker processes it spawns. The runner lends it one while the cluster starts."""
+
+    class NoDescriptor:
+        def write(self, text: str) -> int:
+            return len(text)
+
+        def flush(self) -> None:
+            pass
+
+        def fileno(self) -> int:
+            return -1
+
+    monkeypatch.setattr("sys.stderr", NoDescriptor())
+    with DaskRunner("local:1") as runner:
+        assert runner.workers == 1
