@@ -34,6 +34,7 @@ import math
 import re
 import signal
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from types import TracebackType
@@ -96,8 +97,8 @@ def task_size(plan: SweepPlan, exact_only: bool, workers: int, engine: str = "fa
     remaining = plan.remaining
     if remaining == 0:
         return 1
-    if exact_only:
-        by_work = EXACT_CONFIGS_PER_S * TASK_SECONDS
+    if exact_only:  # the rate is at 128 tokens a sequence; the program grows with T
+        by_work = EXACT_CONFIGS_PER_S * TASK_SECONDS * 128 / max(plan.longest, 128)
     else:
         rate = REFERENCE_TOKENS_PER_S if engine == "reference" else MC_TOKENS_PER_S
         by_work = rate * TASK_SECONDS / max(plan.tokens, 1.0)
@@ -165,16 +166,57 @@ class DaskRunner:
     ) -> None:
         self.close()
 
-    def start(self) -> DaskRunner:
-        """Connect (or start the local cluster); :class:`DaskUnavailable` if Dask cannot
-        run the sweep."""
+    def start(self, should_stop: Callable[[], bool] | None = None) -> bool:
+        """Connect (or start the local cluster) and check the workers' spectui; True once
+        ready, False if ``should_stop()`` turned true meanwhile (the runner is closed then).
+        :class:`DaskUnavailable` if Dask cannot run the sweep: not installed, nothing that
+        answers as a Dask scheduler at the address within :attr:`connect_timeout` (and as
+        long again for the workers to answer), workers without spectui."""
         try:
             import distributed
         except ImportError:
             raise DaskUnavailable(f"Dask is not installed: {INSTALL_HINT}") from None
+        if self.client is not None:
+            return True
+        if self.kind == "local":  # in this thread: its SIGINT is ignored by the workers
+            self._start(distributed)
+            return True
+        # An address: whatever answers there may never finish a Dask handshake (an HTTP
+        # server, a worker that hangs), so the start runs aside, with a deadline.
+        outcome: dict[str, BaseException | None] = {}
+
+        def start() -> None:
+            try:
+                self._start(distributed)
+                outcome["error"] = None
+            except BaseException as err:
+                outcome["error"] = err
+
+        thread = threading.Thread(target=start, name="spectui-dask-connect", daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 2 * self.connect_timeout
+        while thread.is_alive():
+            thread.join(0.05)
+            if should_stop is not None and should_stop() and thread.is_alive():
+                threading.Thread(target=self._close_when_done, args=(thread,), daemon=True).start()
+                return False
+            if time.monotonic() > deadline and thread.is_alive():
+                threading.Thread(target=self._close_when_done, args=(thread,), daemon=True).start()
+                raise DaskUnavailable(
+                    f"cannot reach {self.target}: no Dask scheduler answered in "
+                    f"{2 * self.connect_timeout:g} s (is it a Dask scheduler's address?)"
+                )
+        error = outcome.get("error")
+        if error is not None:
+            raise error
+        return True
+
+    def _close_when_done(self, thread: threading.Thread) -> None:
+        thread.join()
+        self.close()
+
+    def _start(self, distributed: Any) -> None:
         with self._lock:
-            if self.client is not None:
-                return self
             try:
                 if self.kind == "local":
                     with _local_worker_settings():
@@ -190,12 +232,14 @@ class DaskRunner:
                     self.client = distributed.Client(
                         self.target, timeout=self.connect_timeout, set_as_default=False
                     )
-            except (OSError, TimeoutError) as err:
+            except Exception as err:  # refused, timed out, or not Dask speaking at all
                 self._close_locked()
                 where = self.target if self.kind == "address" else "a local cluster"
-                raise DaskUnavailable(f"cannot reach {where}: {err}") from None
+                reason = str(err).strip().splitlines()[0] if str(err).strip() else ""
+                raise DaskUnavailable(
+                    f"cannot reach {where}: {type(err).__name__}: {reason}".rstrip(": ")
+                ) from None
         self._check_versions()
-        return self
 
     def _check_versions(self) -> None:
         ours = _spectui_version()

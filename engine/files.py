@@ -260,7 +260,12 @@ class SweepWriter:
                     StopIteration,
                 ):  # not UTF-8 (a ValueError), not a row
                     config = None
-                if config is None or len(cells) != len(self.columns):
+                # Only rows as spectui writes them (their bytes go to the final file).
+                if config is None or not (
+                    len(cells) == len(self.columns)
+                    and cells[0] == str(index)
+                    and csv_line(cells).encode("utf-8") == raw
+                ):
                     raise ConfigError(
                         "--resume", f"{path} line {number} is not a row of this sweep"
                     )

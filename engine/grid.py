@@ -89,16 +89,22 @@ def _distinct_values(grid: Grid, memo: dict[Any, Any]) -> dict[str, list[Any]]:
     axes: dict[str, list[Any]] = {}
     for name, values in grid.items():
         kept: list[Any] = []
-        seen: list[Any] = []
+        seen: set[Any] = set()  # checked values, as configurations compare them (0.0 == -0.0)
+        unhashable: list[Any] = []
         for value in values:
             try:
                 checked = SpecConfig.check_field(name, value, memo)
             except ConfigError:
                 kept.append(value)
                 continue
-            if any(checked == other and repr(checked) == repr(other) for other in seen):
-                continue
-            seen.append(checked)
+            try:
+                if (type(checked), checked) in seen:
+                    continue
+                seen.add((type(checked), checked))
+            except TypeError:
+                if checked in unhashable:
+                    continue
+                unhashable.append(checked)
             kept.append(value)
         axes[name] = kept
     return axes
@@ -133,7 +139,12 @@ class GridConfigs(Sequence[SpecConfig]):
                         seen.add(point)
                         self._grid.append(number)
                         self._position.append(position)
-        self._size = spec.size() if self._grid is None else len(self._grid)
+        if self._grid is not None:
+            self._size = len(self._grid)
+        elif self._axes:
+            self._size = math.prod(len(v) for v in self._axes[0].values())
+        else:
+            self._size = 1
 
     def __len__(self) -> int:
         return self._size

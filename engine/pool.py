@@ -86,10 +86,11 @@ def batch_size_for(plan: SweepPlan, workers: int, exact_only: bool = False) -> i
     progress allows (up to :data:`engine.sweep.EXACT_BATCH`; the exact program of a batch
     is computed for all its configurations at once)."""
     if exact_only:
-        from .sweep import EXACT_BATCH
+        from .sweep import EXACT_BATCH, EXACT_BATCH_TOKENS
 
         by_progress = math.ceil(plan.remaining / (BATCHES_PER_WORKER * max(workers, 1)))
-        return max(1, min(EXACT_BATCH, by_progress))
+        by_length = EXACT_BATCH_TOKENS // max(plan.longest, 1)  # as in the calling thread
+        return max(1, min(EXACT_BATCH, by_progress, by_length))
     return _batch_size(plan.tokens, plan.remaining, plan.k_count, workers)
 
 

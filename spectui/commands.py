@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import math
@@ -178,9 +179,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         if args.scheduler is not None and plan.remaining:
             from engine.cluster import task_size
 
-            runner = _dask_runner(args.scheduler)
+            runner = _dask_runner(args.scheduler, stop)  # None: Ctrl-C came first
             executor: Any = runner
-            batch = task_size(plan, args.exact_only, runner.workers, args.engine)
+            workers = runner.workers if runner is not None else 1
+            batch = task_size(plan, args.exact_only, workers, args.engine)
         else:
             # --workers 1: this process alone; more: the engine's pool (Ctrl-C stays with
             # us), started by the platform's default method: no thread of ours runs yet.
@@ -194,7 +196,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             batch = batch_size_for(plan, pool.workers, args.exact_only) if executor else 1
         with SweepProgressBar(plan.total, f"{preset.name} → {args.out}") as progress:
             progress.advance(finished)
-            for row in sweep_rows(
+            for row in sweep_rows(  # stopped already (Ctrl-C while connecting): no row
                 configs,
                 engine=args.engine,
                 exact_only=args.exact_only,
@@ -236,20 +238,28 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     line = f"{finished} configurations in {elapsed:.1f} s written to {args.out}"
     if done_before:
         ran = finished - done_before
-        line = f"{ran} configurations in {elapsed:.1f} s; all {finished} written to {args.out}"
+        line = (
+            f"{ran} configuration{'s' if ran != 1 else ''} in {elapsed:.1f} s; all {finished} "
+            f"written to {args.out}"
+        )
     print(line, file=sys.stderr)
     return 0
 
 
-def _dask_runner(scheduler: str) -> Any:
+def _dask_runner(scheduler: str, stop: threading.Event) -> Any:
+    """The started runner, or None if Ctrl-C came first."""
     from engine.cluster import DaskRunner, DaskUnavailable
 
-    # Dask logs its own account of a lost connection; the CLI says it in one line.
+    # Dask logs its own account of a lost connection; the CLI says it in one line. (Its
+    # import sets the levels: set them after it.)
+    with contextlib.suppress(ImportError):
+        import distributed  # noqa: F401
     for name in ("distributed", "distributed.client", "distributed.scheduler"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
     runner = DaskRunner(scheduler)
     try:
-        runner.start()
+        if not runner.start(stop.is_set):
+            return None
     except DaskUnavailable as err:
         raise UsageError(f"--scheduler: {err}") from None
     count = runner.workers

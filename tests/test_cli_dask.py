@@ -226,3 +226,19 @@ def test_a_configuration_refused_on_a_worker_is_one_line(cli, tmp_path, flags):
     lines = [line for line in err.splitlines() if "error" in line or "Traceback" in line]
     assert lines == [lines[-1]] and "shape.tree" in lines[-1] and "4096 nodes" in lines[-1]
     assert "Traceback" not in err and "Compute Failed" not in err
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda text: text.replace("\n3,", "\n03,"),  # a config_id spectui would not write
+        lambda text: text.replace("\n3,", "\n 3,"),
+        lambda text: text.replace("\n3,", "\r\n3,"),  # one row with a CRLF ending
+    ],
+)
+def test_resume_keeps_only_rows_as_spectui_writes_them(cli, preset, tmp_path, damage):
+    out = tmp_path / "r.csv"
+    assert _sweep(cli, preset, out)[0] == 0
+    out.write_text(damage(out.read_text()))
+    status, _, err = _sweep(cli, preset, out, "--resume")
+    assert status == 2 and "is not a row of this sweep" in err
