@@ -177,8 +177,8 @@ def parse_preset(path: Path, data: dict[str, Any]) -> Preset:
         grids.append(axes)
     sweep = SweepSpec(config, tuple(grids))
     if any(key in _PART_CHECKED for grid in grids for key in grid):
-        # A hardware id, a file name: checked only where the chosen part reads it, which
-        # depends on these axes alone: their grid (12 points of regime-study's 46,080).
+        # A hardware id, a file name, a policy's limits: checked only in combination, which
+        # depends on these axes alone: their grid (5,760 points of regime-study's 46,080).
         parts = tuple(
             {key: values for key, values in grid.items() if key in _PART_CHECKED} for grid in grids
         )
@@ -208,13 +208,19 @@ def _scheduler(path: Path, value: Any, sweep: SweepSpec) -> str:
 
 
 # Grid axes whose values are checked only in combination (an id of the chosen cost model's,
-# a file it needs), and the fields that choose those parts: a grid over them is expanded
+# a file it needs, and the fields that choose those parts; a K policy's limits and what
+# they are checked against: engine.config._check_policy): a grid over them is expanded
 # once on loading, so that a bad combination is the preset's error, not a later crash.
 _PART_CHECKED = frozenset(
     key
     for spec in FIELD_SPECS.values()
     if spec.kind in ("spec", "path")
     for key in (spec.key, *((spec.part[0],) if spec.part else ()))
+) | frozenset(
+    key
+    for key in FIELD_SPECS
+    if key.startswith(("policy.", "shape.", "acceptance."))
+    or key in ("draft_model", "k", "tail", "tokens_per_seq", "workload.batch_size")
 )
 
 

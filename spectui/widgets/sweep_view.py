@@ -177,8 +177,22 @@ class SweepView(ReportsWorkerErrors, Vertical):
         count.styles.height = 1
         count.update(self._fit(f"0/{size} · not started", self._where_next(preset)))
         self.frame = self.finished = None
-        self._prepare(preset)
-        self._draw()
+        if self._prepare_or_say(preset):
+            self._draw()
+
+    def _prepare_or_say(self, preset: Any) -> bool:
+        """:meth:`_prepare`, or, for a grid one of whose configurations cannot be (a
+        combination the preset's loading does not check), one notification and False: the
+        app goes on."""
+        try:
+            self._prepare(preset)
+        except ConfigError as err:
+            self.notify(f"{preset.name}: {err}", title="Sweep cannot run", severity="error")
+            count = self.query_one("#sweep-count", Static)
+            count.styles.height = 1
+            count.update(f"cannot run: {err.field} (see notification)")
+            return False
+        return True
 
     def _where_next(self, preset: Any) -> str:
         """Where a sweep of ``preset`` would run, for the count line: "" (here), "on
@@ -232,6 +246,8 @@ class SweepView(ReportsWorkerErrors, Vertical):
             count.styles.height = 1
             count.update(f"not started: {err.field} is not a scheduler")
             return
+        if not self._prepare_or_say(preset):
+            return
         configs = self._configs(preset)
         self.running_name, self.running_total = preset.name, preset.size()
         self.dashboard = None
@@ -240,7 +256,6 @@ class SweepView(ReportsWorkerErrors, Vertical):
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
         self.out_path = results_dir() / f"sweep-{preset.name}-{stamp}.csv"
         self.frame = self.finished = None
-        self._prepare(preset)
         bar = self.query_one(ProgressBar)
         bar.update(total=self.running_total, progress=0)
         self.query_one("#sweep-count", Static).styles.height = 1

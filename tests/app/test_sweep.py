@@ -207,3 +207,28 @@ async def test_info_line_tells_which_preset_the_next_sweep_runs(isolated_dirs, g
         await settle(pilot, app)
         assert view.finished is not None and view.finished.cancelled
         assert str(info.render()) == "24 configs · s start"  # the next one can start now
+
+
+async def test_a_grid_that_cannot_be_built_is_one_notification(isolated_dirs):
+    """A combination the preset's loading did not check (a preset built in code here) is
+    one notification when the view expands the grid; nothing starts and the app goes on."""
+    from dataclasses import replace
+
+    from engine.config import SpecConfig
+    from engine.grid import SweepSpec
+
+    base = SpecConfig().replace(**{"policy.name": "goodput", "policy.k_max": 8})
+    bad = replace(load_preset("tiny"), name="bad", sweep=SweepSpec(base, ({"k": [3, 9]},)))
+    app = create_app("tiny")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("3")
+        await settle(pilot, app)
+        view = app.query_one(SweepView)
+        view.choose(bad)
+        await settle(pilot, app)
+        assert any("k: 9 is above policy.k_max 8" in m for m in notifications(app))
+        assert "cannot run: k" in str(view.query_one("#sweep-count").render())
+        await pilot.press("s")
+        await settle(pilot, app)
+        assert not view.running and app.is_running

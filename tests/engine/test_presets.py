@@ -106,3 +106,16 @@ def test_a_bad_scheduler_is_one_line_naming_the_file(tmp_path, text, expected):
     message = str(info.value)
     assert message.startswith(f"{path}: ") and expected in message
     assert "\n" not in message
+
+
+def test_a_grid_of_policy_limits_that_cannot_work_is_refused_on_loading(tmp_path):
+    """Checked in combination (k against policy.k_max), like a part's ids: the preset's one
+    line, not a crash when a view expands the grid."""
+    path = tmp_path / "bad.toml"
+    path.write_text(
+        'description = "x"\n[config]\n"policy.name" = "goodput"\n"policy.k_max" = 8\n'
+        '[[grid]]\nk = [3, 9]\n"cost.gpu" = ["h100"]\n'
+    )
+    with pytest.raises(PresetError) as info:
+        load_preset_file(path)
+    assert str(info.value).startswith(f"{path}: grid: k: 9 is above policy.k_max 8")
