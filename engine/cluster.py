@@ -168,7 +168,8 @@ class DaskRunner:
 
     def start(self, should_stop: Callable[[], bool] | None = None) -> bool:
         """Connect (or start the local cluster) and check the workers' spectui; True once
-        ready, False if ``should_stop()`` turned true meanwhile (the runner is closed then).
+        ready, False if ``should_stop()`` turned true meanwhile (without waiting for the start:
+        the runner closes itself once its start returns).
         :class:`DaskUnavailable` if Dask cannot run the sweep: not installed, nothing that
         answers as a Dask scheduler at the address within :attr:`connect_timeout` (and as
         long again for the workers to answer), workers without spectui."""
@@ -178,11 +179,14 @@ class DaskRunner:
             raise DaskUnavailable(f"Dask is not installed: {INSTALL_HINT}") from None
         if self.client is not None:
             return True
-        if self.kind == "local":  # in this thread: its SIGINT is ignored by the workers
+        main = threading.current_thread() is threading.main_thread()
+        if self.kind == "local" and (main or should_stop is None):
+            # In this thread: from the main thread, its ignored SIGINT reaches the workers.
             self._start(distributed)
             return True
-        # An address: whatever answers there may never finish a Dask handshake (an HTTP
-        # server, a worker that hangs), so the start runs aside, with a deadline.
+        # Aside, so that a stop need not wait for the start (a local cluster's seconds, in
+        # the app's thread); and for an address with a deadline: whatever answers there may
+        # never finish a Dask handshake (an HTTP server, a worker that hangs).
         outcome: dict[str, BaseException | None] = {}
 
         def start() -> None:
@@ -194,7 +198,8 @@ class DaskRunner:
 
         thread = threading.Thread(target=start, name="spectui-dask-connect", daemon=True)
         thread.start()
-        deadline = time.monotonic() + 2 * self.connect_timeout
+        limit = 2 * self.connect_timeout if self.kind == "address" else math.inf
+        deadline = time.monotonic() + limit
         while thread.is_alive():
             thread.join(0.05)
             if should_stop is not None and should_stop() and thread.is_alive():

@@ -72,12 +72,10 @@ def scenario_columns(
     """The newer fields (dotted keys) that some configuration sets away from its default,
     in table order: the ones :meth:`SpecConfig.to_dict` writes for it (``records``: those
     records, when the caller has them)."""
-    original = set(CONFIG_FIELDS)
     found = {
         key
         for record in (records if records is not None else (c.to_dict() for c in configs))
         for key in record
-        if key not in original
     }
     return tuple(key for key in SCENARIO_FIELDS if key in found)
 
@@ -85,7 +83,12 @@ def scenario_columns(
 def sweep_columns(configs: Iterable[SpecConfig]) -> tuple[str, ...]:
     """A sweep's CSV columns: ``config_id``, the original's 14 fields, the newer fields of
     :func:`scenario_columns`, then the metrics."""
-    return ("config_id", *CONFIG_FIELDS, *scenario_columns(configs), *METRIC_NAMES, "sampler")
+    return _columns(scenario_columns(configs))
+
+
+def _columns(newer: Sequence[str]) -> tuple[str, ...]:
+    """The CSV columns of a sweep whose configurations set the newer fields ``newer``."""
+    return ("config_id", *CONFIG_FIELDS, *newer, *METRIC_NAMES, "sampler")
 
 
 def config_frame(configs: Sequence[SpecConfig]) -> pd.DataFrame:
@@ -188,16 +191,23 @@ def draw_groups(configs: Sequence[SpecConfig], order: Sequence[int]) -> list[lis
     (:func:`engine.simulator.draw_key`), each group where its first member comes. A
     configuration of the stepwise engine (a K policy, markov acceptance) runs alone: its
     cycles depend on its policy, which the draw key leaves out."""
-    from .policies import needs_stepwise
-
     groups: dict[tuple[Any, ...], list[int]] = {}
     for index in order:
-        if needs_stepwise(configs[index]) or configs[index].shape == "tree":
-            groups[("alone", index)] = [index]
-            continue
-        seed, key = draw_key(configs[index])
-        groups.setdefault((seed, *key), []).append(index)
+        key = _shared_draws(configs[index])
+        groups.setdefault(("alone", index) if key is None else key, []).append(index)
     return list(groups.values())
+
+
+def _shared_draws(config: SpecConfig) -> tuple[Any, ...] | None:
+    """The key of the draws ``config`` shares with others (:func:`engine.simulator.draw_key`),
+    or None: a configuration of the stepwise engine (a K policy, markov acceptance) or a
+    token tree runs alone, its cycles depending on more than the key holds."""
+    from .policies import needs_stepwise
+
+    if needs_stepwise(config) or config.shape == "tree":
+        return None
+    seed, key = draw_key(config)
+    return (seed, *key)
 
 
 def cell_key(config: SpecConfig, record: dict[str, Any] | None = None) -> tuple[Any, ...]:
@@ -208,20 +218,15 @@ def cell_key(config: SpecConfig, record: dict[str, Any] | None = None) -> tuple[
     return tuple(None if name in inert else value for name, value in items if name != "k")
 
 
-def cell_order(
-    configs: Sequence[SpecConfig], records: Sequence[dict[str, Any]] | None = None
-) -> list[int]:
+def cell_order(configs: Iterable[SpecConfig]) -> list[int]:
     """Indices of ``configs`` with every K of a cell together, cells in order of first appearance.
 
     A sweep run in this order completes its optimal-K cells one after another (a heatmap fills
     as it goes) instead of finishing every cell at once near the end, as a grid listing K as
-    its outer axis would. Within a cell the grid's own order is kept.
+    its outer axis would. Within a cell the grid's own order is kept. (The order of
+    :func:`plan_sweep`, which runs a sweep in it.)
     """
-    cells: dict[tuple[Any, ...], list[int]] = {}
-    for index, config in enumerate(configs):
-        record = None if records is None else records[index]
-        cells.setdefault(cell_key(config, record), []).append(index)
-    return [index for members in cells.values() for index in members]
+    return list(plan_sweep(configs, exact_only=True).units)  # type: ignore[arg-type]
 
 
 def _evaluate_batch(
@@ -299,8 +304,9 @@ class ExecutorRunner:
 class SweepPlan:
     """What a sweep will run, from one pass over its configurations (none of them kept).
 
-    ``columns``: the CSV's (:func:`sweep_columns`, of every configuration, the ones skipped
-    included: a resumed sweep writes the same header); ``units``: indices of the
+    ``newer``: the newer fields some configuration sets (:func:`scenario_columns`, of
+    every configuration, the ones skipped included: a resumed sweep writes the same
+    header), and :attr:`columns` the CSV's; ``units``: indices of the
     configurations to run, in cell order (:func:`cell_order`), grouped as they must run
     together (the fast engine's configurations that share draws, :func:`draw_groups`; an
     index alone where nothing is shared: an array of 8 bytes a configuration);
@@ -309,11 +315,15 @@ class SweepPlan:
     ``k_count``: how many values of K."""
 
     total: int
-    columns: tuple[str, ...]
+    newer: tuple[str, ...]
     units: Sequence[int | list[int]]
     tokens: float
     longest: int
     k_count: int
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return _columns(self.newer)
 
     @property
     def remaining(self) -> int:
@@ -344,29 +354,25 @@ def plan_sweep(
     """The :class:`SweepPlan` of ``configs`` (an iterable: a grid's lazy sequence is built
     once, one configuration at a time), leaving out the indices in ``skip`` (those a
     resumed sweep has)."""
-    from .policies import needs_stepwise
-
     cells: dict[tuple[Any, ...], array[int]] = {}  # 8 bytes a configuration
     group_ids: dict[tuple[Any, ...], int] = {}  # draw key -> group number
     group_of: dict[int, int] = {}  # index -> group number (fast engine)
     found: set[str] = set()
-    original = set(CONFIG_FIELDS)
     total = tokens = longest = 0
     k_values: set[int] = set()
     shared = not exact_only and engine == "fast"
     for index, config in enumerate(configs):
         total += 1
         record = config.to_dict()
-        found.update(key for key in record if key not in original)
+        found.update(record)
         if index in skip:
             continue
         cells.setdefault(cell_key(config, record), array("q")).append(index)
         tokens += config.n_sequences * config.tokens_per_seq
         longest = max(longest, config.tokens_per_seq)
         k_values.add(config.k)
-        if shared and not (needs_stepwise(config) or config.shape == "tree"):
-            seed, key = draw_key(config)
-            group_of[index] = group_ids.setdefault((seed, *key), len(group_ids))
+        if shared and (key := _shared_draws(config)) is not None:
+            group_of[index] = group_ids.setdefault(key, len(group_ids))
     order = array("q", (index for members in cells.values() for index in members))
     cells.clear()
     if not shared:
@@ -378,10 +384,9 @@ def plan_sweep(
         # A group of one is its index alone (no list of its own: a sweep of 100,000).
         units = [members[0] if len(members) == 1 else members for members in grouped.values()]
     newer = tuple(key for key in SCENARIO_FIELDS if key in found)
-    columns = ("config_id", *CONFIG_FIELDS, *newer, *METRIC_NAMES, "sampler")
     remaining = len(order)
     return SweepPlan(
-        total, columns, units, tokens / remaining if remaining else 0.0, longest, len(k_values)
+        total, newer, units, tokens / remaining if remaining else 0.0, longest, len(k_values)
     )
 
 
@@ -405,8 +410,7 @@ def sweep_rows(
         raise ValueError(f"engine: {engine!r} is not one of {', '.join(ENGINES)}")
     if plan is None:
         plan = plan_sweep(configs, engine, exact_only, skip)
-    newer = plan.columns[1 + len(CONFIG_FIELDS) : -len(METRIC_NAMES) - 1]
-    defaults = {key: DEFAULTS[key] for key in newer}
+    defaults = {key: DEFAULTS[key] for key in plan.newer}
 
     def stopped() -> bool:
         return should_stop is not None and should_stop()

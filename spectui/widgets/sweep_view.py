@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import math
 import os
-import threading
 import time
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures.process import BrokenProcessPool
 from datetime import datetime
 from pathlib import Path
@@ -43,7 +42,6 @@ from spectui.widgets.heatmap import LEGEND, Heatmap
 
 SNAPSHOT_EVERY_S = 0.5
 PROGRESS_EVERY_S = 0.25
-START_POLL_S = 0.05  # how often a sweep waiting for its Dask cluster looks for a cancel
 SCHEDULER_FORMS = "tcp://HOST:PORT or local:N (unset: this machine)"
 
 
@@ -292,7 +290,7 @@ class SweepView(ReportsWorkerErrors, Vertical):
                 from engine.cluster import DaskRunner, task_size
 
                 runner = self.runner = DaskRunner(scheduler)
-                if not _start_runner(runner, stopped):  # cancelled, or the app quit
+                if not runner.start(stopped):  # cancelled, or the app quit
                     # Not closed here (close waits for start): its start thread closes it.
                     runner = self.runner = None
                     self._post_finished(SweepStore(planned, plan.columns), planned, None, start)
@@ -614,38 +612,6 @@ def _kind(value: Any) -> str:
     if isinstance(value, float | np.floating):
         return "d"
     return "o"
-
-
-def _start_runner(runner: Any, stopped: Callable[[], bool]) -> bool:
-    """Start a Dask runner (:meth:`engine.cluster.DaskRunner.start`: seconds for a local
-    cluster, up to the connect timeout for an address) in a thread of its own, so that a
-    sweep cancelled meanwhile (Escape, the app quitting) need not wait for it: False then,
-    and the runner is closed as soon as its start returns. Raises the start's error."""
-    done = threading.Event()
-    lock = threading.Lock()
-    state: dict[str, Any] = {"abandoned": False, "error": None}
-
-    def start() -> None:
-        try:
-            runner.start()
-        except BaseException as err:  # raised in the sweep's thread
-            state["error"] = err
-        with lock:
-            done.set()
-            abandoned = state["abandoned"]
-        if abandoned:
-            runner.close()
-
-    threading.Thread(target=start, name="spectui-dask-start", daemon=True).start()
-    while not done.wait(START_POLL_S):
-        if stopped():
-            with lock:
-                if not done.is_set():
-                    state["abandoned"] = True
-                    return False
-    if state["error"] is not None:
-        raise state["error"]
-    return True
 
 
 def _shorten(text: str, room: int) -> str:

@@ -3,8 +3,10 @@ worker's batches run again, a stop cancels, a bad address is one line."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import threading
 import time
 
 import pandas as pd
@@ -150,3 +152,51 @@ def test_a_local_cluster_starts_under_a_stderr_without_a_descriptor(monkeypatch)
     monkeypatch.setattr("sys.stderr", NoDescriptor())
     with DaskRunner("local:1") as runner:
         assert runner.workers == 1
+
+
+@pytest.fixture
+def silent_server():
+    """A TCP port that accepts connections and never says a word (not a Dask scheduler)."""
+    import socket
+
+    server = socket.create_server(("127.0.0.1", 0))
+    server.listen()
+    accepted: list[socket.socket] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        server.settimeout(0.1)
+        while not stop.is_set():
+            with contextlib.suppress(OSError):
+                accepted.append(server.accept()[0])
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield f"tcp://127.0.0.1:{server.getsockname()[1]}"
+    stop.set()
+    thread.join()
+    for connection in accepted:
+        connection.close()
+    server.close()
+
+
+def test_an_address_that_never_answers_as_dask_is_refused_after_a_deadline(silent_server):
+    runner = DaskRunner(silent_server, connect_timeout=0.5)
+    with pytest.raises(DaskUnavailable, match=r"no Dask scheduler answered in 1 s"):
+        runner.start()
+
+
+def test_a_stop_while_connecting_returns_at_once(silent_server):
+    """The connect never finishes here (a silent port holds Dask's handshake); a stop
+    returns False without waiting for it (else the deadline would raise). The abandoned
+    connect closes its runner if it ever returns."""
+    runner = DaskRunner(silent_server, connect_timeout=3)
+    asked: list[int] = []
+
+    def should_stop() -> bool:
+        asked.append(1)
+        return len(asked) > 2
+
+    assert runner.start(should_stop) is False
+    assert len(asked) == 3
+    assert runner.client is None
