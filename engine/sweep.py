@@ -20,7 +20,7 @@ import functools
 import math
 from array import array
 from collections.abc import Callable, Container, Iterable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -296,8 +296,14 @@ class ExecutorRunner:
                 for future in done:
                     yield future.result()
         finally:
-            for future in pending:
-                future.cancel()
+            # A process pool's queued batches are cancelled by its owner's shutdown (with
+            # cancel_futures; engine.pool.SweepPool): cancelled from here, a future stays in
+            # the pool's books until its manager thread looks, and a terminate meanwhile
+            # makes that thread fail on it with a traceback (CPython 3.11's
+            # ProcessPoolExecutor.terminate_broken sets an exception on a cancelled future).
+            if not isinstance(self.executor, ProcessPoolExecutor):
+                for future in pending:
+                    future.cancel()
 
 
 @dataclass(frozen=True)
