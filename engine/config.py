@@ -208,12 +208,13 @@ class SpecConfig:
     )
     draft_cost_us: float = _field(
         20.0,
-        label="draft us",
+        label="draft/tk",
         kind="number",
         low=0.0,
         high=COST_MAX_US,
         unit="us",
-        help="linear: cost of one draft forward pass",
+        help="linear: cost of one draft forward pass, i.e. per draft token (a cycle of K "
+        "drafts pays K of them; the Exact panel's draft time is per cycle)",
         part=_LINEAR,
     )
     verify_cost_us: float = _field(

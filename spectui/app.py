@@ -345,7 +345,9 @@ class SpectuiApp(App[None]):
         from spectui.screens.help import HelpScreen
 
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen())
+            # A form field focused: its help, unit and range first (what its tooltip says).
+            within = self.focused is not None and self.form in self.focused.ancestors
+            self.push_screen(HelpScreen(self.form.focused_field if within else None))
 
     def action_calibrate(self) -> None:
         """Open the Calibrate screen on the form's scenario; ``f`` there loads the fitted

@@ -75,9 +75,20 @@ class HelpScreen(ModalScreen[None]):
         Binding("escape,q,f1,question_mark", "dismiss", "Close", show=True),
     ]
 
+    def __init__(self, field: str | None = None) -> None:
+        """``field``: the key of the form field focused when help was asked for; its help,
+        unit and allowed values come first."""
+        super().__init__()
+        self.field = field
+
     def compose(self) -> ComposeResult:
+        text = HELP_TEXT
+        if self.field is not None:
+            from spectui.widgets.param_form import field_help
+
+            text = f"{field_help(self.field)}\n\n{HELP_TEXT}"
         with VerticalScroll(id="help-body"):
-            yield Markdown(HELP_TEXT)
+            yield Markdown(text)
 
     def action_dismiss(self, result: None = None) -> None:  # type: ignore[override]
         self.dismiss(None)

@@ -109,6 +109,25 @@ def tooltip_text(key: str) -> str:
     return f"{spec.help}{unit}\n{key}: {spec.allowed()}"
 
 
+def field_help(key: str) -> str:
+    """What F1 shows for the focused field (Markdown): its label, key and flag, its help,
+    unit and allowed values, from the table (the tooltip's text, for the keyboard)."""
+    spec = FIELD_SPECS[key]
+    lines = [
+        f"## Field `{LABELS[key]}`: `{key}` (`spectui run {spec.cli_flag}`)",
+        "",
+        spec.help[:1].upper() + spec.help[1:] + ".",
+        "",
+        f"* allowed: {spec.allowed()}",
+    ]
+    if spec.unit:
+        lines.insert(4, f"* unit: {spec.unit}")
+    if spec.part is not None:
+        selector, names = spec.part
+        lines.append(f"* read when `{LABELS[selector]}` is {' or '.join(names)}")
+    return "\n".join(lines)
+
+
 def _key(name: str) -> str:
     """A field's key from its key or its widget id (attribute name)."""
     return name if name in FIELD_SPECS else _KEYS[name]
@@ -263,6 +282,11 @@ class ParamForm(VerticalScroll, can_focus=False):
         if self._base is not self._composed_from:  # a preset loaded while the form mounted
             self.load_config(self._base)
         self.call_after_refresh(self._ready)
+
+    @property
+    def focused_field(self) -> str | None:
+        """The key of the field that holds the focus (a select's open list included)."""
+        return self._focused_row
 
     @property
     def ready(self) -> bool:

@@ -59,7 +59,7 @@ async def test_choosing_roofline_shows_its_fields_and_hides_the_linear_costs():
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot, app)
         rows = await form_rows(pilot, app)
-        for label in ("draft us", "verify us", "verify/tk", "prompt", "batch", "cost "):
+        for label in ("draft/tk", "verify us", "verify/tk", "prompt", "batch", "cost "):
             assert labelled(rows, label.strip()), rows
         assert not labelled(rows, "gpu") and not labelled(rows, "η weights")
         await choose(pilot, app, "cost.model", "roofline")
@@ -67,7 +67,7 @@ async def test_choosing_roofline_shows_its_fields_and_hides_the_linear_costs():
         for label in ("gpu", "target", "draft", "t0 us", "kv bytes", "η weights", "η kv"):
             assert labelled(rows, label), rows
         assert labelled(rows, "η flops")
-        for gone in ("draft us", "verify us", "verify/tk", "table"):
+        for gone in ("draft/tk", "verify us", "verify/tk", "table"):
             assert not labelled(rows, gone), rows
         # The workload shows whatever the cost model; the choices are whole on screen.
         assert labelled(rows, "prompt") and labelled(rows, "batch")
