@@ -19,7 +19,16 @@ from textual.worker import Worker
 
 from engine.config import SpecConfig
 from engine.presets import Preset, PresetError, load_preset
-from spectui.messages import CellChosen, ConfigChanged, ExactReady, SweepFinished, SweepSnapshot
+from spectui.messages import (
+    CellChosen,
+    ConfigChanged,
+    ExactReady,
+    FileWritten,
+    PinFigures,
+    RunFinished,
+    SweepFinished,
+    SweepSnapshot,
+)
 from spectui.pool import SweepPool, worker_count
 from spectui.widgets.analysis_view import AnalysisView
 from spectui.widgets.common import failure_reason, report_worker_error
@@ -29,6 +38,9 @@ from spectui.widgets.run_view import RunView
 from spectui.widgets.sweep_view import SweepView
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from spectui.pinning import Figures, Pinned
     from spectui.widgets.arena_view import ArenaView
     from spectui.widgets.speedup_view import SpeedupView
 
@@ -80,6 +92,21 @@ ACTIONS: tuple[tuple[str, str, str, str, bool], ...] = (
     ("ctrl+b", "toggle_form", "Form panel", "Hide or show the parameter form", False),
     ("f2", "focus_form", "Form", "Focus the parameter form", False),
     ("f3", "focus_view", "View", "Focus the current view", False),
+    (
+        "f4",
+        "copy",
+        "Copy",
+        "Copy to the clipboard: Calibrate's engine flags, a file just written, the focused "
+        "table's row, else the form as a spectui run command",
+        False,
+    ),
+    (
+        "f9",
+        "pin",
+        "Pin / unpin",
+        "Pin the form's result (cards, Speedup curve, K*) to compare as the form changes",
+        False,
+    ),
 )
 
 
@@ -115,6 +142,12 @@ class SpectuiApp(App[None]):
         self._up = False  # True once the form has posted its first values
         self.pool = SweepPool(worker_count())  # sweeps run in these processes
         self._mounts: dict[str, asyncio.Future[None]] = {}  # views mounted or mounting
+        # Copy (F4): a file written since the form last changed, and the newest one at all.
+        self._written: tuple[Path, str] | None = None
+        self._last_written: tuple[Path, str] | None = None
+        # Pin (F9): the pinned result, and the figures of the form's configuration now.
+        self.pinned: Pinned | None = None
+        self._figures_now: tuple[SpecConfig, Figures] | None = None
         # The form is most of the start-up cost: it mounts right after the first frame.
         self.form = ParamForm(preset.config, id="form")
 
@@ -194,8 +227,14 @@ class SpectuiApp(App[None]):
         if not self._up:
             self._up = True
             self._started()
+        if message.config != self.config:
+            self._written = None  # F4 copies the path of a file written since then only
         self.config = message.config
         self.query_one(RunView).config_changed(message.config)
+        if self.pinned is not None:
+            if message.config is not None and message.config != self.pinned.config:
+                self._pin_figures(message.config, False)
+            self._show_pin()
         if message.config is None:
             self.query_one(ExactPanel).show_invalid()
         else:
@@ -285,6 +324,8 @@ class SpectuiApp(App[None]):
             view = SpeedupView(id="speedup-view", classes="main-view")
             view.config = self.config
             await pane.mount(view)
+            if self.pinned is not None:
+                view.set_pinned(self.pinned.curve())
         else:
             try:
                 from spectui.widgets.plots_view import PlotsView
@@ -371,6 +412,7 @@ class SpectuiApp(App[None]):
             self.notify(f"Cannot run: fix {fields} first.", severity="error")
             return
         self.query_one(TabbedContent).active = "run"
+        self._written = None
         view = self.query_one(RunView)
         view.start_run(self.config)
         view.table.focus()
@@ -443,6 +485,129 @@ class SpectuiApp(App[None]):
 
     def on_sweep_finished(self, message: SweepFinished) -> None:
         self._sweep_rows(message.frame, partial=message.cancelled)
+        if message.path is not None and message.path.exists():
+            self._written = self._last_written = (message.path, "sweep CSV")
+
+    # --- copy (F4) -------------------------------------------------------------------------
+    def on_file_written(self, message: FileWritten) -> None:
+        self._written = self._last_written = (message.path, message.what)
+
+    def action_copy(self) -> None:
+        """Copy what is current (see the help screen): on the Calibrate screen its engine
+        flags; else the path of a file written since the form last changed (once); else the
+        focused table's highlighted row; else the form as a ``spectui run`` command."""
+        from spectui.copying import table_row
+        from spectui.screens.calibrate import CalibrateScreen, settings_text
+
+        screen = self.screen
+        if isinstance(screen, CalibrateScreen):
+            found = screen.analysis
+            if found is None or not found.emitted:
+                self.notify("Nothing to copy yet: no recommended K.", severity="warning")
+                return
+            k = found.recommendation.k if found.recommendation is not None else "?"
+            engines = ", ".join(found.emitted)
+            text = settings_text(found.emitted).plain
+            self._copy(text, f"the engine flags for K = {k} ({engines}; one line each)")
+            return
+        if self._written is not None:
+            path, what = self._written
+            self._written = None
+            self._copy(str(path), f"the {what}'s path")
+            return
+        row = table_row(screen.focused)
+        if row is not None:
+            self._copy(row, "the highlighted row (tab-separated)")
+            return
+        self.action_copy_command()
+
+    def action_copy_command(self) -> None:
+        from spectui.copying import command_line
+
+        if self.config is None:
+            fields = ", ".join(self.form.errors) or "the form"
+            self.notify(f"Cannot copy the command: fix {fields} first.", severity="error")
+            return
+        self._copy(command_line(self.config), "the form as a command")
+
+    def action_copy_path(self) -> None:
+        if self._last_written is None:
+            self.notify("No file written yet (x in the Run view exports).", severity="warning")
+            return
+        path, what = self._last_written
+        self._copy(str(path), f"the {what}'s path")
+
+    def _copy(self, text: str, what: str) -> None:
+        from spectui.copying import preview
+
+        self.copy_to_clipboard(text)
+        self.notify(f"Copied {what}: {preview(text)}", title="Copied")
+
+    # --- pin and compare (F9) --------------------------------------------------------------
+    def action_pin(self) -> None:
+        """Pin the form's result, or unpin the pinned one."""
+        if self.pinned is not None:
+            self.pinned = None
+            self._show_pin()
+            self.notify("Unpinned: the views show the form's result alone.")
+            return
+        if self.config is None:
+            fields = ", ".join(self.form.errors) or "the form"
+            self.notify(f"Cannot pin: fix {fields} first.", severity="error")
+            return
+        self._pin_figures(self.config, True)
+
+    @work(thread=True, exclusive=True, group="pin", exit_on_error=False)
+    def _pin_figures(self, config: SpecConfig, pin: bool) -> None:
+        from textual.worker import get_current_worker
+
+        from spectui.pinning import figures
+
+        worker = get_current_worker()
+        found = figures(config, lambda: worker.is_cancelled)
+        if found is not None:
+            self.post_message(PinFigures(config, found, pin))
+
+    def on_pin_figures(self, message: PinFigures) -> None:
+        from engine.formatting import speedup_text
+        from spectui.pinning import Pinned
+
+        self._figures_now = (message.config, message.figures)
+        if message.pin:
+            result = self.query_one(RunView).result
+            run = result.metrics if result is not None and result.config == message.config else None
+            self.pinned = Pinned(message.config, message.figures, run)
+            self.notify(
+                f"Pinned K={message.config.k}: speedup "
+                f"{speedup_text(message.figures.speedup, 3)}, K*={message.figures.k_star}"
+                " · change the form to compare · F9 unpins"
+            )
+        self._show_pin()
+
+    def on_run_finished(self, message: RunFinished) -> None:
+        if self.pinned is not None:  # the Run view has shown it: compare its metrics
+            self._show_pin()
+
+    def _show_pin(self) -> None:
+        """The pinned result, compared with the form's now, in the Run view and the Speedup
+        view (or neither, when nothing is pinned)."""
+        from spectui.pinning import compare_text
+
+        view = self.query_one(RunView)
+        speedup = self._speedup_view()
+        pinned = self.pinned
+        if pinned is None:
+            view.show_compare(None)
+            if speedup is not None:
+                speedup.set_pinned(None)
+            return
+        now = self._figures_now
+        figures_now = now[1] if now is not None and now[0] == self.config else None
+        result = view.result
+        run_now = result.metrics if result is not None and not view.stale else None
+        view.show_compare(compare_text(pinned, self.config, figures_now, run_now))
+        if speedup is not None:
+            speedup.set_pinned(pinned.curve())
 
     def _sweep_rows(self, frame: Any, partial: bool) -> None:
         self.sweep_frame, self.sweep_partial = frame, partial
@@ -510,6 +675,14 @@ class SpectuiApp(App[None]):
         for _keys, action, title, help_text, _show in ACTIONS:
             yield SystemCommand(title, help_text, getattr(self, f"action_{action}"))
         yield SystemCommand("Cancel run", "Stop the Monte Carlo run", self.action_cancel_run)
+        yield SystemCommand(
+            "Copy command line",
+            "Copy the form as a spectui run command",
+            self.action_copy_command,
+        )
+        yield SystemCommand(
+            "Copy file path", "Copy the path of the newest file written", self.action_copy_path
+        )
         yield SystemCommand(
             "Cancel sweep", "Stop the sweep; finished cells are kept", self.action_cancel_sweep
         )

@@ -125,3 +125,21 @@ class CellChosen(Message):
 
     config: SpecConfig
     rows: Any
+
+
+@dataclass
+class FileWritten(Message):
+    """A file was written (an export, a preset, a sweep's CSV): the copy key's path."""
+
+    path: Path
+    what: str  # how a toast names it: "cycles CSV", "preset", "sweep CSV"
+
+
+@dataclass
+class PinFigures(Message):
+    """The exact speedup curve of ``config``, its K* and its speedup at the form's K
+    (spectui.pinning.figures), for pinning it (``pin``) or comparing with the pinned one."""
+
+    config: SpecConfig
+    figures: Any  # spectui.pinning.Figures
+    pin: bool

@@ -347,6 +347,8 @@ class CalibrateScreen(ReportsWorkerErrors, ModalScreen["SpecConfig | None"]):
         Binding("escape", "close", "Close"),
         # f outside the text fields; ctrl+f in them too (no field takes it).
         Binding("f,ctrl+f", "send", "Send to form", tooltip="Load the fitted model into the form"),
+        # The app's copy key (a modal screen hides the app's bindings): the engine flags.
+        Binding("f4", "app.copy", "Copy flags", tooltip="Copy the engine flags", show=False),
         *(
             Binding(str(i), f"pane('{pane}')", title, show=False)
             for i, (pane, title) in enumerate(PANES, 1)

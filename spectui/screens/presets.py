@@ -164,6 +164,9 @@ def save_form_as_preset(app: App, config: SpecConfig) -> None:
             app.notify(f"Not saved: {err}", severity="error")
             return
         app.notify(f"Saved preset {path}")
+        from spectui.messages import FileWritten
+
+        app.post_message(FileWritten(path, "preset"))
 
     def named(answer: tuple[str, str] | None) -> None:
         if answer is None:

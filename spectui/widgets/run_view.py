@@ -19,7 +19,7 @@ from textual.widgets import Static
 from textual.worker import Worker, get_current_worker
 
 from engine.config import SpecConfig
-from spectui.messages import RunFinished, RunProgress
+from spectui.messages import FileWritten, RunFinished, RunProgress
 from spectui.widgets.common import ReportsWorkerErrors, hide_timings, results_dir
 from spectui.widgets.cycle_table import MAX_ROWS, CycleTable
 from spectui.widgets.position_bar import MAX_POSITIONS, PositionBar
@@ -78,6 +78,9 @@ class RunView(ReportsWorkerErrors, Vertical):
 
     def compose(self) -> ComposeResult:
         yield SummaryCards(id="cards")
+        compare = Static("", id="pin-compare")  # F9: the pinned result against this one
+        compare.display = False
+        yield compare
         yield Static("r / F5: run the form", id="run-status")
         with Horizontal(id="run-bottom"):
             yield CycleTable(id="cycle-table", classes="main-view", autoplay=self.autoplay)
@@ -85,6 +88,12 @@ class RunView(ReportsWorkerErrors, Vertical):
 
     def on_mount(self) -> None:
         self.set_interval(0.25, self._refresh_status)
+
+    def show_compare(self, text: str | None) -> None:
+        """Under the cards: how the pinned result differs from this one (None: hidden)."""
+        compare = self.query_one("#pin-compare", Static)
+        compare.update(text or "")
+        compare.display = text is not None
 
     @property
     def table(self) -> CycleTable:
@@ -274,3 +283,4 @@ class RunView(ReportsWorkerErrors, Vertical):
             self.app.call_from_thread(self.notify, f"Export failed: {err}", severity="error")
             return
         self.app.call_from_thread(self.notify, f"Wrote {cycles} cycles to {path}")
+        self.post_message(FileWritten(path, "cycles CSV"))

@@ -38,6 +38,8 @@ MC_COLOR = "red+"
 MC_GLYPH = "┼"  # how plotext draws a point with its error bar
 BREAKEVEN_COLOR = "gray"
 K_STAR_COLOR = "orange"
+PINNED_MARKER = "o"  # the pinned curve (F9), drawn first: behind the others
+PINNED_COLOR = "gray+"
 BUSY_TEXT = "computing…"
 
 
@@ -62,10 +64,36 @@ def config_label(config: SpecConfig) -> str:
     return f"{model}, {config.cost_model}, batch {config.batch_size}, prompt {config.prompt_len}"
 
 
+def exact_curve(config: SpecConfig, cancelled: Any = lambda: False) -> Any:
+    """The form curve's K values and exact speedups, over a range that holds K* (None if
+    ``cancelled()`` turned true meanwhile)."""
+    from engine.exact import speedup_curve
+
+    ks = curve_ks(config)
+    exact = speedup_curve(config, ks)["speedup_exact"].tolist()
+    # Make sure the range holds K*: at short lengths the curve can have several peaks
+    # (K+1 = T/2 and K+1 = T both fit the sequence in whole cycles), so look at every
+    # K up to T when that is cheap (O(T) each), else widen until the peak is inside.
+    end = min(config.tokens_per_seq, K_MAX)
+    if end > ks[-1] and end * config.tokens_per_seq <= PEAK_SEARCH_BUDGET:
+        every = speedup_curve(config, range(1, end + 1))["speedup_exact"].tolist()
+        k_best = every.index(max(every)) + 1
+        ks = list(range(1, max(ks[-1], min(k_best + 5, end)) + 1))
+        exact = every[: len(ks)]
+    while ks[-1] < K_MAX and exact.index(max(exact)) == len(ks) - 1:
+        if cancelled():
+            return None
+        ks = list(range(1, min(2 * ks[-1], K_MAX) + 1))
+        exact = speedup_curve(config, ks)["speedup_exact"].tolist()
+    return ks, exact
+
+
 class SpeedupPlot(PlotextPlot):
     """The chart itself; ``draw`` replaces everything plotted and returns the legend."""
 
     data: CurveReady | None = None
+    # The pinned result's curve (label, ks, exact speedups), drawn behind the others.
+    pinned: tuple[str, list[int], list[float]] | None = None
 
     def draw(self, data: CurveReady) -> Drawing:
         self.data = data
@@ -78,6 +106,11 @@ class SpeedupPlot(PlotextPlot):
         plt.ylabel("speedup")
         all_ks: list[int] = []
         all_ys: list[float] = [1.0]
+        if self.pinned is not None:
+            _, pinned_ks, pinned_ys = self.pinned
+            plt.plot(pinned_ks, pinned_ys, marker=PINNED_MARKER, color=PINNED_COLOR)
+            all_ks += pinned_ks
+            all_ys += pinned_ys
         for i, (label, ks, ys) in enumerate(data.curves):
             marker = MARKERS[i % len(MARKERS)]
             curve_color = CURVE_COLORS[i % len(CURVE_COLORS)]
@@ -85,6 +118,8 @@ class SpeedupPlot(PlotextPlot):
             drawing.legend.append(LegendEntry(label, GLYPHS.get(marker, marker), curve_color))
             all_ks += ks
             all_ys += ys
+        if self.pinned is not None:
+            drawing.legend.append(LegendEntry(self.pinned[0], PINNED_MARKER, PINNED_COLOR))
         if data.points:
             ks = [p[0] for p in data.points]
             ys = [p[1] for p in data.points]
@@ -183,26 +218,15 @@ class SpeedupView(ReportsWorkerErrors, Vertical, can_focus=True):
         from engine.exact import speedup_curve
 
         worker = get_current_worker()
-        if sweep_rows is not None and len(sweep_rows):
-            ks = list(range(1, int(sweep_rows["k"].max()) + 1))
-        else:
-            ks = curve_ks(config)
-        exact = speedup_curve(config, ks)["speedup_exact"].tolist()
         if sweep_rows is None:
-            # Make sure the range holds K*: at short lengths the curve can have several peaks
-            # (K+1 = T/2 and K+1 = T both fit the sequence in whole cycles), so look at every
-            # K up to T when that is cheap (O(T) each), else widen until the peak is inside.
-            end = min(config.tokens_per_seq, K_MAX)
-            if end > ks[-1] and end * config.tokens_per_seq <= PEAK_SEARCH_BUDGET:
-                every = speedup_curve(config, range(1, end + 1))["speedup_exact"].tolist()
-                k_best = every.index(max(every)) + 1
-                ks = list(range(1, max(ks[-1], min(k_best + 5, end)) + 1))
-                exact = every[: len(ks)]
-            while ks[-1] < K_MAX and exact.index(max(exact)) == len(ks) - 1:
-                if worker.is_cancelled:
-                    return
-                ks = list(range(1, min(2 * ks[-1], K_MAX) + 1))
-                exact = speedup_curve(config, ks)["speedup_exact"].tolist()
+            found = exact_curve(config, lambda: worker.is_cancelled)
+            if found is None:
+                return
+            ks, exact = found
+        else:
+            ks = list(range(1, int(sweep_rows["k"].max()) + 1)) if len(sweep_rows) else None
+            ks = ks or curve_ks(config)
+            exact = speedup_curve(config, ks)["speedup_exact"].tolist()
         curves = [(f"exact {config.draft_model}", ks, exact)]
         variants: list[tuple[str, SpecConfig]] = []
         if overlay == "models":
@@ -262,6 +286,12 @@ class SpeedupView(ReportsWorkerErrors, Vertical, can_focus=True):
         width = max(10, self.size.width - 2)
         lines = legend_lines(drawing, width, color=not self.app.no_color)
         self.query_one("#speedup-legend", Static).update(Text.from_ansi("\n".join(lines)))
+
+    def set_pinned(self, pinned: tuple[str, list[int], list[float]] | None) -> None:
+        """Draw ``pinned`` (label, ks, exact speedups) behind the curves, or no pinned curve."""
+        self.query_one(SpeedupPlot).pinned = pinned
+        if self.last is not None:
+            self.show_curve(self.last)
 
     def _hints(self) -> str:
         return f"overlay {self.overlay} (c) · f: form"

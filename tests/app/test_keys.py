@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import shlex
+from pathlib import Path
+
 import pytest
 
+from engine.config import SpecConfig
 from engine.presets import load_preset
 from spectui.app import create_app
 from spectui.screens.help import HelpScreen
-from tests.app.helpers import settle
-from tests.app.screen import screen_lines, screen_text
+from spectui.widgets.cycle_table import CycleTable
+from spectui.widgets.run_view import RunView
+from tests.app.helpers import notifications, settle, type_into
+from tests.app.screen import region_text, screen_lines, screen_text
 
 # (field key, its label, words of its help, its unit or None, its allowed values), as a
 # person reads them in the tooltip today.
@@ -73,3 +79,188 @@ async def test_form_labels_stay_whole_at_80x24_and_draft_cost_says_per_token():
         assert not any("draft us" in line for line in side[:12]), "\n".join(side)
         for label in ("accept", "verify us", "sequences", "tok/seq", "seed"):
             assert any(f" {label} " in line for line in side), (label, "\n".join(side))
+
+
+# --- copy (F4) ---------------------------------------------------------------------------------
+def _config_of(line: str):
+    """What the CLI makes of a copied command line (as a shell splits it)."""
+    from spectui.__main__ import build_parser
+    from spectui.commands import _config_from_args
+
+    argv = shlex.split(line)
+    assert argv[:2] == ["spectui", "run"], argv
+    return _config_from_args(build_parser().parse_args(argv[1:]))
+
+
+HOSTILE = {  # a shell's specials, a value starting with "-", spaces, quotes
+    "acceptance_rate": 0.1 + 0.2,  # 0.30000000000000004: the float's full digits
+    "k": 7,
+    "seed": 9_223_372_036_854_775_807,
+    "draft_model": "per_position",
+    "acceptance.rates": "0.9,0.8,0.7",
+    "cost.table": "-my latencies $HOME `x` 'q'\".csv",  # not read: linear cost
+    "policy.name": "schedule",
+    "policy.schedule": "1:5,32:3,128:0",
+    "shape.tree": "sequoia:16,4",  # not read: a chain
+    "shape.rank_probs": "0.5,0.2",
+}
+
+
+def test_command_line_round_trips_through_the_cli():
+    from spectui.copying import command_line
+
+    config = load_preset("tiny").config.replace(**HOSTILE)
+    assert _config_of(command_line(config)) == config
+    assert command_line(SpecConfig()) == "spectui run"  # the defaults need no flag
+
+
+async def test_f4_copies_the_form_as_a_command_the_cli_reads_back():
+    app = create_app("tiny")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        app.form.load_config(load_preset("tiny").config.replace(**HOSTILE))
+        await settle(pilot, app)
+        app.form.focus_field("k")
+        await type_into(pilot, app, "k", "9")  # the form's value, not the loaded one
+        await settle(pilot, app)
+        await pilot.press("f4")
+        await pilot.pause()
+        form_config, errors = app.form.current_config()
+        assert errors == {} and form_config.k == 9
+        assert _config_of(app.clipboard) == form_config
+        assert any(
+            m.startswith("Copied the form as a command: spectui run") for m in notifications(app)
+        )
+
+
+async def test_f4_copies_the_highlighted_cycle_row_and_a_written_file_once(isolated_dirs):
+    app = create_app("tiny", replay_autoplay=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("f5")
+        await settle(pilot, app)
+        table = app.query_one(CycleTable)
+        table.run_to_end()
+        await pilot.press("home", "down", "down")
+        await pilot.pause()
+        await pilot.press("f4")
+        await pilot.pause()
+        # The copied cells are the highlighted row's, as on the screen.
+        cells = app.clipboard.split("\t")
+        assert len(cells) == 8 and cells[0] and cells[1], cells
+        on_screen = [
+            line for line in screen_lines(app) if " ".join(cells[:5]) in " ".join(line.split())
+        ]
+        assert on_screen, (cells, screen_text(app))
+        assert "Copied the highlighted row (tab-separated)" in notifications(app)[-1]
+        # After an export: the file's path, once; then the row again.
+        await pilot.press("x")
+        await settle(pilot, app)
+        wrote = next(m for m in notifications(app) if m.startswith("Wrote "))
+        await pilot.press("f4")
+        await pilot.pause()
+        assert wrote.endswith(f" to {app.clipboard}")
+        assert Path(app.clipboard).is_file()
+        assert "Copied the cycles CSV's path" in notifications(app)[-1]
+        await pilot.press("f4")
+        await pilot.pause()
+        assert app.clipboard.split("\t") == cells
+        # The palette copies the path whenever asked.
+        app.action_copy_path()
+        assert wrote.endswith(f" to {app.clipboard}")
+
+
+async def test_f4_on_calibrate_copies_the_recommendations_engine_flags():
+    from spectui.screens.calibrate import CalibrateScreen
+
+    log = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "vllm_v1_mean_length.log"
+    app = create_app("tiny")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("f8")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, CalibrateScreen)
+        screen.load_file(str(log))
+        await settle(pilot, app, rounds=5)
+        screen.query_one("#cal-windows").focus()
+        await pilot.press("3")
+        await pilot.pause()
+        head = next(line for line in screen_lines(app) if "Recommended K = " in line)
+        k = int(head.split("Recommended K = ")[1].split()[0].rstrip(",.:"))
+        await pilot.press("f4")
+        await pilot.pause()
+        lines = app.clipboard.splitlines()
+        assert len(lines) == 4, lines
+        assert "--speculative-config" in lines[0]
+        assert f'"num_speculative_tokens": {k}' in lines[0]
+        assert any(f"--draft-max {k} " in line for line in lines)
+        assert f"Copied the engine flags for K = {k}" in notifications(app)[-1]
+        assert isinstance(app.screen, CalibrateScreen)  # the screen stays
+
+
+async def test_the_palette_has_copy_and_pin():
+    app = create_app("tiny")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        for title in ("Copy", "Copy command line", "Copy file path", "Pin / unpin"):
+            assert title in titles
+
+
+# --- pin and compare (F9) ----------------------------------------------------------------------
+def _k_star(config) -> int:
+    """K* by brute force over every K the Speedup view could show."""
+    from engine.exact import speedup_curve
+
+    speedups = speedup_curve(config, range(1, 65))["speedup_exact"].tolist()
+    return speedups.index(max(speedups)) + 1
+
+
+async def test_f9_pins_the_result_and_the_run_and_speedup_views_compare_with_it():
+    from engine.exact import exact_metrics
+
+    then = load_preset("tiny").config  # fixed 0.8, K = 3
+    now = then.replace(acceptance_rate=0.6)
+    assert _k_star(then) != _k_star(now)  # (5 and 3)
+    app = create_app("tiny", replay_autoplay=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("f5")
+        await settle(pilot, app)
+        mc_then = app.query_one(RunView).result.metrics["speedup"]
+        await pilot.press("f9")
+        await settle(pilot, app)
+        assert f"K*={_k_star(then)}" in notifications(app)[-1]
+        assert "pinned: this configuration" in screen_text(app)
+        await type_into(pilot, app, "acceptance_rate", "0.6")
+        await settle(pilot, app)
+        # Under the cards: Δ speedup (exact: no run of the new form yet), K* then and now.
+        old = exact_metrics(then)["speedup_exact"]
+        new = exact_metrics(now)["speedup_exact"]
+        text = " ".join(region_text(app, app.query_one(RunView)).split())
+        assert f"Δ speedup {new - old:+.3f}x ({old:.3f}x → {new:.3f}x, exact)" in text, text
+        assert f"K* then {_k_star(then)}, now {_k_star(now)}" in text, text
+        assert "changed: accept 0.8→0.6" in text, text
+        # Both runs: the Monte Carlo speedups are compared.
+        await pilot.press("f5")
+        await settle(pilot, app)
+        mc_new = app.query_one(RunView).result.metrics["speedup"]
+        text = " ".join(region_text(app, app.query_one(RunView)).split())
+        change = f"Δ speedup {mc_new - mc_then:+.3f}x ({mc_then:.3f}x → {mc_new:.3f}x, Monte Carlo)"
+        assert change in text, text
+        # The Speedup view: the pinned curve behind the form's, named in the legend.
+        await pilot.press("f3", "2")
+        await settle(pilot, app)
+        legend = " ".join(str(app.query_one("#speedup-legend").render()).split())
+        assert f"pinned K=3 (K*={_k_star(then)})" in legend, legend
+        assert f"pinned K=3 (K*={_k_star(then)})" in " ".join(screen_text(app).split())
+        assert "exact fixed" in legend, legend
+        # F9 again unpins: no comparison left.
+        await pilot.press("f9")
+        await settle(pilot, app)
+        assert "pinned K=" not in screen_text(app)
+        assert "pinned K=" not in str(app.query_one("#speedup-legend").render())
+        await pilot.press("1")
+        await settle(pilot, app)
+        assert "vs pinned" not in screen_text(app) and "Δ speedup" not in screen_text(app)
