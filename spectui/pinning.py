@@ -89,7 +89,7 @@ def compare_text(
     if now is None:
         return f"pinned: {head} · form invalid"
     if now == pinned.config:
-        return f"pinned: this configuration, {head} · change the form to compare · F9 unpins"
+        return f"pinned: {head} · change the form to compare"
     if figures_now is None:
         return f"pinned: {head} · now: computing…"
     if pinned.run is not None and run_now is not None:

@@ -33,7 +33,7 @@ budget) and the chain's best K by batch size.
 
 | key | where | does |
 | --- | --- | --- |
-| `F1` `?` | anywhere | this help |
+| `F1` `?` | anywhere | this help; `F1` in a form field: that field's help first |
 | `ctrl+p` | anywhere | command palette: every action, every preset |
 | `1` … `8` | outside a field | Run, Speedup vs K, Sweep, Analysis, Plots, Regime, Arena, Tree |
 | `F2` | anywhere | focus the parameter form |
@@ -43,6 +43,8 @@ budget) and the chain's best K by batch size.
 | `F6` | anywhere | start the chosen sweep |
 | `F7` | anywhere | run the arena: the preset's `[[arena]]` policies, else the default set |
 | `F8` | anywhere | calibrate: paste or open a serving log; the windows, the fit, the K to use |
+| `F4` | anywhere | copy what is current (below) to the clipboard |
+| `F9` | anywhere | pin the form's result to compare with as the form changes; again: unpin |
 | `1` `2` `3` `f` `ctrl+f` | Calibrate | windows, fit, recommendation; send the model to the form |
 | `ctrl+o` | anywhere | load a preset (picker) |
 | `ctrl+s` | anywhere | save the form as a preset (enter saves, escape cancels) |
@@ -59,6 +61,31 @@ budget) and the chain's best K by batch size.
 In the form, `▶` marks the field that has the focus and `✗` a field whose value is not
 allowed (its reason is just below it); a run or a save waits until no field is
 marked `✗`. A failed background task (a run, a curve, a sweep) says why in a notification.
+
+In a form field, `F1` shows the field's help, unit and allowed values (what its tooltip
+says), above this page. The form's `draft/tk` is the cost of one draft pass, per draft
+token; the Exact panel's `draft us` is a whole cycle's drafting.
+
+## Copy and pin
+
+`F4` copies to the terminal's clipboard (OSC 52, which works over SSH; not in macOS
+Terminal) and a notification says what it copied. What is current, first match:
+
+* on the Calibrate screen: the recommended K's engine flags, one line per engine;
+* right after a file is written (a Run export `x`, a saved preset, a finished sweep),
+  before the form changes or a run starts: that file's path, once;
+* in a focused table (the Run view's cycles, the Arena's board, a heatmap, Calibrate's
+  windows): the highlighted row, its cells tab-separated;
+* else: the form as a `spectui run ...` command (each argument quoted for the shell), which
+  runs the same configuration.
+
+The palette (`ctrl+p`) also has *Copy command line* and *Copy file path* (the newest file).
+
+`F9` pins the form's result: its exact Speedup curve, K* and, if the Run view shows a run
+of it, the run's cards. Change the form: the Speedup view draws the pinned curve (`o`)
+behind the form's and names it in the legend; under the Run view's cards, the difference
+in speedup (Monte Carlo when both have a run, else exact), K* then and now, and the fields
+changed. `F9` again unpins.
 
 In the heatmap each cell shows K* and its speedup; `≈` marks a tie (the best two K are
 within sampling noise), `✗` a cell where even K* is slower than the baseline, `…` a cell

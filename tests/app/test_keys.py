@@ -232,7 +232,7 @@ async def test_f9_pins_the_result_and_the_run_and_speedup_views_compare_with_it(
         await pilot.press("f9")
         await settle(pilot, app)
         assert f"K*={_k_star(then)}" in notifications(app)[-1]
-        assert "pinned: this configuration" in screen_text(app)
+        assert f"pinned: speedup {exact_metrics(then)['speedup_exact']:.3f}x · K* 5 · change the form" in screen_text(app)
         await type_into(pilot, app, "acceptance_rate", "0.6")
         await settle(pilot, app)
         # Under the cards: Δ speedup (exact: no run of the new form yet), K* then and now.
