@@ -233,7 +233,7 @@ class SpectuiApp(App[None]):
         self.query_one(RunView).config_changed(message.config)
         if self.pinned is not None:
             if message.config is not None and message.config != self.pinned.config:
-                self._pin_figures(message.config, False)
+                self._now_figures(message.config)
             self._show_pin()
         if message.config is None:
             self.query_one(ExactPanel).show_invalid()
@@ -525,8 +525,9 @@ class SpectuiApp(App[None]):
         from spectui.copying import command_line
 
         if self.config is None:
-            fields = ", ".join(self.form.errors) or "the form"
-            self.notify(f"Cannot copy the command: fix {fields} first.", severity="error")
+            self.notify(
+                f"Cannot copy the command: fix {self._wrong_fields()} first.", severity="error"
+            )
             return
         self._copy(command_line(self.config), "the form as a command")
 
@@ -536,6 +537,12 @@ class SpectuiApp(App[None]):
             return
         path, what = self._last_written
         self._copy(str(path), f"the {what}'s path")
+
+    def _wrong_fields(self) -> str:
+        """The form's wrong fields by their labels (as the form marks them)."""
+        from spectui.widgets.param_form import LABELS
+
+        return ", ".join(LABELS.get(key, key) for key in self.form.errors) or "the form"
 
     def _copy(self, text: str, what: str) -> None:
         from spectui.copying import preview
@@ -552,13 +559,21 @@ class SpectuiApp(App[None]):
             self.notify("Unpinned: the views show the form's result alone.")
             return
         if self.config is None:
-            fields = ", ".join(self.form.errors) or "the form"
-            self.notify(f"Cannot pin: fix {fields} first.", severity="error")
+            self.notify(f"Cannot pin: fix {self._wrong_fields()} first.", severity="error")
             return
-        self._pin_figures(self.config, True)
+        self._pin_figures(self.config)
 
     @work(thread=True, exclusive=True, group="pin", exit_on_error=False)
-    def _pin_figures(self, config: SpecConfig, pin: bool) -> None:
+    def _pin_figures(self, config: SpecConfig) -> None:
+        self._post_figures(config, True)
+
+    @work(thread=True, exclusive=True, group="pin-now", exit_on_error=False)
+    def _now_figures(self, config: SpecConfig) -> None:
+        """The figures of the form's configuration, to compare with the pinned one (each
+        edit cancels the previous computation; a pin being computed is not)."""
+        self._post_figures(config, False)
+
+    def _post_figures(self, config: SpecConfig, pin: bool) -> None:
         from textual.worker import get_current_worker
 
         from spectui.pinning import figures

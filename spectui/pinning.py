@@ -70,12 +70,17 @@ def changed_fields(then: SpecConfig, now: SpecConfig) -> list[str]:
     for key in FIELD_SPECS:
         old, new = then.get(key), now.get(key)
         if old != new:
-            changes.append(f"{LABELS[key]} {old:g}→{new:g}" if _number(old, new) else LABELS[key])
+            numbers = _number(old) and _number(new)
+            changes.append(f"{LABELS[key]} {_short(old)}→{_short(new)}" if numbers else LABELS[key])
     return changes
 
 
-def _number(*values: Any) -> bool:
-    return all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _short(value: float) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def compare_text(

@@ -232,7 +232,10 @@ async def test_f9_pins_the_result_and_the_run_and_speedup_views_compare_with_it(
         await pilot.press("f9")
         await settle(pilot, app)
         assert f"K*={_k_star(then)}" in notifications(app)[-1]
-        assert f"pinned: speedup {exact_metrics(then)['speedup_exact']:.3f}x · K* 5 · change the form" in screen_text(app)
+        assert (
+            f"pinned: speedup {exact_metrics(then)['speedup_exact']:.3f}x · K* 5 · change the form"
+            in screen_text(app)
+        )
         await type_into(pilot, app, "acceptance_rate", "0.6")
         await settle(pilot, app)
         # Under the cards: Δ speedup (exact: no run of the new form yet), K* then and now.
@@ -264,3 +267,53 @@ async def test_f9_pins_the_result_and_the_run_and_speedup_views_compare_with_it(
         await pilot.press("1")
         await settle(pilot, app)
         assert "vs pinned" not in screen_text(app) and "Δ speedup" not in screen_text(app)
+
+
+async def test_a_data_table_row_is_copied_with_its_label_tab_separated():
+    """Arena's board, the heatmaps, Calibrate's windows: DataTables, some with row labels."""
+    from textual.app import App
+    from textual.widgets import DataTable
+
+    from spectui.copying import table_row
+
+    class Host(App[None]):
+        def compose(self):
+            yield DataTable(id="labelled")
+            yield DataTable(id="plain", cursor_type="row")
+
+    async with Host().run_test(size=(60, 20)) as pilot:
+        labelled, plain = pilot.app.query(DataTable)
+        assert table_row(labelled) is None  # no rows: nothing to copy
+        labelled.add_columns("1k", "2k")
+        labelled.add_row("4 1.96", "4 1.95", label="1")
+        labelled.add_row("3 1.73", "3 1.70", label="16")
+        plain.add_columns("policy", "speedup")
+        plain.add_row("fixed k=4", "2.31x")
+        plain.add_row("oracle", "2.40x")
+        labelled.focus()
+        await pilot.press("down", "right")
+        assert table_row(labelled) == "16\t3 1.73\t3 1.70"
+        plain.focus()
+        await pilot.press("down")
+        assert table_row(plain) == "oracle\t2.40x"
+        assert table_row(pilot.app.screen) is None  # not a table
+
+
+async def test_copy_and_pin_on_an_invalid_form_say_which_field_and_the_app_goes_on():
+    app = create_app("tiny")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        await type_into(pilot, app, "acceptance_rate", "1.5")
+        await settle(pilot, app)
+        await pilot.press("f4")
+        await pilot.press("f9")
+        await settle(pilot, app)
+        said = notifications(app)
+        assert "Cannot copy the command: fix accept first." in said
+        assert "Cannot pin: fix accept first." in said
+        assert app.clipboard == "" and app.pinned is None
+        await type_into(pilot, app, "acceptance_rate", "0.5")
+        await settle(pilot, app)
+        await pilot.press("f9")
+        await settle(pilot, app)
+        assert app.pinned is not None and app.pinned.config.acceptance_rate == 0.5
