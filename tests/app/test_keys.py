@@ -317,3 +317,26 @@ async def test_copy_and_pin_on_an_invalid_form_say_which_field_and_the_app_goes_
         await pilot.press("f9")
         await settle(pilot, app)
         assert app.pinned is not None and app.pinned.config.acceptance_rate == 0.5
+
+
+async def test_f4_after_a_saved_preset_or_a_finished_sweep_copies_its_path(isolated_dirs):
+    presets, results = isolated_dirs
+    app = create_app("tiny")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("ctrl+s")
+        await settle(pilot, app)
+        await pilot.press("enter")  # saves as fixed-k3
+        await settle(pilot, app)
+        await pilot.press("f4")
+        await pilot.pause()
+        assert app.clipboard == str(presets / "fixed-k3.toml")
+        assert "Copied the preset's path" in notifications(app)[-1]
+        await pilot.press("f6")  # the tiny sweep: 24 configurations
+        await settle(pilot, app)
+        app.form.focus_field("k")  # not a table: the path, not a heatmap row
+        await pilot.press("f4")
+        await pilot.pause()
+        (written,) = results.glob("sweep-tiny-*.csv")
+        assert app.clipboard == str(written)
+        assert "Copied the sweep CSV's path" in notifications(app)[-1]
