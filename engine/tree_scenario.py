@@ -260,16 +260,18 @@ def _lockstep(
         totals.count_positions(depth, depth < tree.depth)
         if low < high:
             rows = slice(*np.searchsorted(active, (low, high)))
+            i32 = np.int32  # the record's dtype at once: half the bytes held until the end
+            seq = active[rows]
             parts.append(
                 (
-                    active[rows],
-                    np.full(active[rows].size, steps),
-                    depth[rows],
-                    kept[rows],
+                    seq.astype(i32),
+                    np.full(seq.size, steps, dtype=i32),
+                    depth[rows].astype(i32),
+                    kept[rows].astype(i32),
                     cycle[r[rows]],
-                    (total - r + kept)[rows],
-                    times[active[rows]],
-                    last[rows],
+                    (total - r + kept)[rows].astype(i32),
+                    times[seq],
+                    last[rows].astype(i32),
                 )
             )
         remaining[active] = r - kept
@@ -297,14 +299,17 @@ def _tree_frame(parts: list[tuple[np.ndarray, ...]], nodes: int) -> pd.DataFrame
         "cum_time_us",
         "node",
     )
-    columns = {
-        name: np.concatenate([p[i] for p in parts]) if parts else np.zeros(0)
-        for i, name in enumerate(names)
-    }
-    columns["k"] = np.full(columns["sequence"].size, nodes)
-    order = np.argsort(columns["sequence"], kind="stable")  # each step is in sequence order
+    sequence = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.int32)
+    order = np.argsort(sequence, kind="stable")  # each step is in sequence order
+    columns = {"sequence": sequence[order], "k": np.full(sequence.size, nodes, dtype=np.int32)}
+    for i, name in enumerate(names[1:], start=1):
+        column = np.concatenate([p[i] for p in parts]) if parts else np.zeros(0)
+        columns[name] = column[order]
     return pd.DataFrame(
-        {name: columns[name][order].astype(dtype) for name, dtype in TREE_RECORD_DTYPES.items()},
+        {
+            name: columns[name].astype(dtype, copy=False)
+            for name, dtype in TREE_RECORD_DTYPES.items()
+        },
         copy=False,
     )
 
