@@ -276,12 +276,13 @@ def _lockstep(
             )
         remaining[active] = r - kept
         steps += 1
-        if steps % 16 == 0:
-            if should_stop is not None and should_stop():
-                raise RunStopped
-            if on_progress is not None:
-                done = int((remaining == 0).sum())
-                on_progress(done, int(total * n - remaining.sum()))
+        # Every step (of every running sequence: a step of 10^7 takes seconds), so that
+        # a cancelled run stops after the step it is in.
+        if should_stop is not None and should_stop():
+            raise RunStopped
+        if on_progress is not None:
+            done = int((remaining == 0).sum())
+            on_progress(done, int(total * n - remaining.sum()))
     totals.add_sequences(times)
     return _tree_frame(parts, tree.nodes) if low < high else None
 

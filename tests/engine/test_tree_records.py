@@ -11,7 +11,7 @@ import pytest
 import engine.tree_scenario as tree_scenario
 from engine.config import ConfigError, SpecConfig
 from engine.reference import simulate_reference
-from engine.simulator import simulate
+from engine.simulator import RunStopped, simulate
 from engine.trees import parse_tree
 
 TREE = SpecConfig(shape="tree", n_sequences=40, tokens_per_seq=48, seed=3)
@@ -82,6 +82,19 @@ def test_acceptance_by_depth_of_a_chain_tree_is_its_rank_probability():
     # Node 2 is a leaf above the tree's depth: a path that takes it goes no further.
     leafy = TREE.replace(tree="parents=0,0,1", rank_probs="0.5,0.3")
     np.testing.assert_allclose(tree_scenario.depth_acceptance(leafy), [0.8, 0.5 * 0.5 / 0.8])
+
+
+def test_a_tree_run_stops_after_the_step_it_is_in():
+    # Before: asked every 16 steps only, so a run of fewer steps could not be stopped.
+    asked: list[int] = []
+
+    def stop() -> bool:
+        asked.append(1)
+        return True
+
+    with pytest.raises(RunStopped):
+        simulate(TREE.replace(tokens_per_seq=10), should_stop=stop)
+    assert len(asked) == 1
 
 
 def test_the_reference_engine_refuses_a_tree_rather_than_run_a_chain():
