@@ -190,8 +190,11 @@ def simulate_tree(
     )
     if on_cycles is not None:  # every record, in groups of sequences that fit a pass
         group = max(1, TREE_RECORDS_PER_PASS // per_sequence)
-    elif records:  # the first sequences, enough for max_records at the expected cycles
-        group = n if max_records is None else min(n, math.ceil(max_records / per_sequence) + 1)
+    elif records and max_records is not None:  # the first sequences, enough for
+        fewest = math.ceil(config.tokens_per_seq / (tree.depth + 1))  # max_records at the
+        group = min(n, math.ceil(max_records / fewest))  # fewest cycles a sequence can take
+    elif records:
+        group = n
     else:
         group = 0
     kept: list[pd.DataFrame] = []

@@ -14,6 +14,7 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 import spectui
+import spectui.widgets.run_view as run_view
 from engine.config import SpecConfig
 from engine.presets import load_preset
 from spectui.__main__ import main
@@ -96,8 +97,17 @@ async def test_a_tree_from_the_form_runs_replays_exports_and_matches_the_cli(
         assert bar[2].endswith(" .86│"), bar
         await pilot.press("x")
         await settle(pilot, app)
-    (exported,) = results.glob("run-tree-*.csv")
-    assert exported.read_bytes() == cli_file.read_bytes()  # every cycle, the CLI's file
+        # A run that keeps only its first records: the export runs it again, streaming.
+        monkeypatch.setattr(run_view, "RECORDS_KEPT", 100)
+        await pilot.press("f5")
+        await settle(pilot, app)
+        assert table.total == 100 < cli["metrics"]["cycles"]
+        await pilot.press("x")
+        await settle(pilot, app)
+    files = sorted(results.glob("run-tree-*.csv"))
+    assert len(files) == 2
+    for exported in files:  # every cycle, the CLI's file
+        assert exported.read_bytes() == cli_file.read_bytes()
 
 
 def create_tiny_app():
