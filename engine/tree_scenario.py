@@ -193,6 +193,7 @@ def simulate_tree(
     elif records and max_records is not None:  # the first sequences, enough for
         fewest = math.ceil(config.tokens_per_seq / (tree.depth + 1))  # max_records at the
         group = min(n, math.ceil(max_records / fewest))  # fewest cycles a sequence can take
+        group = min(group, max(1, TREE_RECORDS_PER_PASS // per_sequence))  # (and a pass's)
     elif records:
         group = n
     else:
