@@ -90,7 +90,7 @@ class ExactPanel(Static):
         elif config.cost_model == "linear":  # a draft/verify ratio of the linear costs
             table.add_row("breakeven c", fmt(figures["breakeven_cost_ratio"]))
         # Per cycle (the form's draft us is per token): the cycle's drafting, its verify.
-        table.add_row("per cycle:", "", style="dim")
+        table.add_row("per cycle:", "")
         table.add_row(" draft us", fmt(figures["limit_draft_us"]))
         table.add_row(" verify us", fmt(figures["limit_verify_us"]))
         if figures["bound"] != "-":  # the cost model says what bounds the verify pass
