@@ -4,7 +4,11 @@
 A file holds the record columns (:data:`engine.simulator.RECORD_DTYPES`) and two more:
 ``pattern``, the cycle's accept pattern (A accepted, R rejected, . not verified; "-" for a
 cycle that drafts nothing), and ``running_speedup``, the baseline's time for the sequence's
-tokens so far over its time so far.
+tokens so far over its time so far. A token tree's file (shape tree) holds its records'
+columns (:data:`engine.tree_scenario.TREE_RECORD_DTYPES`: ``k`` the tree's draft nodes,
+``accepted`` the accepted depth, ``node`` the last accepted node) and, in place of the
+pattern, ``path``: the accepted nodes from the root down (``1>3>12``; "-" for none,
+:meth:`engine.trees.Tree.path_texts`).
 
 The CSV text is the text pandas' ``DataFrame.to_csv`` writes for these columns (floats as
 Python's ``repr``, an empty field for NaN), built without a Python object per cycle: each
@@ -29,6 +33,7 @@ from .config import SpecConfig
 from .files import atomic_open
 from .kernel import baseline_time_us
 from .simulator import RECORD_DTYPES, accept_pattern
+from .tree_scenario import TREE_RECORD_DTYPES, tree_of
 
 # The pattern of a cycle that drafts nothing (k = 0, the clamp rule's last cycle): an
 # empty field would read back as NaN.
@@ -36,6 +41,7 @@ CYCLES_NO_DRAFTS = "-"
 PATTERN_GLYPHS = "AR."
 
 CYCLES_COLUMNS: tuple[str, ...] = (*RECORD_DTYPES, "pattern", "running_speedup")
+TREE_CYCLES_COLUMNS: tuple[str, ...] = (*TREE_RECORD_DTYPES, "path", "running_speedup")
 
 PARQUET_SUFFIX = ".parquet"
 PARQUET_INSTALL = "pip install 'spectui[parquet]'"
@@ -66,10 +72,22 @@ def parquet_available() -> bool:
     return True
 
 
+def cycles_columns(config: SpecConfig) -> tuple[str, ...]:
+    """The columns of a cycles file of ``config``: a chain's, or a token tree's."""
+    return TREE_CYCLES_COLUMNS if config.shape == "tree" else CYCLES_COLUMNS
+
+
+def _record_dtypes(config: SpecConfig) -> dict[str, str]:
+    return TREE_RECORD_DTYPES if config.shape == "tree" else RECORD_DTYPES
+
+
 def pattern_codes(chunk: pd.DataFrame, config: SpecConfig) -> tuple[np.ndarray, list[str]]:
     """Each record's accept pattern as (codes, patterns): record i has ``patterns[codes[i]]``.
 
-    Only the (k, accepted) pairs the chunk holds are spelled out."""
+    Only the (k, accepted) pairs the chunk holds are spelled out. For a token tree, each
+    record's accepted path (the ``path`` column) instead, coded by its last node."""
+    if config.shape == "tree":
+        return chunk["node"].to_numpy(np.intp), list(tree_of(config).path_texts())
     key = chunk["k"].to_numpy(np.int64) * (config.k + 1) + chunk["accepted"].to_numpy(np.int64)
     codes, keys = _factorized(key)
     patterns = [
@@ -104,7 +122,7 @@ def cycles_writer(path: Path, config: SpecConfig) -> Iterator[CycleSink]:
 
 
 def _csv_sink(handle: Any, config: SpecConfig) -> CycleSink:
-    handle.write(csv_header())
+    handle.write(csv_header(config))
 
     def sink(chunk: pd.DataFrame) -> None:
         for block in csv_blocks(chunk, config):
@@ -113,9 +131,10 @@ def _csv_sink(handle: Any, config: SpecConfig) -> CycleSink:
     return sink
 
 
-def csv_header() -> bytes:
-    """The header line of a CSV cycles file."""
-    return (",".join(CYCLES_COLUMNS) + os.linesep).encode()
+def csv_header(config: SpecConfig | None = None) -> bytes:
+    """The header line of a CSV cycles file (of a chain when no configuration is given)."""
+    columns = CYCLES_COLUMNS if config is None else cycles_columns(config)
+    return (",".join(columns) + os.linesep).encode()
 
 
 def csv_blocks(chunk: pd.DataFrame, config: SpecConfig) -> Iterator[bytes]:
@@ -126,7 +145,7 @@ def csv_blocks(chunk: pd.DataFrame, config: SpecConfig) -> Iterator[bytes]:
 
 
 def _piece_blocks(chunk: pd.DataFrame, config: SpecConfig) -> Iterator[bytes]:
-    texts = [_formatted(chunk[name].to_numpy()) for name in RECORD_DTYPES]
+    texts = [_formatted(chunk[name].to_numpy()) for name in _record_dtypes(config)]
     codes, patterns = pattern_codes(chunk, config)
     texts.append((codes, np.array(patterns, dtype=np.bytes_)))
     texts.append(_formatted(running_speedup(chunk, config)))
@@ -222,9 +241,10 @@ def _parquet_sink(handle: Any, config: SpecConfig) -> Iterator[CycleSink]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    dtypes = _record_dtypes(config)
     schema = pa.schema(
-        [(name, pa.from_numpy_dtype(np.dtype(dtype))) for name, dtype in RECORD_DTYPES.items()]
-        + [("pattern", pa.string()), ("running_speedup", pa.float64())]
+        [(name, pa.from_numpy_dtype(np.dtype(dtype))) for name, dtype in dtypes.items()]
+        + [(cycles_columns(config)[-2], pa.string()), ("running_speedup", pa.float64())]
     )
     with pq.ParquetWriter(handle, schema) as writer:
 
@@ -233,7 +253,7 @@ def _parquet_sink(handle: Any, config: SpecConfig) -> Iterator[CycleSink]:
             pattern = pa.DictionaryArray.from_arrays(
                 pa.array(codes.astype(np.int32)), pa.array(patterns, pa.string())
             ).cast(pa.string())
-            arrays = [pa.array(chunk[name].to_numpy()) for name in RECORD_DTYPES]
+            arrays = [pa.array(chunk[name].to_numpy()) for name in dtypes]
             arrays += [pattern, pa.array(running_speedup(chunk, config))]
             writer.write_table(pa.Table.from_arrays(arrays, schema=schema))
 

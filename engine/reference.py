@@ -19,8 +19,14 @@ def simulate_reference(config: SpecConfig, *, records: bool = False) -> RunResul
     """Monte Carlo run of ``config`` by the plain loop; same result shape as ``simulate``.
 
     Fixed K on acceptance whose cycles are independent only (ConfigError otherwise): K
-    policies and markov run on the stepwise engine (engine.policies)."""
+    policies and markov run on the stepwise engine (engine.policies), token trees on
+    their own (engine.tree_scenario)."""
     from .policies import needs_stepwise
+
+    if config.shape == "tree":
+        raise ConfigError(
+            "shape.name", "the reference engine runs chains, not a tree; use the fast engine"
+        )
 
     if needs_stepwise(config):
         field = "policy.name" if config.policy != "fixed" else "draft_model"

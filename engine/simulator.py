@@ -485,7 +485,15 @@ def simulate(
     if config.shape == "tree":  # the accepted path of a token tree, sampled
         from .tree_scenario import simulate_tree
 
-        return simulate_tree(config, should_stop=should_stop, on_progress=on_progress)
+        return simulate_tree(
+            config,
+            records=records,
+            on_cycles=on_cycles,
+            max_records=max_records,
+            position_counts=position_counts,
+            should_stop=should_stop,
+            on_progress=on_progress,
+        )
     if needs_stepwise(config):  # a K policy, or cycles tied together (markov)
         return simulate_run(
             config,

@@ -21,10 +21,12 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
+import pandas as pd
 
 from .config import ConfigError, SpecConfig, rates_of
 from .cost.models import build_cost
-from .kernel import context_length, cycle_times
+from .kernel import Totals, context_length, cycle_times
+from .simulator import RECORD_DTYPES
 
 if TYPE_CHECKING:
     from .simulator import RunResult
@@ -74,6 +76,38 @@ def _prices(config: SpecConfig, tree: Tree) -> tuple[np.ndarray, np.ndarray, flo
     )
 
 
+@dataclass(frozen=True)
+class TreeCycle:
+    """A full tree cycle at the prompt's context, what ``spectui run`` and the app's Exact
+    panel show for a tree: its draft nodes and depth, the drafting time (``depth`` passes,
+    each as wide as its level), the verify pass over ``nodes + 1`` tokens per sequence and
+    what bounds it (``-`` where the cost model does not say), microseconds."""
+
+    nodes: int
+    depth: int
+    draft_us: float
+    verify_us: float
+    cycle_us: float
+    bound: str
+
+
+def tree_cycle(config: SpecConfig) -> TreeCycle:
+    """:class:`TreeCycle` of the scenario's tree (ConfigError as :func:`tree_of`, or when the
+    cost model cannot be built)."""
+    tree = tree_of(config)
+    cost = build_cost(config)
+    draft, verify, cycle = cycle_times(
+        cost, tree.depth, config.batch_size, config.prompt_len, tree=tree
+    )
+    bound_of = getattr(cost, "bound", None)
+    bound = (
+        "-"
+        if bound_of is None
+        else str(bound_of(tree.nodes + 1, config.batch_size, config.prompt_len))
+    )
+    return TreeCycle(tree.nodes, tree.depth, float(draft), float(verify), float(cycle), bound)
+
+
 def tree_exact(config: SpecConfig, tree: Tree | None = None) -> dict[str, float]:
     """Exact figures of a tree scenario: ``speedup_exact`` (finite T, the program over r),
     ``tokens_per_cycle_exact`` (E[n + 1]) and ``speedup_limit`` (E[n + 1] decoding steps
@@ -99,30 +133,124 @@ def tree_exact(config: SpecConfig, tree: Tree | None = None) -> dict[str, float]
     }
 
 
+# The per-cycle records of a tree run: the chain's columns (``k``: the tree's draft nodes,
+# ``accepted``: the accepted depth) and ``node``, the last accepted node (0: the root, none
+# accepted; nodes numbered as in ``Tree.text``, breadth-first from 1).
+TREE_RECORD_DTYPES: dict[str, str] = {**RECORD_DTYPES, "node": "int32"}
+# Records a tree run holds at once when streaming them (about 40 bytes each): its
+# sequences run in lockstep, so a sequence's records are complete only near the run's end;
+# more sequences than fit are streamed by running again, same draws, for each next group.
+TREE_RECORDS_PER_PASS = 1 << 21
+
+
+def depth_acceptance(config: SpecConfig) -> np.ndarray:
+    """The model's P(the accepted path reaches depth i | it reached depth i - 1), i = 1 ..
+    the tree's depth: a chain's per-position acceptance, for a tree (what a tree run's
+    ``position_acceptance`` observes)."""
+    from .trees import depth_distribution
+
+    tree = tree_of(config)
+    dist = depth_distribution(tree, rank_probs_of(config))
+    reached = np.cumsum(dist[::-1])[::-1]  # P(depth >= j), j = 0..depth
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.asarray(reached[1:] / reached[:-1], dtype=np.float64)
+
+
 def simulate_tree(
     config: SpecConfig,
     *,
+    records: bool = False,
+    on_cycles: Callable[[pd.DataFrame], None] | None = None,
+    max_records: int | None = None,
+    position_counts: bool = False,
     should_stop: Callable[[], bool] | None = None,
     on_progress: Callable[[int, int], None] | None = None,
 ) -> RunResult:
     """Monte Carlo of a tree scenario: every running sequence samples its cycle's accepted
     path (:func:`engine.trees.sample_cycles`), in lockstep; metrics as for a chain
-    (drafted = the tree's nodes per cycle, accepted = the accepted depth)."""
-    from .kernel import Totals, metrics_from_totals
-    from .simulator import RunResult, RunStopped, config_rng
-    from .trees import sample_cycles
+    (drafted = the tree's nodes per cycle, accepted = the accepted depth).
+
+    ``records``, ``on_cycles``, ``max_records`` as for :func:`engine.simulator.simulate`,
+    with the columns of :data:`TREE_RECORD_DTYPES`, ordered by sequence then cycle; they do
+    not change the draws. ``position_counts``: cycles counted by accepted depth, a cycle
+    that stopped above the tree's depth counted as stopped there (so position i is
+    P(the path reaches depth i | it reached depth i - 1), as :func:`depth_acceptance`)."""
+    from .kernel import metrics_from_totals
+    from .simulator import RunResult
+    from .trees import expected_tokens
 
     tree = tree_of(config)
+    totals = Totals()
+    if position_counts:
+        totals.accepted_counts = np.zeros(tree.depth + 1, dtype=np.int64)
+        totals.rejected_counts = np.zeros(tree.depth + 1, dtype=np.int64)
+    n = config.n_sequences
+    per_sequence = (
+        math.ceil(config.tokens_per_seq / float(expected_tokens(tree, rank_probs_of(config)))) + 1
+    )
+    if on_cycles is not None:  # every record, in groups of sequences that fit a pass
+        group = max(1, TREE_RECORDS_PER_PASS // per_sequence)
+    elif records and max_records is not None:  # the first sequences, enough for
+        fewest = math.ceil(config.tokens_per_seq / (tree.depth + 1))  # max_records at the
+        group = min(n, math.ceil(max_records / fewest))  # fewest cycles a sequence can take
+        group = min(group, max(1, TREE_RECORDS_PER_PASS // per_sequence))  # (and a pass's)
+    elif records:
+        group = n
+    else:
+        group = 0
+    kept: list[pd.DataFrame] = []
+    kept_rows = 0
+
+    def take(chunk: pd.DataFrame) -> None:
+        nonlocal kept_rows
+        if on_cycles is not None:
+            on_cycles(chunk)
+        if records and (max_records is None or kept_rows < max_records):
+            if max_records is not None:
+                chunk = chunk.iloc[: max_records - kept_rows]
+            kept.append(chunk)
+            kept_rows += len(chunk)
+
+    chunk = _lockstep(config, tree, totals, (0, group), should_stop, on_progress)
+    if chunk is not None:
+        take(chunk)
+    if on_cycles is not None:  # the other groups: the same run again, same draws
+        for first in range(group, n, group):
+            rerun = _lockstep(config, tree, Totals(), (first, first + group), should_stop, None)
+            assert rerun is not None
+            take(rerun)
+    metrics = metrics_from_totals(config, totals, _exact_metrics(config, tree))
+    cycles = None
+    if records:
+        cycles = pd.concat(kept, ignore_index=True) if kept else _tree_frame([], tree.nodes)
+    return RunResult(config, metrics, cycles, totals)
+
+
+def _lockstep(
+    config: SpecConfig,
+    tree: Tree,
+    totals: Totals,
+    recorded: tuple[int, int],
+    should_stop: Callable[[], bool] | None,
+    on_progress: Callable[[int, int], None] | None,
+) -> pd.DataFrame | None:
+    """One run of every sequence in lockstep, its totals added to ``totals``; the records
+    of sequences ``recorded[0]`` up to ``recorded[1]`` (excluded), ordered by sequence then
+    cycle (None if that range is empty)."""
+    from .simulator import RunStopped, config_rng
+    from .trees import sample_cycles
+
     probs = rank_probs_of(config)
     cycle, draft, _ = _prices(config, tree)
     rng = config_rng(config)
     total, n = config.tokens_per_seq, config.n_sequences
     remaining = np.full(n, total, dtype=np.int64)
     times = np.zeros(n)
-    totals = Totals()
+    low, high = recorded[0], min(recorded[1], n)
+    parts: list[tuple[np.ndarray, ...]] = []
     steps = 0
     while (active := np.flatnonzero(remaining > 0)).size:
-        depth, _ = sample_cycles(tree, probs, rng, active.size)
+        depth, last = sample_cycles(tree, probs, rng, active.size)
         r = remaining[active]
         kept = np.minimum(depth + 1, r)
         times[active] += cycle[r]
@@ -133,17 +261,62 @@ def simulate_tree(
             int(np.minimum(depth, kept).sum()),
             float(draft[r].sum()),
         )
+        totals.count_positions(depth, depth < tree.depth)
+        if low < high:
+            rows = slice(*np.searchsorted(active, (low, high)))
+            i32 = np.int32  # the record's dtype at once: half the bytes held until the end
+            seq = active[rows]
+            parts.append(
+                (
+                    seq.astype(i32),
+                    np.full(seq.size, steps, dtype=i32),
+                    depth[rows].astype(i32),
+                    kept[rows].astype(i32),
+                    cycle[r[rows]],
+                    (total - r + kept)[rows].astype(i32),
+                    times[seq],
+                    last[rows].astype(i32),
+                )
+            )
         remaining[active] = r - kept
         steps += 1
-        if steps % 16 == 0:
-            if should_stop is not None and should_stop():
-                raise RunStopped
-            if on_progress is not None:
-                done = int((remaining == 0).sum())
-                on_progress(done, int(total * n - remaining.sum()))
+        # Every step (of every running sequence: a step of 10^7 takes seconds), so that
+        # a cancelled run stops after the step it is in.
+        if should_stop is not None and should_stop():
+            raise RunStopped
+        if on_progress is not None:
+            done = int((remaining == 0).sum())
+            on_progress(done, int(total * n - remaining.sum()))
     totals.add_sequences(times)
-    metrics = metrics_from_totals(config, totals, _exact_metrics(config, tree))
-    return RunResult(config, metrics, None, totals)
+    return _tree_frame(parts, tree.nodes) if low < high else None
+
+
+def _tree_frame(parts: list[tuple[np.ndarray, ...]], nodes: int) -> pd.DataFrame:
+    """Records of :data:`TREE_RECORD_DTYPES` from the lockstep's parts (one per cycle step,
+    each in sequence order), ordered by sequence then cycle."""
+    names = (
+        "sequence",
+        "cycle",
+        "accepted",
+        "kept",
+        "cycle_time_us",
+        "cum_tokens",
+        "cum_time_us",
+        "node",
+    )
+    sequence = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.int32)
+    order = np.argsort(sequence, kind="stable")  # each step is in sequence order
+    columns = {"sequence": sequence[order], "k": np.full(sequence.size, nodes, dtype=np.int32)}
+    for i, name in enumerate(names[1:], start=1):
+        column = np.concatenate([p[i] for p in parts]) if parts else np.zeros(0)
+        columns[name] = column[order]
+    return pd.DataFrame(
+        {
+            name: columns[name].astype(dtype, copy=False)
+            for name, dtype in TREE_RECORD_DTYPES.items()
+        },
+        copy=False,
+    )
 
 
 def _exact_metrics(config: SpecConfig, tree: Tree) -> dict[str, float]:

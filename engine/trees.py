@@ -101,6 +101,15 @@ class Tree:
             sizes[d - 1] += 1
         return tuple(sizes)
 
+    def path_texts(self) -> tuple[str, ...]:
+        """For each node 0..n, the accepted path that ends on it, as the nodes from the root
+        down: ``"1>3>12"`` (node 12, under 3, under 1); ``"-"`` for node 0, the root, a cycle
+        that accepted none of the tree."""
+        paths = [""]
+        for node, parent in enumerate(self.parents, start=1):
+            paths.append(f"{paths[parent]}>{node}" if parent else str(node))
+        return ("-", *paths[1:])
+
     def text(self) -> str:
         """The explicit form, e.g. ``"parents=0,0,1,1,2 ranks=1,2,1,2,1"`` (parse_tree reads it)."""
         parents = ",".join(map(str, self.parents))

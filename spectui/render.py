@@ -94,14 +94,17 @@ def run_summary(result: RunResult) -> Panel:
     if c.policy != "fixed":  # the policy chooses each cycle's k: a full cycle of K
         at = f"a cycle of K={c.k}, context {c.prompt_len}"
     draft_us, verify_us, width = costs.limit_draft_us, costs.limit_verify_us, c.k + 1
+    bound = costs.bound
     if c.shape == "tree":  # the tree's own cycle, at the prompt's context
-        from engine.cost.models import build_cost
-        from engine.kernel import cycle_times
-        from engine.tree_scenario import tree_of
+        from engine.tree_scenario import tree_cycle
 
-        tree = tree_of(c)
-        parts = cycle_times(build_cost(c), tree.depth, c.batch_size, c.prompt_len, tree=tree)
-        draft_us, verify_us, width = float(parts[0]), float(parts[1]), tree.nodes + 1
+        tree = tree_cycle(c)
+        draft_us, verify_us, width, bound = (
+            tree.draft_us,
+            tree.verify_us,
+            tree.nodes + 1,
+            tree.bound,
+        )
         at = f"{tree.nodes} nodes, depth {tree.depth}, context {c.prompt_len}"
     rows += [
         ("draft time / cycle", _us(draft_us), at),
@@ -110,8 +113,8 @@ def run_summary(result: RunResult) -> Panel:
     ]
     if c.cost_model != "linear":
         rows = [r for r in rows if r[0] != "break-even cost ratio"]
-    if costs.bound != "-":
-        rows.append(("verify pass", f"{costs.bound}-bound", f"batch {c.batch_size}"))
+    if bound != "-":
+        rows.append(("verify pass", f"{bound}-bound", f"batch {c.batch_size}"))
     for row in rows:
         table.add_row(*row)
     policy = f"K={c.k}" if c.policy == "fixed" else f"policy {policy_text(c)}"

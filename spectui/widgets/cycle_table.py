@@ -39,6 +39,19 @@ COLUMNS = (
     ("us", "cycle_time_us"),
     ("speedup", None),
 )
+# A token tree's cycle (shape tree): its accepted depth and the accepted path, the nodes
+# from the root down (engine.trees.Tree.path_texts), last: its width varies with the tree.
+PATH = "path"
+TREE_COLUMNS = (
+    ("seq", "sequence"),
+    ("cyc", "cycle"),
+    ("depth", "accepted"),
+    ("kept", "kept"),
+    ("us", "cycle_time_us"),
+    ("speedup", None),
+    (PATH, None),
+)
+MAX_PATH = 24  # characters of a path shown; a longer one ends in "…"
 US_DIGITS = 7  # cycle times up to 9,999,999 us in full; longer ones as 1.23e+12
 
 
@@ -101,6 +114,8 @@ class CycleTable(ScrollView, can_focus=True):
         self.pace_index = 2
         self.paused = False
         self._records: pd.DataFrame | None = None
+        self._columns: tuple[tuple[str, str | None], ...] = COLUMNS
+        self._paths: tuple[str, ...] | None = None  # a tree's path texts by last node
         self._speedup_so_far: np.ndarray | None = None
         self._widths: dict[str, int] = {}
         self._header = ""
@@ -125,7 +140,7 @@ class CycleTable(ScrollView, can_focus=True):
     def get_row_at(self, index: int) -> list[str]:
         """The cells of a kept row, as shown (padded to their columns' widths)."""
         line, cells, at = self._lines[index], [], 0
-        for label, _ in COLUMNS:
+        for label, _ in self._columns:
             cells.append(line[at : at + self._widths[label]])
             at += self._widths[label]
         return cells
@@ -134,8 +149,10 @@ class CycleTable(ScrollView, can_focus=True):
         """Set each column one wider than its widest text; empty the table."""
         self._widths = widths
         self._header = "".join(
-            " " + label.ljust(widths[label] - 1) if label == PATTERN else label.rjust(widths[label])
-            for label, _ in COLUMNS
+            " " + label.ljust(widths[label] - 1)
+            if label in (PATTERN, PATH)
+            else label.rjust(widths[label])
+            for label, _ in self._columns
         )
         self.clear()
 
@@ -220,6 +237,11 @@ class CycleTable(ScrollView, can_focus=True):
         from engine.kernel import baseline_time_us
 
         self._records = records
+        self._columns, self._paths = COLUMNS, None
+        if config.shape == "tree":
+            from engine.tree_scenario import tree_of
+
+            self._columns, self._paths = TREE_COLUMNS, tree_of(config).path_texts()
         tokens = records["cum_tokens"].to_numpy()
         kept = records["kept"].to_numpy()
         # The baseline's time for the tokens each cycle kept, at their own contexts.
@@ -244,13 +266,17 @@ class CycleTable(ScrollView, can_focus=True):
 
     def _column_widths(self, records: pd.DataFrame) -> dict[str, int]:
         widths = {}
-        for label, column in COLUMNS:
+        for label, column in self._columns:
             widest = len(label)
             if column is not None and len(records):
                 top = records[column].max()
                 widest = max(widest, len(cycle_us(top) if column == "cycle_time_us" else str(top)))
             widths[label] = widest + 1
         widths[PATTERN] = MAX_GLYPHS + 1
+        if self._paths is not None:
+            nodes = records["node"].unique() if len(records) else []
+            widest = max((len(self._paths[node]) for node in nodes), default=0)
+            widths[PATH] = min(max(widest, len(PATH)), MAX_PATH) + 1
         if self._speedup_so_far is not None and len(self._speedup_so_far):
             top = float(max(self._speedup_so_far.max(), 0.0))
             widths["speedup"] = max(widths["speedup"], len(f"{top:.3f}") + 1)
@@ -263,7 +289,24 @@ class CycleTable(ScrollView, can_focus=True):
         assert self._records is not None and self._speedup_so_far is not None
         part = self._records.iloc[start:stop]
         w = self._widths
-        out = []
+        out: list[tuple] = []
+        if self._paths is not None:  # a token tree's cycles
+            for i, row in enumerate(part.itertuples(index=False), start=start):
+                path = self._paths[row.node]
+                if len(path) > MAX_PATH:
+                    path = path[: MAX_PATH - 1] + "…"
+                out.append(
+                    (
+                        f"{row.sequence:>{w['seq']}}",
+                        f"{row.cycle:>{w['cyc']}}",
+                        f"{row.accepted:>{w['depth']}}",
+                        f"{row.kept:>{w['kept']}}",
+                        f"{cycle_us(row.cycle_time_us):>{w['us']}}",
+                        speedup_text(self._speedup_so_far[i], 3, unit="").rjust(w["speedup"]),
+                        f" {path}".ljust(w[PATH]),
+                    )
+                )
+            return out
         for i, row in enumerate(part.itertuples(index=False), start=start):
             pattern = accept_pattern(int(row.k), int(row.accepted))
             if len(pattern) > MAX_GLYPHS:

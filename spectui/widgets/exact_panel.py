@@ -17,7 +17,9 @@ TIMES_HELP = (
     "Times per cycle, in microseconds, at the prompt's context, for a full cycle (K drafts): "
     "draft: the K draft passes; verify: the target's pass over K+1 tokens per sequence "
     "(bound: whether it is memory- or compute-bound); step: one plain decoding step, "
-    "what the baseline pays per token. cost ratio: one draft pass / one decoding step."
+    "what the baseline pays per token. cost ratio: one draft pass / one decoding step. "
+    "A tree: its draft nodes and depth; draft: one pass per level, as wide as the level; "
+    "verify: one pass over nodes+1 tokens per sequence."
 )
 
 
@@ -26,8 +28,10 @@ def exact_figures(config: SpecConfig) -> dict[str, Any]:
 
     :func:`engine.exact.exact_metrics`, and from :func:`engine.kernel.cycle_costs` the
     times of a full cycle at the prompt's context (``limit_draft_us``, ``limit_verify_us``,
-    ``limit_step_us``), the cost ratio and the verify pass's ``bound``. When the cost model
-    cannot be built, only :data:`ERROR_FIELD` and :data:`ERROR_REASON`.
+    ``limit_step_us``), the cost ratio and the verify pass's ``bound``; for a token tree the
+    tree's own cycle (:func:`engine.tree_scenario.tree_cycle`, as ``spectui run`` shows it)
+    and its ``tree_nodes`` and ``tree_depth``. When the cost model (or the tree) cannot be
+    built, only :data:`ERROR_FIELD` and :data:`ERROR_REASON`.
     """
     from engine.config import ConfigError
     from engine.exact import exact_metrics
@@ -35,16 +39,28 @@ def exact_figures(config: SpecConfig) -> dict[str, Any]:
 
     try:
         costs = cycle_costs(config)
+        figures = {
+            **exact_metrics(config),
+            "limit_draft_us": costs.limit_draft_us,
+            "limit_verify_us": costs.limit_verify_us,
+            "limit_step_us": costs.limit_step_us,
+            "cost_ratio": costs.cost_ratio,
+            "bound": costs.bound,
+        }
+        if config.shape == "tree":
+            from engine.tree_scenario import tree_cycle
+
+            tree = tree_cycle(config)
+            figures.update(
+                limit_draft_us=tree.draft_us,
+                limit_verify_us=tree.verify_us,
+                bound=tree.bound,
+                tree_nodes=tree.nodes,
+                tree_depth=tree.depth,
+            )
     except ConfigError as err:
         return {ERROR_FIELD: err.field, ERROR_REASON: str(err).split(": ", 1)[-1]}
-    return {
-        **exact_metrics(config),
-        "limit_draft_us": costs.limit_draft_us,
-        "limit_verify_us": costs.limit_verify_us,
-        "limit_step_us": costs.limit_step_us,
-        "cost_ratio": costs.cost_ratio,
-        "bound": costs.bound,
-    }
+    return figures
 
 
 class ExactPanel(Static):
@@ -69,12 +85,16 @@ class ExactPanel(Static):
         table.add_row("speedup T→∞", fmt(figures["speedup_limit"], speedup=True))
         table.add_row("tokens/cyc", fmt(figures["tokens_per_cycle_exact"]))
         table.add_row("cost ratio", fmt(figures["cost_ratio"]))
-        if config.cost_model == "linear":  # a draft/verify ratio of the linear costs
+        if "tree_nodes" in figures:  # a tree has no break-even K-draft ratio
+            table.add_row("nodes/depth", f"{figures['tree_nodes']}/{figures['tree_depth']}")
+        elif config.cost_model == "linear":  # a draft/verify ratio of the linear costs
             table.add_row("breakeven c", fmt(figures["breakeven_cost_ratio"]))
-        table.add_row("draft us", fmt(figures["limit_draft_us"]))
-        table.add_row("verify us", fmt(figures["limit_verify_us"]))
+        # Per cycle (the form's draft us is per token): the cycle's drafting, its verify.
+        table.add_row("per cycle:", "")
+        table.add_row(" draft us", fmt(figures["limit_draft_us"]))
+        table.add_row(" verify us", fmt(figures["limit_verify_us"]))
         if figures["bound"] != "-":  # the cost model says what bounds the verify pass
-            table.add_row(" bound", figures["bound"])
+            table.add_row("  bound", figures["bound"])
         table.add_row("step us", fmt(figures["limit_step_us"]))
         self.update(table)
 

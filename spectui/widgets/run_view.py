@@ -181,9 +181,15 @@ class RunView(ReportsWorkerErrors, Vertical):
             return  # cancelled: a newer run, Escape, or the app quitting
         cycles = result.cycles
         assert cycles is not None
-        positions = min(config.k, MAX_POSITIONS + 1)
+        if config.shape == "tree":  # by depth: the accepted path's, the tree's
+            from engine.tree_scenario import depth_acceptance
+
+            model = depth_acceptance(config)
+        else:
+            model = get_model(config.draft_model).position_probs(config, config.k)
+        positions = min(len(model), MAX_POSITIONS + 1)
         observed = [float(p) for p in result.position_acceptance(positions)]
-        probs = [float(p) for p in get_model(config.draft_model).position_probs(config, config.k)]
+        probs = [float(p) for p in model]
         self.post_message(RunFinished(config, result.metrics, cycles, observed, probs, run))
 
     def on_run_progress(self, message: RunProgress) -> None:
@@ -254,9 +260,8 @@ class RunView(ReportsWorkerErrors, Vertical):
             return
         config = self.result.config
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
-        path = results_dir() / (
-            f"run-{config.draft_model}-k{config.k}-seed{config.seed}-{stamp}-cycles.csv"
-        )
+        drafting = "tree" if config.shape == "tree" else f"{config.draft_model}-k{config.k}"
+        path = results_dir() / f"run-{drafting}-seed{config.seed}-{stamp}-cycles.csv"
         cycles = int(self.result.metrics["cycles"])
         self.notify(f"Writing {cycles} cycles to {path}…")
         self._export(self.result, path)
