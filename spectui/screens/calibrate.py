@@ -40,7 +40,6 @@ from textual.screen import ModalScreen
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Input, Static, TabbedContent, TabPane, TextArea
 from textual.worker import Worker, get_current_worker
-from textual_plotext import PlotextPlot
 
 from spectui.plotting.terminal import (
     GLYPHS,
@@ -51,6 +50,7 @@ from spectui.plotting.terminal import (
     spaced_ticks,
 )
 from spectui.widgets.common import ReportsWorkerErrors, failure_reason, fmt
+from spectui.widgets.plot import Plot
 
 if TYPE_CHECKING:
     from engine.config import SpecConfig
@@ -212,7 +212,7 @@ def _figure(value: float, digits: int) -> str:
     return "—" if math.isnan(value) else f"{value:.{digits}f}"
 
 
-class RatesPlot(PlotextPlot):
+class RatesPlot(Plot):
     """Observed conditional rates with their 95 % intervals, and the chosen model's curve;
     the legend goes to the ``#cal-legend`` line under it."""
 
