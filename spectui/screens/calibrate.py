@@ -225,12 +225,15 @@ def details_text(rec: Any, scenario_label: str, adaptive: str) -> str:
     return "\n".join(lines)
 
 
-def settings_text(emitted: dict[str, str]) -> Text:
-    """Each serving engine's setting for the recommended K, one unwrapped line each."""
-    width = max((len(name) for name in emitted), default=0)
-    return Text(
-        "\n".join(f"{name:<{width}}  {text}" for name, text in emitted.items()), no_wrap=True
-    )
+def settings_table(emitted: dict[str, str]) -> Table:
+    """Each serving engine's setting for the recommended K: its name, then the setting,
+    wrapped within the pane's width (at spaces, a long word folded), none of it cut."""
+    table = Table.grid(padding=(0, 2))
+    table.add_column(no_wrap=True)
+    table.add_column(overflow="fold")
+    for name, text in emitted.items():
+        table.add_row(name, Text(text))
+    return table
 
 
 def models_table(cal: Any, criterion_name: str) -> Table:
@@ -377,9 +380,9 @@ class CalibrateScreen(ReportsWorkerErrors, ModalScreen["SpecConfig | None"]):
         height: auto;
         padding: 0 1;
     }
-    /* One line each, unwrapped, to copy (the pane scrolls sideways when they are wide). */
+    /* Wrapped within the pane: at 80 columns the settings are wider than it. */
     CalibrateScreen #cal-settings {
-        width: auto;
+        width: 1fr;
         height: auto;
         padding: 0 1;
     }
@@ -671,7 +674,7 @@ class CalibrateScreen(ReportsWorkerErrors, ModalScreen["SpecConfig | None"]):
         head = self.query_one("#cal-recommend", Static)
         settings = self.query_one("#cal-settings", Static)
         details = self.query_one("#cal-details", Static)
-        settings.update(settings_text(found.emitted))
+        settings.update(settings_table(found.emitted))
         settings.display = bool(found.emitted)
         rec = found.recommendation
         if rec is None:

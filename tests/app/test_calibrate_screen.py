@@ -488,3 +488,27 @@ async def test_f_sends_the_whole_recommendation_rounded_and_the_toast_names_it()
         assert f"model {cal.chosen.name}" in toast and f"cost {before.cost_model}" in toast
         for key in fitted:
             assert f"{LABELS[key]} {app.query_one(f'#{IDS[key]}').value}" in toast, toast
+
+
+async def test_every_character_of_the_engines_settings_is_on_screen_at_80x24():
+    """Issue 22, item 6: at 80 columns the vLLM setting was cut (``"num_speculativ``) with no
+    way to see the rest. Each setting is read back from the screen, row after row of the
+    Recommend pane, and must be all there (wrapped lines joined; spaces aside)."""
+    app = create_app("default")
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_screen(pilot, app)
+        screen.load_file(str(V1_LOG))
+        await settle(pilot, app, rounds=5)
+        screen.query_one("#cal-windows").focus()
+        await pilot.press("3")
+        await pilot.pause()
+        emitted = screen.analysis.emitted
+        assert max(len(text) for text in emitted.values()) > 80  # the case of the issue
+        rows = region_text(app, screen.query_one("#cal-settings")).splitlines()
+        starts = [i for i, row in enumerate(rows) if row.split() and row.split()[0] in emitted]
+        assert [rows[i].split()[0] for i in starts] == list(emitted)
+        column = rows[starts[0]].index(emitted[rows[starts[0]].split()[0]][:8])
+        for first, end in zip(starts, [*starts[1:], len(rows)], strict=True):
+            name = rows[first].split()[0]
+            shown = "".join(row[column:] for row in rows[first:end])
+            assert "".join(shown.split()) == "".join(emitted[name].split()), (name, rows)
