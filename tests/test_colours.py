@@ -77,11 +77,11 @@ def test_no_color_has_no_background_and_rich_prints_no_colour():
 # Issue 22, item 4: under NO_COLOR in 16 colours the Exact panel's and the acc@i box's
 # borders were black on black. The app itself is rendered (the compositor's segments, as the
 # terminal gets them, NO_COLOR's monochrome filter included) in the states a person reaches:
-# every view, a run, focus and an invalid field, toasts of each severity, the dialogs, the
-# Calibrate screen's panes; then each cell's colours are downgraded as rich does for a
-# 256- and a 16-colour terminal. A glyph (any non-blank character: text, borders, bars,
-# plot marks) whose colour and background read at under MIN_CONTRAST in any mode is
-# invisible there.
+# a run, focus and an invalid field, toasts of each severity, a sweep and an arena, every
+# view after them, the dialogs (a name's error, a question), the Calibrate screen's panes.
+# Then each cell's colours are downgraded as rich does for a 256- and a 16-colour terminal.
+# A glyph (any non-blank character: text, borders, bars, plot marks) whose colour and
+# background read at under MIN_CONTRAST in any mode is invisible there.
 MIN_CONTRAST = 1.5
 LOGS = Path(__file__).resolve().parent / "fixtures" / "logs"
 
@@ -128,7 +128,11 @@ def glyph_cells(app, state: str) -> list[Cell]:
 
 async def visit_every_state(app) -> list[Cell]:
     """Drive the app through the states its styles apply in; the glyphs of each."""
+    from textual.widgets import Input
+
     from spectui.screens.calibrate import CalibrateScreen
+    from spectui.screens.presets import Confirm
+    from spectui.widgets.sweep_view import SweepView
     from tests.app.helpers import settle
 
     found: list[Cell] = []
@@ -150,6 +154,15 @@ async def visit_every_state(app) -> list[Cell]:
         found += glyph_cells(app, "an invalid field, focused")
         app.form.set_field("k", "5")
         await settle(pilot, app)
+        # A sweep (the heatmap's cells, then the Plots and Analysis views have a frame) and
+        # an arena (its table and trace plot): the tiny preset's take a few seconds.
+        await pilot.press("f6")
+        await settle(pilot, app, rounds=8)
+        assert app.query_one(SweepView).finished is not None
+        found += glyph_cells(app, "a sweep")
+        await pilot.press("f7")
+        await settle(pilot, app, rounds=8)
+        found += glyph_cells(app, "an arena")
         for key, (view, _) in enumerate(VIEWS, start=1):
             await pilot.press("f3", str(key))
             await settle(pilot, app, rounds=5)
@@ -158,8 +171,18 @@ async def visit_every_state(app) -> list[Cell]:
             await pilot.press(key)
             await settle(pilot, app)
             found += glyph_cells(app, state)
+            if state == "save":  # a name that is not one: the error under it
+                app.screen.query_one("#save-name", Input).value = "no good"
+                await pilot.press("enter")
+                await pilot.pause()
+                found += glyph_cells(app, "save, a bad name")
             await pilot.press("escape")
             await pilot.pause()
+        app.push_screen(Confirm("Overwrite the preset?"))
+        await pilot.pause()
+        found += glyph_cells(app, "confirm")
+        await pilot.press("n")
+        await pilot.pause()
         await pilot.press("f8")
         await pilot.pause()
         screen = app.screen
@@ -209,7 +232,8 @@ def invisible_glyphs(cells: list[Cell], system: ColorSystem) -> str:
 @pytest.mark.parametrize("system", SYSTEMS, ids=lambda s: s.name)
 def test_no_glyph_is_invisible_in_any_colour_mode(every_glyph, system):
     states = {cell.state for cell in every_glyph}
-    assert {"start", "toasts", "view trees", "save", "calibrate Recommend"} <= states
+    seen = {"start", "toasts", "a sweep", "an arena", "view plots", "confirm", "calibrate Fit"}
+    assert seen <= states
     assert invisible_glyphs(every_glyph, system) == ""
 
 
