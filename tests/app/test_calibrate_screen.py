@@ -21,7 +21,7 @@ from textual import events
 from textual.widgets import TextArea
 
 from engine.calibrate.fit import model_rates
-from engine.config import SpecConfig
+from engine.config import FIELD_SPECS, SpecConfig
 from spectui.app import create_app
 from spectui.screens import calibrate as calibrate_screen
 from spectui.screens.calibrate import PASTED, CalibrateScreen
@@ -472,8 +472,11 @@ async def test_f_sends_the_whole_recommendation_rounded_and_the_toast_names_it()
         assert after is not None
         assert app.query_one("#k").value == str(k) and after.k == k
         assert (after.policy, after.shape) == ("fixed", "chain")
-        assert after.cost_model == before.cost_model
-        assert after.replace(**cal.chosen.values, k=before.k, policy=before.policy) != before
+        # The cost model the recommendation used (the form's), and everything else, kept.
+        sent = {*cal.chosen.values, "k", "policy.name", "shape.name"}
+        kept = [key for key in FIELD_SPECS if key not in sent]
+        assert "cost.model" in kept and "draft_cost_us" in kept
+        assert {key: after.get(key) for key in kept} == {key: before.get(key) for key in kept}
         # Each fitted value as the form shows it: a few significant digits, close to the fit.
         fitted = {key: v for key, v in cal.chosen.values.items() if key != "draft_model"}
         assert fitted and after.draft_model == cal.chosen.name
