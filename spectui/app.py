@@ -392,16 +392,15 @@ class SpectuiApp(App[None]):
 
     def action_calibrate(self) -> None:
         """Open the Calibrate screen on the form's scenario; ``f`` there loads the fitted
-        model into the form."""
+        model and the recommended K into the form."""
         from spectui.screens.calibrate import CalibrateScreen
 
         if isinstance(self.screen, CalibrateScreen):
             return
 
         def chosen(config: SpecConfig | None) -> None:
-            if config is not None:
+            if config is not None:  # the screen's toast says what is set
                 self.form.load_config(config)
-                self.notify(f"Loaded the fitted {config.draft_model} model into the form")
 
         self.push_screen(CalibrateScreen(self.config), chosen)
 

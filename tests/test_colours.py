@@ -3,14 +3,19 @@ truecolor and after rich's downgrade to 256 and to 16 colours. (Issue 9, item 3.
 
 from __future__ import annotations
 
+import asyncio
 import math
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from rich._palettes import EIGHT_BIT_PALETTE, STANDARD_PALETTE
 from rich.color import Color, ColorSystem, ColorType
 from rich.console import Console
 
+from spectui.app import VIEWS
 from spectui.colours import HEAT_SCALE, contrast, heat_style, speedup_background
+from spectui.screens.calibrate import PANES
 
 SYSTEMS = (ColorSystem.TRUECOLOR, ColorSystem.EIGHT_BIT, ColorSystem.STANDARD)
 # One speedup inside each band of the scale, and its edges.
@@ -66,3 +71,175 @@ def test_no_color_has_no_background_and_rich_prints_no_colour():
     with console.capture() as captured:
         console.print("x", style=heat_style(0.5))
     assert "48;2" not in captured.get()  # no background escape
+
+
+# --- every glyph the app draws, in every colour mode ----------------------------------------
+# Issue 22, item 4: under NO_COLOR in 16 colours the Exact panel's and the acc@i box's
+# borders were black on black. The app itself is rendered (the compositor's segments, as the
+# terminal gets them, NO_COLOR's monochrome filter included) in the states a person reaches:
+# a run, focus and an invalid field, toasts of each severity, a sweep and an arena, every
+# view after them, the dialogs (a name's error, a question), the Calibrate screen's panes.
+# Then each cell's colours are downgraded as rich does for a 256- and a 16-colour terminal.
+# A glyph (any non-blank character: text, borders, bars, plot marks) whose colour and
+# background read at under MIN_CONTRAST in any mode is invisible there.
+MIN_CONTRAST = 1.5
+LOGS = Path(__file__).resolve().parent / "fixtures" / "logs"
+
+
+@dataclass(frozen=True)
+class Cell:
+    state: str
+    widget: str
+    glyphs: str
+    color: Color
+    background: Color
+
+
+def glyph_cells(app, state: str) -> list[Cell]:
+    """Every run of non-blank characters on the app's screen with its colours (reverse
+    video applied). A modal dialog's dimmed view of the screen under it is left out: what
+    is checked there is the screen under it, in its own state."""
+    screen = app.screen
+    update = screen._compositor.render_update(full=True, screen_stack=app._background_screens)
+    cells = []
+    for y, line in enumerate(update.strips):
+        x = 0
+        for strip in line:
+            for segment in strip:
+                if segment.control:
+                    continue
+                text, style = segment.text, segment.style
+                x += len(text)  # cell_len: the app draws no wide characters where checked
+                if not text.strip() or style is None:
+                    continue
+                widget = screen.get_widget_at(x - len(text), y)[0]
+                if widget is screen and app._background_screens:
+                    continue  # the screen under a dialog, seen through its tint
+                color, background = style.color, style.bgcolor
+                if style.reverse:
+                    color, background = background, color
+                assert color is not None and background is not None, (state, widget, text)
+                name = (
+                    f"{type(widget).__name__}#{widget.id}" if widget.id else type(widget).__name__
+                )
+                cells.append(Cell(state, name, text.strip(), color, background))
+    return cells
+
+
+async def visit_every_state(app) -> list[Cell]:
+    """Drive the app through the states its styles apply in; the glyphs of each."""
+    from textual.widgets import Input
+
+    from spectui.screens.calibrate import CalibrateScreen
+    from spectui.screens.presets import Confirm
+    from spectui.widgets.sweep_view import SweepView
+    from tests.app.helpers import settle
+
+    found: list[Cell] = []
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        found += glyph_cells(app, "start")
+        await pilot.press("f5")
+        await settle(pilot, app, rounds=5)
+        found += glyph_cells(app, "after a run")
+        app.notify("information")
+        app.notify("warning", severity="warning")
+        app.notify("error", severity="error")
+        await pilot.pause()
+        found += glyph_cells(app, "toasts")
+        app.clear_notifications()
+        app.form.focus_field("k")
+        app.form.set_field("k", "abc")
+        await settle(pilot, app)
+        found += glyph_cells(app, "an invalid field, focused")
+        app.form.set_field("k", "5")
+        await settle(pilot, app)
+        # A sweep (the heatmap's cells, then the Plots and Analysis views have a frame) and
+        # an arena (its table and trace plot): the tiny preset's take a few seconds.
+        await pilot.press("f6")
+        await settle(pilot, app, rounds=8)
+        assert app.query_one(SweepView).finished is not None
+        found += glyph_cells(app, "a sweep")
+        await pilot.press("f7")
+        await settle(pilot, app, rounds=8)
+        found += glyph_cells(app, "an arena")
+        for key, (view, _) in enumerate(VIEWS, start=1):
+            await pilot.press("f3", str(key))
+            await settle(pilot, app, rounds=5)
+            found += glyph_cells(app, f"view {view}")
+        for key, state in (("f1", "help"), ("ctrl+o", "presets"), ("ctrl+s", "save")):
+            await pilot.press(key)
+            await settle(pilot, app)
+            found += glyph_cells(app, state)
+            if state == "save":  # a name that is not one: the error under it
+                app.screen.query_one("#save-name", Input).value = "no good"
+                await pilot.press("enter")
+                await pilot.pause()
+                found += glyph_cells(app, "save, a bad name")
+            await pilot.press("escape")
+            await pilot.pause()
+        app.push_screen(Confirm("Overwrite the preset?"))
+        await pilot.pause()
+        found += glyph_cells(app, "confirm")
+        await pilot.press("n")
+        await pilot.pause()
+        await pilot.press("f8")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, CalibrateScreen)
+        screen.load_file(str(LOGS / "vllm_v1_mean_length.log"))
+        await settle(pilot, app, rounds=5)
+        for pane, title in PANES:
+            screen.action_pane(pane)
+            await pilot.pause()
+            found += glyph_cells(app, f"calibrate {title}")
+    return found
+
+
+@pytest.fixture(scope="module", params=[False, True], ids=["colour", "NO_COLOR"])
+def every_glyph(request: pytest.FixtureRequest) -> list[Cell]:
+    """The app's glyphs in every state, with colours and under NO_COLOR (the app then draws
+    some things differently, and Textual turns every colour to grey)."""
+    from spectui.app import create_app
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SPECTUI_HIDE_TIMINGS", "1")
+        patch.setenv("SPECTUI_SWEEP_WORKERS", "1")
+        if request.param:
+            patch.setenv("NO_COLOR", "1")
+        else:
+            patch.delenv("NO_COLOR", raising=False)
+        app = create_app("tiny")
+        assert app.no_color is request.param
+        return asyncio.run(visit_every_state(app))
+
+
+def invisible_glyphs(cells: list[Cell], system: ColorSystem) -> str:
+    """Where a glyph reads at under MIN_CONTRAST: one line per widget and pair of colours."""
+    invisible: dict[tuple[str, str, str], str] = {}
+    for cell in cells:
+        text, ground = rgb(cell.color, system), rgb(cell.background, system)
+        ratio = contrast(text, ground)
+        if ratio < MIN_CONTRAST:
+            where = f"{cell.state}: {cell.glyphs[:12]!r} at {ratio:.2f}:1"
+            invisible.setdefault((cell.widget, text, ground), where)
+    return "\n".join(
+        f"{widget}: {text} on {ground} ({where})"
+        for (widget, text, ground), where in sorted(invisible.items())
+    )
+
+
+@pytest.mark.parametrize("system", SYSTEMS, ids=lambda s: s.name)
+def test_no_glyph_is_invisible_in_any_colour_mode(every_glyph, system):
+    states = {cell.state for cell in every_glyph}
+    seen = {"start", "toasts", "a sweep", "an arena", "view plots", "confirm", "calibrate Fit"}
+    assert seen <= states
+    assert invisible_glyphs(every_glyph, system) == ""
+
+
+def test_the_issues_two_borders_are_drawn_and_read_in_16_colours(every_glyph):
+    """The Exact panel's and the acc@i box's borders (black on black under NO_COLOR)."""
+    boxes = ("ExactPanel#exact", "PositionBar#position-bar")
+    borders = [c for c in every_glyph if c.widget in boxes and c.glyphs[0] in "╭╮╰╯"]
+    assert {c.widget for c in borders} == set(boxes)
+    assert invisible_glyphs(borders, ColorSystem.STANDARD) == ""

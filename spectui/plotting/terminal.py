@@ -35,6 +35,9 @@ from engine.plot_data import MEAN_LINE, get_plot, optimal_k_heatmap
 
 # Anchors of matplotlib's viridis, for sequential lines (low acceptance dark, high bright).
 _VIRIDIS = ((68, 1, 84), (59, 82, 139), (33, 145, 140), (94, 201, 98), (253, 231, 37))
+# The stretch of it the lines take: its darkest quarter (purple) is near-black on a dark
+# terminal, 1.1:1 on the app's plot (tests/test_colours.py).
+_VIRIDIS_SPAN = (0.25, 0.9)
 MODEL_COLORS = {"fixed": "blue", "position_decay": "orange", "entropy_aware": "green"}
 MODEL_MARKERS = {"fixed": "o", "position_decay": "s", "entropy_aware": "^"}
 PLAIN_MARKERS = ("o", "x", "+", "*", "#", "@", "%", "&", "=", "$", "~", "v")
@@ -56,7 +59,8 @@ def _sequential(n: int) -> list[tuple[int, int, int]]:
         return [_VIRIDIS[2]]
     colors = []
     for i in range(n):
-        position = 0.9 * i / (n - 1) * (len(_VIRIDIS) - 1)
+        start, end = _VIRIDIS_SPAN
+        position = (start + (end - start) * i / (n - 1)) * (len(_VIRIDIS) - 1)
         low = int(position)
         high = min(low + 1, len(_VIRIDIS) - 1)
         frac = position - low

@@ -11,8 +11,10 @@ recommends K for the form's scenario (:mod:`engine.calibrate.fit`); the screen s
 * **Recommend**: the recommended K, its predicted speedup and interval, the tolerance band,
   the change against the log's K, and each serving engine's setting for it.
 
-``f`` (``ctrl+f`` from a text field too) sends the chosen model to the form
-(``Calibration.config`` of the form's scenario) and closes the screen; escape closes it.
+``f`` (``ctrl+f`` from a text field too) sends the recommendation to the form and closes the
+screen: the chosen model's values (rounded, :func:`sendable`), the recommended K, a fixed
+K policy and a chain (what K was recommended for), the form's cost model kept; a toast says
+what was set. Escape closes it.
 Edits to the text are analysed after a pause (:data:`DEBOUNCE_S`);
 :meth:`CalibrateScreen.analyse_now` runs a pending analysis at once.
 
@@ -40,7 +42,6 @@ from textual.screen import ModalScreen
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Input, Static, TabbedContent, TabPane, TextArea
 from textual.worker import Worker, get_current_worker
-from textual_plotext import PlotextPlot
 
 from spectui.plotting.terminal import (
     GLYPHS,
@@ -51,6 +52,7 @@ from spectui.plotting.terminal import (
     spaced_ticks,
 )
 from spectui.widgets.common import ReportsWorkerErrors, failure_reason, fmt
+from spectui.widgets.plot import Plot
 
 if TYPE_CHECKING:
     from engine.config import SpecConfig
@@ -68,6 +70,9 @@ INTERVAL_GLYPH = "│"
 # The panes, shown by their number key.
 PANES = (("cal-tab-windows", "Windows"), ("cal-tab-fit", "Fit"), ("cal-tab-recommend", "Recommend"))
 FIT_SIDE_WIDTH = 40  # columns of the Fit pane's models and notes, beside the plot
+# Significant digits tried, fewest first, for the fitted values sent to the form: the first
+# whose exact speedup shows as the recommendation's does (sendable).
+SEND_DIGITS = range(4, 10)
 
 
 @dataclass
@@ -76,7 +81,8 @@ class Analysis:
 
     ``parsed``: the ParseResult; ``calibration`` and ``recommendation`` once fitted;
     ``curves``: each fitted model's conditional rates at the observed positions;
-    ``emitted``: each engine's setting for the recommended K; ``adaptive``: whether an
+    ``emitted``: each engine's setting for the recommended K; ``sent``: the configuration
+    ``f`` sends (:func:`sendable`); ``adaptive``: whether an
     engine's adaptive setting would beat it (spectui.calibrate_command.adaptive_note);
     ``error``: why it stopped (one line; ``wants_k``: the K the log was recorded at is
     needed); ``note``: why there is no recommendation (the form is invalid)."""
@@ -88,6 +94,7 @@ class Analysis:
     recommendation: Any = None
     curves: dict[str, list[float]] = field(default_factory=dict)
     emitted: dict[str, str] = field(default_factory=dict)
+    sent: Any = None  # what ``f`` sends to the form (sendable), with the recommendation
     adaptive: str = ""
     error: str | None = None
     wants_k: bool = False
@@ -170,6 +177,41 @@ def recommendation_text(rec: Any, counted: bool = True) -> str:
     )
 
 
+def _rounded(key: str, value: object, digits: int) -> object:
+    """A fitted value to ``digits`` significant digits (each rate of a list of rates)."""
+    if isinstance(value, float):
+        return float(f"{value:.{digits}g}")
+    if key == "acceptance.rates" and isinstance(value, str):
+        return ",".join(f"{float(rate):.{digits}g}" for rate in value.split(","))
+    return value
+
+
+def sendable(cal: Any, scenario: SpecConfig, rec: Any) -> SpecConfig:
+    """What ``f`` sends: ``scenario`` (its cost model and length kept) with the recommended
+    K, a fixed K policy and a chain (what the recommendation is for), and the chosen model's
+    values to the fewest :data:`SEND_DIGITS` significant digits whose exact speedup shows as
+    the recommendation's (all of them if none does). Runs in the worker: it loads the engine."""
+    from engine.exact import exact_metrics
+
+    base = scenario.replace(policy="fixed", shape="chain", k=rec.k)
+    shown = fmt(rec.speedup, speedup=True)
+    for digits in SEND_DIGITS:
+        values = {key: _rounded(key, v, digits) for key, v in cal.chosen.values.items()}
+        config = base.replace(**values)
+        if fmt(exact_metrics(config)["speedup_exact"], speedup=True) == shown:
+            return config
+    return cal.config(base)
+
+
+def sent_text(sent: SpecConfig, cal: Any) -> str:
+    """The toast after ``f``: each field set, by the form's labels and as the form shows it."""
+    from spectui.widgets.param_form import LABELS
+
+    keys = [*cal.chosen.values, "k", "policy.name", "shape.name"]
+    fields = ", ".join(f"{LABELS.get(key, key)} {sent.get(key)}" for key in keys)
+    return f"Set in the form: {fields} (cost {sent.cost_model}, as before)"
+
+
 def details_text(rec: Any, scenario_label: str, adaptive: str) -> str:
     """Under the engines' settings: the speedup at every K, the scenario, and whether an
     adaptive setting would do better (``adaptive``, when known)."""
@@ -183,12 +225,15 @@ def details_text(rec: Any, scenario_label: str, adaptive: str) -> str:
     return "\n".join(lines)
 
 
-def settings_text(emitted: dict[str, str]) -> Text:
-    """Each serving engine's setting for the recommended K, one unwrapped line each."""
-    width = max((len(name) for name in emitted), default=0)
-    return Text(
-        "\n".join(f"{name:<{width}}  {text}" for name, text in emitted.items()), no_wrap=True
-    )
+def settings_table(emitted: dict[str, str]) -> Table:
+    """Each serving engine's setting for the recommended K: its name, then the setting,
+    wrapped within the pane's width (at spaces, a long word folded), none of it cut."""
+    table = Table.grid(padding=(0, 2))
+    table.add_column(no_wrap=True)
+    table.add_column(overflow="fold")
+    for name, text in emitted.items():
+        table.add_row(name, Text(text))
+    return table
 
 
 def models_table(cal: Any, criterion_name: str) -> Table:
@@ -212,7 +257,7 @@ def _figure(value: float, digits: int) -> str:
     return "—" if math.isnan(value) else f"{value:.{digits}f}"
 
 
-class RatesPlot(PlotextPlot):
+class RatesPlot(Plot):
     """Observed conditional rates with their 95 % intervals, and the chosen model's curve;
     the legend goes to the ``#cal-legend`` line under it."""
 
@@ -335,9 +380,9 @@ class CalibrateScreen(ReportsWorkerErrors, ModalScreen["SpecConfig | None"]):
         height: auto;
         padding: 0 1;
     }
-    /* One line each, unwrapped, to copy (the pane scrolls sideways when they are wide). */
+    /* Wrapped within the pane: at 80 columns the settings are wider than it. */
     CalibrateScreen #cal-settings {
-        width: auto;
+        width: 1fr;
         height: auto;
         padding: 0 1;
     }
@@ -521,7 +566,9 @@ class CalibrateScreen(ReportsWorkerErrors, ModalScreen["SpecConfig | None"]):
         if worker.is_cancelled:
             return
         rec = fit.recommend(cal, scenario)
-        post(recommendation=rec, emitted=dict(fit.emit(rec, cal)))
+        post(
+            recommendation=rec, emitted=dict(fit.emit(rec, cal)), sent=sendable(cal, scenario, rec)
+        )
         if worker.is_cancelled:
             return
         from spectui.calibrate_command import adaptive_note
@@ -629,7 +676,7 @@ class CalibrateScreen(ReportsWorkerErrors, ModalScreen["SpecConfig | None"]):
         head = self.query_one("#cal-recommend", Static)
         settings = self.query_one("#cal-settings", Static)
         details = self.query_one("#cal-details", Static)
-        settings.update(settings_text(found.emitted))
+        settings.update(settings_table(found.emitted))
         settings.display = bool(found.emitted)
         rec = found.recommendation
         if rec is None:
@@ -644,15 +691,20 @@ class CalibrateScreen(ReportsWorkerErrors, ModalScreen["SpecConfig | None"]):
 
     # --- actions ----------------------------------------------------------------------------
     def action_send(self) -> None:
-        """Close with the form's scenario carrying the chosen model."""
-        cal = self.analysis.calibration if self.analysis else None
-        if cal is None:
+        """Close with the recommendation for the form (:func:`sendable`), and say what it sets."""
+        found = self.analysis
+        cal = found.calibration if found else None
+        if found is None or cal is None:
             self.notify("Nothing fitted yet: paste log lines or load a file.", severity="warning")
             return
         if self.scenario is None:
             self.notify("The form is invalid: fix it first.", severity="error")
             return
-        self.dismiss(cal.config(self.scenario))
+        if found.sent is None:
+            self.notify("Still recommending K: press f again in a moment.", severity="warning")
+            return
+        self.app.notify(sent_text(found.sent, cal))
+        self.dismiss(found.sent)
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -11,11 +11,11 @@ from textual.binding import Binding, BindingType
 from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import Static
-from textual_plotext import PlotextPlot
 
 from engine.draft_models import DRAFT_MODELS
 from engine.plot_data import PLOTS, heatmap_model
 from spectui.widgets.common import ReportsWorkerErrors
+from spectui.widgets.plot import Plot
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -26,7 +26,7 @@ PANELS_ID = "01_speedup_vs_k_fixed"
 REDRAW_INTERVAL_S = 0.25  # at most four redraws a second while a sweep streams rows in
 
 
-class PlotCanvas(PlotextPlot):
+class PlotCanvas(Plot):
     """The plot; tells its view when its size changes (ticks are spaced for the size)."""
 
     def on_resize(self) -> None:

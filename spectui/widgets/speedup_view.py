@@ -16,7 +16,6 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Static
 from textual.worker import Worker, get_current_worker
-from textual_plotext import PlotextPlot
 
 from engine.config import BATCH_MAX, K_MAX, ORIGINAL_MODEL_NAMES, SpecConfig
 from engine.formatting import speedup_text
@@ -30,6 +29,7 @@ from spectui.plotting.terminal import (
     spaced_ticks,
 )
 from spectui.widgets.common import ReportsWorkerErrors
+from spectui.widgets.plot import Plot
 
 OVERLAYS = ("off", "models", "costs")
 MC_BUDGET = 2 * 10**7  # sequences x tokens x K values: above it, skip the Monte Carlo points
@@ -91,7 +91,7 @@ def exact_curve(
     return ks, exact
 
 
-class SpeedupPlot(PlotextPlot):
+class SpeedupPlot(Plot):
     """The chart itself; ``draw`` replaces everything plotted and returns the legend."""
 
     data: CurveReady | None = None

@@ -10,6 +10,7 @@ pastes, sees the analysis pending, and runs it with ``analyse_now`` (no sleeps).
 from __future__ import annotations
 
 import math
+import re
 import sys
 import types
 from dataclasses import dataclass, field
@@ -20,12 +21,14 @@ from textual import events
 from textual.widgets import TextArea
 
 from engine.calibrate.fit import model_rates
-from engine.config import SpecConfig
+from engine.config import FIELD_SPECS, SpecConfig
 from spectui.app import create_app
 from spectui.screens import calibrate as calibrate_screen
 from spectui.screens.calibrate import PASTED, CalibrateScreen
+from spectui.widgets.exact_panel import ExactPanel
+from spectui.widgets.param_form import IDS, LABELS
 from tests.app.helpers import notifications, settle, type_into
-from tests.app.screen import screen_text
+from tests.app.screen import region_text, screen_text
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
 # vLLM v1, one window (vllm-project/vllm issue 19254): M 2.16, 150 accepted, 387 drafted.
@@ -292,7 +295,8 @@ async def test_f_sends_the_fitted_model_to_the_form_and_closes(monkeypatch, key,
         assert app.query_one("#decay_base").value == "0.85"
         assert app.config is not None
         assert (app.config.draft_model, app.config.decay_factor) == ("position_decay", 0.9)
-        assert app.config.k == 3  # the scenario is kept: only the model is sent
+        assert app.config.k == 4  # the recommended K (the fake's)
+        assert (app.config.policy, app.config.shape) == ("fixed", "chain")
 
 
 async def test_the_log_k_typed_in_goes_to_the_fit(monkeypatch):
@@ -439,3 +443,75 @@ async def test_a_path_typed_where_the_log_goes_loads_that_file():
         assert "nothing usable" not in text
         row = next(line for line in text.splitlines() if "vllm-v1" in line)
         assert row.split()[:6] == ["3", "vllm-v1", "129", "3", "2.16", "used"]
+
+
+async def test_f_sends_the_whole_recommendation_rounded_and_the_toast_names_it():
+    """Issue 22, item 5: ``f`` sent the model at nine decimals and kept the form's K (5), so the
+    form showed 1.803x against the recommendation's 1.842x. Now the recommended K, the model
+    at a few significant digits, a fixed K policy and a chain go to the form, its cost model
+    stays, the Exact panel shows the recommendation's speedup, and the toast says all that."""
+    app = create_app("default")  # K = 5, linear costs
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_screen(pilot, app)
+        before = app.config
+        assert before is not None
+        screen.load_file(str(V1_LOG))
+        await settle(pilot, app, rounds=5)
+        screen.query_one("#cal-windows").focus()
+        await pilot.press("3")
+        await pilot.pause()
+        head = re.search(r"Recommended K = (\d+): speedup (\S+)x", screen_text(app))
+        assert head is not None, screen_text(app)
+        k, speedup = int(head[1]), head[2]
+        assert k != before.k  # else the test could not tell K was sent
+        cal = screen.analysis.calibration
+        await pilot.press("f")
+        await settle(pilot, app)
+        assert not isinstance(app.screen, CalibrateScreen)
+        after = app.config
+        assert after is not None
+        assert app.query_one("#k").value == str(k) and after.k == k
+        assert (after.policy, after.shape) == ("fixed", "chain")
+        # The cost model the recommendation used (the form's), and everything else, kept.
+        sent = {*cal.chosen.values, "k", "policy.name", "shape.name"}
+        kept = [key for key in FIELD_SPECS if key not in sent]
+        assert "cost.model" in kept and "draft_cost_us" in kept
+        assert {key: after.get(key) for key in kept} == {key: before.get(key) for key in kept}
+        # Each fitted value as the form shows it: a few significant digits, close to the fit.
+        fitted = {key: v for key, v in cal.chosen.values.items() if key != "draft_model"}
+        assert fitted and after.draft_model == cal.chosen.name
+        for key, value in fitted.items():
+            shown = app.query_one(f"#{IDS[key]}").value
+            assert len(shown.replace(".", "").lstrip("0")) <= 6, (key, shown)  # was nine decimals
+            assert math.isclose(float(shown), value, rel_tol=1e-3), (key, shown, value)
+        exact = region_text(app, app.query_one(ExactPanel))
+        assert re.search(rf"speedup +{re.escape(speedup)}\b", exact), exact
+        toast = notifications(app)[-1]
+        assert f"K {k}" in toast and "policy fixed" in toast and "shape chain" in toast
+        assert f"model {cal.chosen.name}" in toast and f"cost {before.cost_model}" in toast
+        for key in fitted:
+            assert f"{LABELS[key]} {app.query_one(f'#{IDS[key]}').value}" in toast, toast
+
+
+async def test_every_character_of_the_engines_settings_is_on_screen_at_80x24():
+    """Issue 22, item 6: at 80 columns the vLLM setting was cut (``"num_speculativ``) with no
+    way to see the rest. Each setting is read back from the screen, row after row of the
+    Recommend pane, and must be all there (wrapped lines joined; spaces aside)."""
+    app = create_app("default")
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_screen(pilot, app)
+        screen.load_file(str(V1_LOG))
+        await settle(pilot, app, rounds=5)
+        screen.query_one("#cal-windows").focus()
+        await pilot.press("3")
+        await pilot.pause()
+        emitted = screen.analysis.emitted
+        assert max(len(text) for text in emitted.values()) > 80  # the case of the issue
+        rows = region_text(app, screen.query_one("#cal-settings")).splitlines()
+        starts = [i for i, row in enumerate(rows) if row.split() and row.split()[0] in emitted]
+        assert [rows[i].split()[0] for i in starts] == list(emitted)
+        column = rows[starts[0]].index(emitted[rows[starts[0]].split()[0]][:8])
+        for first, end in zip(starts, [*starts[1:], len(rows)], strict=True):
+            name = rows[first].split()[0]
+            shown = "".join(row[column:] for row in rows[first:end])
+            assert "".join(shown.split()) == "".join(emitted[name].split()), (name, rows)
