@@ -229,6 +229,9 @@ class BudgetTable(HidesColumnsHint, Heatmap):
             self.add_row(*cells, key=str(batch), label=label)
         self._label_column.content_width = max(self._label_column.content_width, label_width)
         self.move_cursor(row=0, column=0, animate=False)
+        # Its rows' height at most (1fr of the side otherwise): the lines under it follow it,
+        # and where the side is short (80x24 beside the form) it scrolls.
+        self.styles.max_height = len(grid.batch_sizes) + 1
 
     def describe(self, b: int, j: int) -> str:
         """The cell (b, j) in words."""
