@@ -42,14 +42,16 @@ def hidden_columns(table: DataTable[Any]) -> tuple[int, int]:
     return left, right
 
 
-def hint_text(left: int, right: int) -> str:
-    """The hint for ``left`` and ``right`` columns out of sight ("" for none)."""
+def hint_text(left: int, right: int, focused: bool = True) -> str:
+    """The hint for ``left`` and ``right`` columns out of sight ("" for none); the keys
+    that bring them in, after Tab when the table does not have the focus."""
+    then = "" if focused else "Tab, then "
     if left and right:
-        return f"{LEFT} {left} · {right} more columns {RIGHT} ({LEFT}/{RIGHT}, Home/End)"
+        return f"{LEFT} {left} · {right} more columns {RIGHT} ({then}{LEFT}/{RIGHT}, Home/End)"
     if right:
-        return f"{RIGHT} {right} more column{'s' * (right > 1)} ({RIGHT} or End)"
+        return f"{RIGHT} {right} more column{'s' * (right > 1)} ({then}{RIGHT} or End)"
     if left:
-        return f"{LEFT} {left} more column{'s' * (left > 1)} ({LEFT} or Home)"
+        return f"{LEFT} {left} more column{'s' * (left > 1)} ({then}{LEFT} or Home)"
     return ""
 
 
@@ -129,7 +131,7 @@ class HidesColumnsHint:
         hint = self._columns_hint()
         if hint is not None:
             assert isinstance(self, DataTable)
-            hint.show_hint(hint_text(*hidden_columns(self)))
+            hint.show_hint(hint_text(*hidden_columns(self), focused=self.has_focus))
 
     def watch_scroll_x(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_x(old_value, new_value)  # type: ignore[misc]
@@ -140,3 +142,9 @@ class HidesColumnsHint:
 
     def on_resize(self) -> None:
         self.update_columns_hint()
+
+    def on_focus(self) -> None:
+        self.call_after_refresh(self.update_columns_hint)  # once the focus has moved
+
+    def on_blur(self) -> None:
+        self.call_after_refresh(self.update_columns_hint)

@@ -91,3 +91,16 @@ async def test_no_hint_when_every_column_fits():
         assert _header(app) == HEADERS
         assert _hint(app) == ""
         assert not app.query_one(ColumnsHint).display
+
+
+async def test_the_hint_says_tab_first_when_the_table_has_not_the_focus():
+    app = Host("cell", 0)
+    async with app.run_test(size=(40, 12)) as pilot:
+        await pilot.pause()
+        hidden = len(HEADERS) - len(_header(app))
+        app.query_one(Wide).blur()
+        await pilot.pause()
+        assert _hint(app) == f"→ {hidden} more columns (Tab, then → or End)"
+        await pilot.press("tab")
+        await pilot.pause()
+        assert _hint(app) == f"→ {hidden} more columns (→ or End)"
