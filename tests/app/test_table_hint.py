@@ -104,3 +104,22 @@ async def test_the_hint_says_tab_first_when_the_table_has_not_the_focus():
         await pilot.press("tab")
         await pilot.pause()
         assert _hint(app) == f"→ {hidden} more columns (→ or End)"
+
+
+@pytest.mark.parametrize("cursor", ["row", "cell"])
+async def test_page_keys_reach_every_row(cursor):
+    app = Host(cursor, 0)  # 8 rows in a box of 6 lines: the header and 5 rows
+    async with app.run_test(size=(40, 12)) as pilot:
+        await pilot.pause()
+
+        def labels() -> list[str]:  # the row labels shown (not the scrollbar's row)
+            lines = region_text(app, app.query_one(Wide)).splitlines()[1:]
+            return [line.split()[0] for line in lines if line.split()[0].isdigit()]
+
+        assert labels()[0] == "0" and "7" not in labels()
+        await pilot.press("pagedown", "pagedown")
+        await pilot.pause()
+        assert labels()[-1] == "7"
+        await pilot.press("pageup", "pageup")
+        await pilot.pause()
+        assert labels()[0] == "0"
