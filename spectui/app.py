@@ -36,6 +36,7 @@ from spectui.widgets.exact_panel import ERROR_FIELD, ERROR_REASON, ExactPanel, e
 from spectui.widgets.param_form import ParamForm
 from spectui.widgets.run_view import RunView
 from spectui.widgets.sweep_view import SweepView
+from spectui.widgets.view_tabs import ViewTabs
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -163,7 +164,7 @@ class SpectuiApp(App[None]):
                 placeholder.border_title = "Configuration"
                 yield placeholder
                 yield ExactPanel("computing…", id="exact")
-            with TabbedContent(id="views", initial="run"):
+            with ViewTabs(id="views", initial="run"):  # labels fit its width
                 with TabPane("1 Run", id="run"):
                     yield RunView(id="run-view", autoplay=self.replay_autoplay)
                 # The other views mount after the first screen: see _mount_lazy.

@@ -41,6 +41,7 @@ from spectui.plotting.terminal import (
     spaced_ticks,
 )
 from spectui.widgets.common import ReportsWorkerErrors
+from spectui.widgets.table_hint import ColumnsHint, HidesColumnsHint
 
 if TYPE_CHECKING:
     from engine.arena import ArenaResult, Standing
@@ -117,6 +118,11 @@ class TraceReady(Message):
     run: int
     index: int
     trace: dict[str, np.ndarray]
+
+
+class Leaderboard(HidesColumnsHint, DataTable[Any]):
+    """The arena's rows, one per policy (the policy's name fixed on the left); the line
+    under it says which columns are out of sight."""
 
 
 class TracePlot(PlotextPlot):
@@ -248,13 +254,14 @@ class ArenaView(ReportsWorkerErrors, Vertical):
     def compose(self) -> ComposeResult:
         yield Static("", id="arena-scenario")
         yield Static("", id="arena-source")
-        yield DataTable(
+        yield Leaderboard(
             id="arena-board",
             classes="main-view",
             cursor_type="row",
             fixed_columns=1,
             zebra_stripes=True,
         )
+        yield ColumnsHint(id="arena-more")
         yield Static("", id="arena-status")
         yield Static("", id="arena-columns")  # the columns' legend, shown with l
         yield Static("", id="arena-trace-title")

@@ -7,7 +7,8 @@ speedup colour scale, ``✗`` where no K pays. The line under the map says where
 should turn off; moving the cursor describes the cell under it.
 
 Under the ``linear`` cost model nothing depends on batch or context: the view then maps the
-same scenario under the ``roofline`` model, and says so.
+same scenario under the ``roofline`` model, and its title line says so ("roofline h100 (form
+is linear)"), so that its K* is not mistaken for the form's. Every figure is exact.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from engine.formatting import speedup_text
 from spectui.colours import heat_style
 from spectui.widgets.common import ReportsWorkerErrors
 from spectui.widgets.heatmap import Heatmap
+from spectui.widgets.table_hint import ColumnsHint, HidesColumnsHint
 
 if TYPE_CHECKING:
     from engine.regime import RegimeMap
@@ -38,14 +40,24 @@ BUSY_TEXT = "computing the map…"
 # the form (ctrl+b) shows all 8 default contexts.
 CELL_WIDTH = 8
 DEFAULT_COST = "roofline"
-LINEAR_NOTE = "the form's linear cost ignores batch and context: mapped as roofline"
+TITLE = "Regime map, exact"  # exact figures (engine.regime), no Monte Carlo
 
 
 def map_config(config: SpecConfig) -> tuple[SpecConfig, str]:
-    """The scenario the view maps for the form's ``config``, and a note ("" if none)."""
+    """The scenario mapped over batch and context for the form's ``config``, and how it
+    differs from the form's ("" if it does not): a linear cost ignores batch and context,
+    so the map (and the Tree view's heatmap) uses the roofline of the form's gpu instead."""
     if config.cost_model == "linear":
-        return config.replace(cost_model=DEFAULT_COST), LINEAR_NOTE
+        return (
+            config.replace(cost_model=DEFAULT_COST),
+            f"{DEFAULT_COST} {config.gpu} (form is linear)",
+        )
     return config, ""
+
+
+def titled(title: str, note: str) -> str:
+    """A view's title line, with how its scenario differs from the form's when it does."""
+    return f"{title} · {note}" if note else title
 
 
 @dataclass
@@ -68,7 +80,7 @@ class RegimeProgress(Message):
         return isinstance(message, RegimeProgress)
 
 
-class RegimeMapTable(Heatmap):
+class RegimeMapTable(HidesColumnsHint, Heatmap):
     """The map: a row per batch size, a column per context length (a Heatmap's cursor and
     cell styles; cells from :meth:`engine.regime.RegimeMap.cell_text`)."""
 
@@ -152,6 +164,7 @@ class RegimeView(ReportsWorkerErrors, Vertical):
     RegimeView RegimeMapTable {
         height: auto;
         max-height: 1fr;
+        scrollbar-size-horizontal: 0;  /* the line under it says which columns are hidden */
     }
     """
 
@@ -162,9 +175,10 @@ class RegimeView(ReportsWorkerErrors, Vertical):
         self.dirty = True
 
     def compose(self) -> ComposeResult:
-        yield Static("Regime map", id="regime-title")
+        yield Static(TITLE, id="regime-title")
         yield Static("", id="regime-scenario")
         yield RegimeMapTable(id="regime-map", classes="main-view")
+        yield ColumnsHint(id="regime-more")
         yield Static("", id="regime-legend")
         yield Static("", id="regime-off")
         yield Static("", id="regime-status")
@@ -227,10 +241,11 @@ class RegimeView(ReportsWorkerErrors, Vertical):
         self.shown = regime
         length, acceptance, cost = regime.legend_lines()
         ks = f"K {regime.ks[0]}..{regime.ks[-1]}"
-        self.query_one("#regime-title", Static).update(f"Regime map · {ks}, {length}")
-        scenario = f"{acceptance}\n{cost}"
-        if message.note:
-            scenario = f"{acceptance} · {message.note}\n{cost}"
+        # The title says how the map's scenario differs from the form's, else its axes.
+        axes = f"{ks}, {length}"
+        title = titled(TITLE, message.note or axes)
+        self.query_one("#regime-title", Static).update(Text(title))
+        scenario = f"{axes} · {acceptance}\n{cost}" if message.note else f"{acceptance}\n{cost}"
         self.query_one("#regime-scenario", Static).update(Text(scenario))
         table = self.query_one(RegimeMapTable)
         table.show_map(regime)

@@ -11,8 +11,11 @@ reverse video with a ``✓`` (the glyph reads without colour).
 Right, the budget x batch heatmap (:func:`engine.tree_scenario.budget_by_batch`, computed in
 a thread worker and redone when the form changes): a row per batch size, the best Sequoia
 budget and its speedup, the chain's best K and its speedup, then the speedup of the best tree
-of each budget, on the speedup colour scale of the Regime view. Under the ``linear`` cost
-model nothing depends on batch: the heatmap then uses the ``roofline`` model, and says so.
+of each budget, on the speedup colour scale of the Regime view. Every figure is exact. Under
+the ``linear`` cost model nothing depends on batch: the heatmap then uses the ``roofline``
+model, and its title says so; its trees (and its chain) accept by the scenario's rank
+probabilities, which a chain form does not use: the title says that too, so that its chain
+K* is not mistaken for the form's.
 """
 
 from __future__ import annotations
@@ -36,7 +39,8 @@ from engine.formatting import LOSE_MARK, speedup_text
 from spectui.colours import heat_style
 from spectui.widgets.common import ReportsWorkerErrors
 from spectui.widgets.heatmap import Heatmap
-from spectui.widgets.regime_view import map_config
+from spectui.widgets.regime_view import map_config, titled
+from spectui.widgets.table_hint import ColumnsHint, HidesColumnsHint
 
 if TYPE_CHECKING:
     from textual.widgets.tree import TreeNode
@@ -54,9 +58,8 @@ SAMPLE_HINT = "s: sample another cycle"
 # summary columns and the first budgets; the cursor scrolls to the others.
 SUMMARY_WIDTH = 10
 CELL_WIDTH = 5
-GRID_TITLE = "Best tree by batch"
-LINEAR_TITLE = "Best tree by batch (linear cost: as roofline)"
-LEGEND = "n*: best tree budget · K*: best chain · then per budget"
+GRID_TITLE = "Best tree by batch, exact"
+LEGEND = "n*: best tree · K*: best chain · then by budget"
 INVALID_TEXT = "form invalid: no tree to draw"
 
 
@@ -110,8 +113,19 @@ def tree_summary(tree: Tree, expected: float) -> str:
     widths = ",".join(str(w) for w in tree.level_sizes)
     return (
         f"{tree.nodes} nodes, depth {tree.depth} (widths {widths}) · verify "
-        f"{tree.nodes + 1} · {expected:.3f} tokens/cycle"
+        f"{tree.nodes + 1} · exact {expected:.3f} tokens/cycle"
     )
+
+
+def acceptance_note(config: SpecConfig) -> str:
+    """How the heatmap's trees accept: by the scenario's rank probabilities; for a chain form,
+    also the acceptance its own chain uses (which the heatmap does not)."""
+    text = f"rank p {config.rank_probs}"
+    if config.shape == "chain":
+        from engine.formatting import acceptance_text
+
+        text += f" · the form's chain: {acceptance_text(config)}"
+    return text
 
 
 def summary_cell(size: int, speedup: float) -> str:
@@ -181,15 +195,13 @@ class DrawnTree(TextualTree[int]):
         self.accepted = accepted
 
 
-class BudgetTable(Heatmap):
+class BudgetTable(HidesColumnsHint, Heatmap):
     """The best tree size per batch: a row per batch size; the best budget, the chain's
     best K, then the speedup of the best tree of each budget (a Heatmap's cursor)."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(cell_padding=0, **kwargs)
         self.budgets: BudgetGrid | None = None
-        # Its rows' height, the legend just under it (app.tcss gives every Heatmap 1fr).
-        self.styles.height = "auto"
 
     def show_grid(self, grid: BudgetGrid) -> None:
         self.budgets = grid
@@ -217,6 +229,9 @@ class BudgetTable(Heatmap):
             self.add_row(*cells, key=str(batch), label=label)
         self._label_column.content_width = max(self._label_column.content_width, label_width)
         self.move_cursor(row=0, column=0, animate=False)
+        # Its rows' height at most (1fr of the side otherwise): the lines under it follow it,
+        # and where the side is short (80x24 beside the form) it scrolls.
+        self.styles.max_height = len(grid.batch_sizes) + 1
 
     def describe(self, b: int, j: int) -> str:
         """The cell (b, j) in words."""
@@ -268,7 +283,9 @@ class TreeView(ReportsWorkerErrors, Vertical):
         height: 1fr;
     }
     TreeView BudgetTable {
-        width: auto;
+        width: 100%;
+        height: 1fr;
+        scrollbar-size-horizontal: 0;  /* the line under it says which columns are hidden */
     }
     TreeView #tree-side > Static {
         height: auto;
@@ -295,6 +312,7 @@ class TreeView(ReportsWorkerErrors, Vertical):
             with Vertical(id="tree-side"):
                 yield Static("", id="tree-grid-title")
                 yield BudgetTable(id="tree-budgets")
+                yield ColumnsHint(id="tree-more")
                 yield Static(Text(LEGEND), id="tree-legend")
         yield Static("", id="tree-cycle")
         yield Static("", id="tree-status")
@@ -425,10 +443,8 @@ class TreeView(ReportsWorkerErrors, Vertical):
             self._status(self.error)
             return
         self.grid = message.grid
-        title = LINEAR_TITLE if message.note else GRID_TITLE
+        title = f"{titled(GRID_TITLE, message.note)}\n{acceptance_note(message.config)}"
         self.query_one("#tree-grid-title", Static).update(Text(title))
-        legend = f"rank p {message.config.rank_probs}\n{LEGEND}"
-        self.query_one("#tree-legend", Static).update(Text(legend))
         self.query_one(BudgetTable).show_grid(message.grid)
         if self.draft is not None and not self.error:
             self._status(self._cell_text())

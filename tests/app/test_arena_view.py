@@ -425,3 +425,32 @@ def test_contenders_are_named_as_the_leaderboard_names_them():
     assert len(set(labels)) == len(labels)
     ran = {s.label for s in engine.arena.run_arena(scenario, contenders).standings}
     assert set(labels) <= ran
+
+
+async def test_at_80x24_beside_the_form_every_column_is_reached_by_keys(gated):
+    """Issue 22: the board's last columns (k most) were cut at 80 columns, unmarked."""
+    app = create_app("default")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open_arena(pilot, app)
+        await pilot.press("f7")
+        for i in range(len(FAKE_SPEEDUPS)):
+            gated.release(i)
+        await settle(pilot, app)
+        board = _board(app)
+        assert app.focused is board
+
+        def header() -> str:
+            return region_text(app, board).splitlines()[0]
+
+        def hint() -> str:
+            return " ".join(region_text(app, app.query_one("#arena-more")).split())
+
+        assert "k most" not in header() and hint().endswith("more columns (→ or End)")
+        await pilot.press("end")
+        await pilot.pause()
+        assert header().split()[0] == "policy"  # fixed on the left
+        assert header().rstrip().endswith("k most")
+        assert hint().endswith("(← or Home)")
+        await pilot.press("home")
+        await pilot.pause()
+        assert "exact" in header() and hint().endswith("(→ or End)")

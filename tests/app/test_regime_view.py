@@ -42,9 +42,9 @@ async def test_key_6_shows_the_map_of_the_form_at_80x24():
         assert app.query_one(TabbedContent).active == "regime"
         assert app.focused is app.query_one("#regime-map")
         text = screen_text(app)
-        assert "6 Regime" in text
-        scenario = _text_of(app, "#regime-scenario")
-        assert "the form's linear cost ignores batch and context: mapped as roofline" in scenario
+        assert " Regime " in text.splitlines()[1]  # the tab, whole
+        title = _text_of(app, "#regime-title")
+        assert title == "Regime map, exact · roofline h100 (form is linear)"
         expected = regime_map(app.config.replace(cost_model="roofline"))
         rows = _map_rows(app)
         assert rows[0].split()[:2] == ["1k", "2k"]
@@ -170,3 +170,44 @@ async def test_a_form_change_stops_the_running_map(monkeypatch):
         assert "stopped T=50000" in outcomes and "done T=50000" not in outcomes
         assert outcomes.count("done T=128") == 2  # the first form's map, then the last one
         assert app.query_one("#regime-view").shown.config == WEAK
+
+
+async def test_at_80x24_beside_the_form_every_context_is_reached_by_keys():
+    """Issue 22: the 64k and 128k columns were cut at 80 columns with no sign of them."""
+    from engine.regime import CONTEXTS, context_label
+
+    app = create_app("default")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open_regime(pilot, app)
+        assert app.focused is app.query_one("#regime-map")
+        headers = [context_label(c) for c in CONTEXTS]
+        shown = _map_rows(app)[0].split()
+        assert shown[0] == headers[0] and headers[-1] not in shown
+        hint = _text_of(app, "#regime-more")
+        assert hint == f"→ {len(headers) - len(shown)} more columns (→ or End)"
+        await pilot.press("end")
+        await pilot.pause()
+        shown = _map_rows(app)[0].split()
+        assert shown == headers[-len(shown) :]  # whole columns, up to 128k
+        assert _text_of(app, "#regime-more").endswith("more columns (← or Home)")
+        assert "128k: K*=" in _text_of(app, "#regime-status")
+        # The row labels stand alone: no cut cell's figures beside them.
+        for i, line in enumerate(_map_rows(app)[1:]):
+            assert line.split()[0] == str(app.query_one("#regime-map").regime.batch_sizes[i])
+        await pilot.press("home")
+        await pilot.pause()
+        assert _map_rows(app)[0].split()[0] == headers[0]
+
+
+async def test_the_title_says_the_map_is_exact_and_of_a_roofline_when_the_form_is_linear():
+    """Issue 22: the Speedup view's K* is the linear form's; the map's is a roofline's."""
+    app = create_app("default")  # linear
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _open_regime(pilot, app)
+        assert _text_of(app, "#regime-title") == (
+            "Regime map, exact · roofline h100 (form is linear)"
+        )
+        app.post_message(ConfigChanged(WEAK.replace(gpu="a100-80gb")))  # a roofline form: as is
+        await settle(pilot, app, rounds=4)
+        assert _text_of(app, "#regime-title") == "Regime map, exact · K 1..16, T=128, tail full"
+        assert "roofline on a100-80gb" in _text_of(app, "#regime-scenario")

@@ -92,7 +92,10 @@ async def test_key_8_draws_each_node_with_its_path_probability(grids):
         assert [line.split()[-1] for line in lines[1:]] == [
             "0.60", "0.36", "0.22", "0.15", "0.25", "0.15"
         ]  # fmt: skip
-        assert "6 nodes, depth 3 (widths 2,3,1) · verify 7 · 2.726 tokens/cycle" in screen_text(app)
+        assert (
+            "6 nodes, depth 3 (widths 2,3,1) · verify 7 · exact 2.726 tokens/cycle"
+            in screen_text(app)
+        )
 
 
 def _marked(app) -> list[int]:
@@ -146,7 +149,7 @@ async def test_the_heatmap_row_shows_the_best_budget(grids):
         assert grid.best_budget[0] == 128 and grid.best_budget[-1] == 1  # rows differ
         assert "batch 1: best tree 128 nodes 2.60x" in screen_text(app)
         # The linear form is mapped as roofline, and the title says so.
-        assert "Best tree by batch (linear cost: as roofline)" in screen_text(app)
+        assert "Best tree by batch, exact · roofline h100 (form is linear)" in screen_text(app)
         assert "rank p 0.6,0.25" in screen_text(app)
 
 
@@ -204,3 +207,44 @@ async def test_readable_without_colour(grids, monkeypatch):
         assert app.no_color
         assert f"{ACCEPTED_MARK} root" in screen_text(app)
         assert _marked(app)[0] == 0
+
+
+async def test_at_80x24_beside_the_form_every_budget_is_reached_by_keys(grids):
+    """Issue 22: the budget columns after 1 were cut at 80 columns with no sign of them."""
+    app = create_app("default")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open_tree(pilot, app, hide=False)
+        table = app.query_one("#tree-budgets")
+        header = region_text(app, table).splitlines()[0].split()
+        assert header[:4] == ["tree", "n*", "chain", "K*"] and str(BUDGETS[-1]) not in header
+        hint = " ".join(region_text(app, app.query_one("#tree-more")).split())
+        # The tree has the focus: Tab brings it to the heatmap (cut at this width: "…").
+        assert hint.startswith("→ ") and "more columns (Tab, then" in hint
+        await pilot.press("tab")
+        assert app.focused is table
+        await pilot.press("end")
+        await pilot.pause()
+        header = region_text(app, table).splitlines()[0].split()
+        assert header[-1] == str(BUDGETS[-1])
+        assert all(h in [str(b) for b in BUDGETS] for h in header)  # whole columns only
+        assert f"the best tree of {BUDGETS[-1]} nodes" in screen_text(app)
+        assert "(← or Home)" in region_text(app, app.query_one("#tree-more"))
+
+
+async def test_the_heatmap_title_says_exact_its_cost_and_its_acceptance(grids):
+    """Issue 22: the chain K* of the heatmap is not the Speedup view's: it is a roofline's,
+    on the rank probabilities; the title says so, and that it is exact."""
+    app = create_app("default")  # a linear chain of fixed acceptance 0.8
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _open_tree(pilot, app, config=None)
+        title = " ".join(region_text(app, app.query_one("#tree-grid-title")).split())
+        rank_probs = app.config.rank_probs
+        assert title == (
+            "Best tree by batch, exact · roofline h100 (form is linear) "
+            f"rank p {rank_probs} · the form's chain: fixed (acceptance 0.8)"
+        )
+        assert "exact 3.689 tokens/cycle" in screen_text(app)
+        app.form.load_config(TREE.replace(cost_model="roofline"))
+        await settle(pilot, app, rounds=4)
+        title = " ".join(region_text(app, app.query_one("#tree-grid-title")).split())
+        assert title == "Best tree by batch, exact rank p 0.6,0.25"
