@@ -496,8 +496,8 @@ class SpectuiApp(App[None]):
         """Copy what is current (see the help screen): on the Calibrate screen its engine
         flags; else the path of a file written since the form last changed (once); else the
         focused table's highlighted row; else the form as a ``spectui run`` command."""
-        from spectui.copying import table_row
-        from spectui.screens.calibrate import CalibrateScreen, settings_text
+        from spectui.copying import engine_flags, table_row
+        from spectui.screens.calibrate import CalibrateScreen
 
         screen = self.screen
         if isinstance(screen, CalibrateScreen):
@@ -507,7 +507,7 @@ class SpectuiApp(App[None]):
                 return
             k = found.recommendation.k if found.recommendation is not None else "?"
             engines = ", ".join(found.emitted)
-            text = settings_text(found.emitted).plain
+            text = engine_flags(found.emitted)
             self._copy(text, f"the engine flags for K = {k} ({engines}; one line each)")
             return
         if self._written is not None:

@@ -35,6 +35,13 @@ def command_line(config: SpecConfig) -> str:
     return " ".join(shlex.quote(arg) for arg in args)
 
 
+def engine_flags(emitted: dict[str, str]) -> str:
+    """Each serving engine's setting for the recommended K, one line each: its name, then the
+    setting as Calibrate emitted it (already quoted for a shell where it is a command)."""
+    width = max((len(name) for name in emitted), default=0)
+    return "\n".join(f"{name:<{width}}  {text}" for name, text in emitted.items())
+
+
 def table_row(table: Any) -> str | None:
     """The highlighted row of a focused table (the cycle table or a DataTable), its cells
     tab-separated as shown (a row label first); None if the table has no rows."""
