@@ -17,6 +17,19 @@ CELL_WIDTH = 10  # " 4≈✗ 2.41…": fixed, so cells never change width as the
 LEGEND = f"K* and its speedup per cell · {SHORT_LEGEND}"
 
 
+def speedup_kind(grid: pd.DataFrame) -> str:
+    """Where a K* grid's speedups come from: "Monte Carlo", or "exact" (an exact-only
+    sweep's; the grid's ``speedup_column``)."""
+    return "exact" if grid.attrs.get("speedup_column") == "speedup_exact" else "Monte Carlo"
+
+
+def legend(grid: pd.DataFrame | None) -> str:
+    """The legend under a K* grid, saying whether its speedups are Monte Carlo or exact."""
+    if grid is None:
+        return LEGEND
+    return f"K* and its {speedup_kind(grid)} speedup per cell · {SHORT_LEGEND}"
+
+
 class Heatmap(DataTable):
     """A DataTable with a cell cursor showing one K* grid.
 
@@ -38,6 +51,7 @@ class Heatmap(DataTable):
         self.row_title: str = ""
         self.cells: dict[tuple[str, float], int] = {}
         self._shape: tuple[tuple[str, ...], tuple[float, ...]] | None = None
+        self._shown: dict[tuple[int, int], tuple[str, Any]] = {}  # (row, column) -> drawn
 
     def show(self, grid: pd.DataFrame) -> None:
         """Draw ``grid`` (engine.plot_data.optimal_k_heatmap, ideally with ``planned`` so
@@ -58,19 +72,41 @@ class Heatmap(DataTable):
             for i, label in enumerate(labels):
                 self.add_row(*[""] * len(costs), key=str(i), label=Text(label, style="bold"))
             self._shape = (labels, costs)
+            self._shown = {}
         no_color = bool(getattr(self.app, "no_color", False))
-        found = {(int(r["row"]), int(r["column"])): r for _, r in grid.iterrows()}
+        fixed_k = grid.attrs.get("k_count") == 1
         self.cells = {}
-        for i, label in enumerate(labels):
-            for j, cost in enumerate(costs):
-                cell = found.get((i, j))
-                if cell is None:
-                    text = Text(PENDING_MARK.center(CELL_WIDTH))
-                else:
-                    self.cells[(label, cost)] = int(cell["k_opt"])
-                    style = heat_style(float(cell["speedup_opt"]), no_color)
-                    text = Text(cell_text(cell, aligned=True), style=style)
-                self.update_cell(str(i), repr(cost), text)
+        wanted: dict[tuple[int, int], tuple[str, Any]] = {}
+        # Column by column, not grid.iterrows(): a row as a Series copies the grid's attrs
+        # (its row keys), which made a redraw of 960 cells take seconds.
+        columns = ("row", "column", "k_opt", "speedup_opt", "tie", "loses", "complete")
+        for i, j, k, speedup, tie, loses, complete in zip(
+            *(grid[c].to_numpy() for c in columns), strict=True
+        ):
+            i, j = int(i), int(j)
+            if not (0 <= i < len(labels) and 0 <= j < len(costs)):
+                continue
+            self.cells[(labels[i], costs[j])] = int(k)
+            # A grid whose K does not vary has no K* to lose with: the title says K is fixed.
+            cell = {"k_opt": k, "speedup_opt": speedup, "tie": tie, "complete": complete}
+            cell["loses"] = False if fixed_k else loses
+            wanted[(i, j)] = (cell_text(cell, aligned=True), heat_style(float(speedup), no_color))
+        pending = (PENDING_MARK.center(CELL_WIDTH), None)
+        # Only the cells whose text or colour changed are updated: a snapshot of a running
+        # sweep costs the cells it changed, not the whole grid.
+        for i in range(len(labels)):
+            for j in range(len(costs)):
+                shown = wanted.get((i, j), pending)
+                if self._shown.get((i, j)) != shown:
+                    self._shown[(i, j)] = shown
+                    text, style = shown
+                    self.update_cell(str(i), repr(costs[j]), Text(text, style=style or ""))
+
+    def blank(self) -> None:
+        """No grid: an empty table (until :meth:`show`)."""
+        self.clear(columns=True)
+        self.grid, self.model, self.row_title, self.cells = None, None, "", {}
+        self._shape, self._shown = None, {}
 
     def cell_at_cursor(self) -> tuple[int, int] | None:
         """(row, column) of the grid under the cursor, or None."""
