@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 
+from rich.style import Style
 from rich.text import Text
 from textual.widgets import DataTable
+from textual.widgets.data_table import ColumnKey, RowKey
 
 from engine.formatting import PENDING_MARK, SHORT_LEGEND, cell_text
 from spectui.colours import heat_style
@@ -30,6 +33,12 @@ def legend(grid: pd.DataFrame | None) -> str:
     return f"K* and its {speedup_kind(grid)} speedup per cell · {SHORT_LEGEND}"
 
 
+@functools.lru_cache(maxsize=16384)
+def _heat_style(speedup: float, no_color: bool) -> Style:
+    """:func:`heat_style`, remembered: switching models redraws every cell."""
+    return heat_style(speedup, no_color)
+
+
 class Heatmap(DataTable):
     """A DataTable with a cell cursor showing one K* grid.
 
@@ -52,6 +61,8 @@ class Heatmap(DataTable):
         self.cells: dict[tuple[str, float], int] = {}
         self._shape: tuple[tuple[str, ...], tuple[float, ...]] | None = None
         self._shown: dict[tuple[int, int], tuple[str, Any]] = {}  # (row, column) -> drawn
+        self._row_keys: list[RowKey] = []  # the table's keys of the grid's rows, columns
+        self._column_keys: list[ColumnKey] = []
 
     def show(self, grid: pd.DataFrame) -> None:
         """Draw ``grid`` (engine.plot_data.optimal_k_heatmap, ideally with ``planned`` so
@@ -63,26 +74,30 @@ class Heatmap(DataTable):
         costs = tuple(float(c) for c in grid.attrs.get("costs", []))
         if (labels, costs) != self._shape:
             self.clear(columns=True)
+            self._row_keys, self._column_keys = [], []
             labels_of = grid.attrs.get("column_labels") or [f"{c:g} us" for c in costs]
             for cost, heading in zip(costs, labels_of, strict=True):
                 # "20us": a heading fits the cell's width
-                self.add_column(
+                column_key = self.add_column(
                     heading.replace(" us", "us")[:CELL_WIDTH], key=repr(cost), width=CELL_WIDTH
                 )
+                self._column_keys.append(column_key)
             for i, label in enumerate(labels):
-                self.add_row(*[""] * len(costs), key=str(i), label=Text(label, style="bold"))
+                row_key = self.add_row(
+                    *[""] * len(costs), key=str(i), label=Text(label, style="bold")
+                )
+                self._row_keys.append(row_key)
             self._shape = (labels, costs)
             self._shown = {}
         no_color = bool(getattr(self.app, "no_color", False))
         fixed_k = grid.attrs.get("k_count") == 1
         self.cells = {}
         wanted: dict[tuple[int, int], tuple[str, Any]] = {}
-        # Column by column, not grid.iterrows(): a row as a Series copies the grid's attrs
-        # (its row keys), which made a redraw of 960 cells take seconds.
-        columns = ("row", "column", "k_opt", "speedup_opt", "tie", "loses", "complete")
-        for i, j, k, speedup, tie, loses, complete in zip(
-            *(grid[c].to_numpy() for c in columns), strict=True
-        ):
+        # One array of the grid's values, not grid.iterrows() nor grid[column]: a row or a
+        # column as a Series copies the grid's attrs (its 960 row keys, deeply).
+        columns = ["row", "column", "k_opt", "speedup_opt", "tie", "loses", "complete"]
+        values = grid.to_numpy()[:, grid.columns.get_indexer(columns)]
+        for i, j, k, speedup, tie, loses, complete in values:
             i, j = int(i), int(j)
             if not (0 <= i < len(labels) and 0 <= j < len(costs)):
                 continue
@@ -90,23 +105,35 @@ class Heatmap(DataTable):
             # A grid whose K does not vary has no K* to lose with: the title says K is fixed.
             cell = {"k_opt": k, "speedup_opt": speedup, "tie": tie, "complete": complete}
             cell["loses"] = False if fixed_k else loses
-            wanted[(i, j)] = (cell_text(cell, aligned=True), heat_style(float(speedup), no_color))
+            style = _heat_style(float(speedup), no_color)
+            wanted[(i, j)] = (cell_text(cell, aligned=True), style)
         pending = (PENDING_MARK.center(CELL_WIDTH), None)
-        # Only the cells whose text or colour changed are updated: a snapshot of a running
+        # Only the cells whose text or colour changed are written: a snapshot of a running
         # sweep costs the cells it changed, not the whole grid.
+        changes = []
         for i in range(len(labels)):
             for j in range(len(costs)):
                 shown = wanted.get((i, j), pending)
                 if self._shown.get((i, j)) != shown:
                     self._shown[(i, j)] = shown
-                    text, style = shown
-                    self.update_cell(str(i), repr(costs[j]), Text(text, style=style or ""))
+                    changes.append((i, j, shown))
+        if changes:
+            self._put(changes)
+
+    def _put(self, changes: list[tuple[int, int, tuple[str, Any]]]) -> None:
+        """Write cells (row, column, (text, style)) as DataTable.update_cell does, with one
+        refresh for them all (a refresh a cell made ``m`` on a grid of 960 cells slow)."""
+        for i, j, (text, style) in changes:
+            row = self._data[self._row_keys[i]]
+            row[self._column_keys[j]] = Text(text, style=style or "")
+        self._update_count += 1
+        self.refresh()
 
     def blank(self) -> None:
         """No grid: an empty table (until :meth:`show`)."""
         self.clear(columns=True)
         self.grid, self.model, self.row_title, self.cells = None, None, "", {}
-        self._shape, self._shown = None, {}
+        self._shape, self._shown, self._row_keys, self._column_keys = None, {}, [], []
 
     def cell_at_cursor(self) -> tuple[int, int] | None:
         """(row, column) of the grid under the cursor, or None."""
