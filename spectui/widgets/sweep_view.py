@@ -44,7 +44,7 @@ from spectui.widgets.heatmap import LEGEND, Heatmap, legend
 SNAPSHOT_EVERY_S = 1.0  # at most one new grid a second...
 SNAPSHOT_SHARE = 0.1  # ...and building them takes at most this share of the sweep's time
 PROGRESS_EVERY_S = 0.25  # the count line and the bar, read from the sweep (not pushed)
-PLANNING_STEP = 1024  # configurations between two planning figures
+PLANNING_STEP = 256  # configurations between two planning figures
 NO_PRESET = "no preset"  # the picker's blank entry
 SCHEDULER_FORMS = "tcp://HOST:PORT or local:N (unset: this machine)"
 
@@ -433,6 +433,7 @@ class SweepView(ReportsWorkerErrors, Vertical):
             began = last = time.perf_counter()
             interval = SNAPSHOT_EVERY_S
             seen = 0  # rows the last snapshot had
+            stale: set[str] = set()  # models with rows their last grid built lacks
             rows = sweep_rows(
                 configs, executor=executor, should_stop=stopped, batch_size=batch, plan=plan
             )
@@ -443,13 +444,16 @@ class SweepView(ReportsWorkerErrors, Vertical):
                 self.live = ("running", done, plan.total, now - began)
                 if now - last < interval or done >= plan.total:
                     continue
-                # Only the model on screen, and only if it has new rows: the others are
-                # built when shown (m).
+                # Only the model on screen, and only if it has rows its grid lacks: the
+                # others are built when shown (m).
                 shown = self.model
-                fresh = set(model_of[store.ids_since(seen)].tolist())
+                stale.update(model_of[store.ids_since(seen)].tolist())
                 seen = done
                 frame = store.frame()
-                grids = _grids(frame, planned, [shown]) if shown and shown in fresh else {}
+                grids = {}
+                if shown is not None and shown in stale:
+                    stale.discard(shown)
+                    grids = _grids(frame, planned, [shown])
                 self.post_message(SweepSnapshot(frame, grids))
                 # A snapshot costs this thread's time and the UI's (one interpreter lock):
                 # keep it under SNAPSHOT_SHARE of the sweep's, however big the sweep grows.

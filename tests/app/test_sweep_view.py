@@ -283,3 +283,39 @@ async def test_the_legend_says_the_speedups_are_monte_carlo(isolated_dirs):
         app.query_one(SweepView).action_start()
         await settle(pilot, app)
         assert text(app, "#heatmap-legend").startswith("K* and its Monte Carlo speedup per cell")
+
+
+def _let_through(gate, after: int) -> None:
+    """Open the gate until ``after`` configurations are done (then it holds again)."""
+    held, gate.release, gate.reached = gate.release, threading.Event(), threading.Event()
+    gate.after = after
+    held.set()
+
+
+async def test_a_model_not_on_screen_when_its_rows_came_is_drawn_when_shown_again(
+    isolated_dirs, gate
+):
+    """Snapshots build the grid of the model on screen only; a model whose rows came while
+    another was shown gets its grid at the next snapshot after it is shown again."""
+    gate.after, gate.per_config_s = 0, 1.0  # a snapshot after every group of rows
+    app = Host("seed-576")  # the fixed model's 192 rows first, in groups of 4
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        view = app.query_one(SweepView)
+        view.action_start()
+        await _until(gate.reached.is_set)
+        await _until(lambda: bool(view.models))
+        view.action_next_model()  # position_decay on screen while fixed's rows come
+        await pilot.pause()
+        _let_through(gate, 196)  # fixed's rows and position_decay's first group
+        await _until(gate.reached.is_set)
+        view.action_next_model()
+        view.action_next_model()  # fixed again: its grid is the one laid out, all pending
+        await pilot.pause()
+        assert view.model == "fixed" and not app.query_one(Heatmap).cells
+        _let_through(gate, 200)  # one more group (position_decay's) and its snapshot
+        await _until(gate.reached.is_set)
+        await _until(lambda: len(app.query_one(Heatmap).cells) > 0)
+        assert len(app.query_one(Heatmap).cells) == 24  # fixed's every cell
+        gate.release.set()
+        await settle(pilot, app)
