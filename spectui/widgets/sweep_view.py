@@ -80,6 +80,18 @@ class _CannotRun(Message):
         self.name, self.error = name, error
 
 
+class _CancelledPlanning(Message):
+    """The sweep of ``name`` was cancelled while it was being planned: nothing ran."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+
+
+class _PlanningStopped(Exception):
+    """Raised in the sweep's thread to stop planning (the sweep was cancelled)."""
+
+
 class _Counted(Sequence[SpecConfig]):
     """``configs``, whose iteration reports every :data:`PLANNING_STEP` configurations to
     ``seen(count)``: a pass over a large grid (planning it) shows progress."""
@@ -277,6 +289,17 @@ class SweepView(ReportsWorkerErrors, Vertical):
             self.query_one("#sweep-info", Static).update(f"{preset.size()} configs · s start")
         self.app.refresh_bindings()
 
+    def on__cancelled_planning(self, message: _CancelledPlanning) -> None:
+        self._stop_ticker()
+        self.dashboard, self.where = None, ""
+        self._count_line(f"{message.name}: cancelled while planning, nothing ran")
+        self.query_one("#heatmap-title", Static).update(f"{message.name}: no grid (s starts it)")
+        preset = self._selected()
+        if preset is not None:
+            self.query_one("#sweep-info", Static).update(f"{preset.size()} configs · s start")
+        self.app.refresh_bindings()
+        self.notify(f"Sweep {message.name} cancelled before it started: nothing saved")
+
     def _where_next(self, preset: Any) -> str:
         """Where a sweep of ``preset`` would run, for the count line: "" (here), "on
         ADDRESS", or that $SPECTUI_SCHEDULER is invalid."""
@@ -384,6 +407,8 @@ class SweepView(ReportsWorkerErrors, Vertical):
         total = self.running_total
 
         def planning(count: int) -> None:
+            if stopped():  # Escape while planning: stop at once, nothing runs
+                raise _PlanningStopped
             self.live = ("planning", count, total, 0.0)
 
         # Laid out here, not on the UI thread: 46,080 configurations take seconds, during
@@ -396,6 +421,9 @@ class SweepView(ReportsWorkerErrors, Vertical):
             plan = plan_sweep(_Counted(configs, planning))
         except ConfigError as err:
             self.post_message(_CannotRun(preset.name, err))
+            return
+        except _PlanningStopped:
+            self.post_message(_CancelledPlanning(preset.name))
             return
         self.live = ("running", 0, plan.total, 0.0)
         model_of = planned["draft_model"].to_numpy()

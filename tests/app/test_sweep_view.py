@@ -319,3 +319,37 @@ async def test_a_model_not_on_screen_when_its_rows_came_is_drawn_when_shown_agai
         assert len(app.query_one(Heatmap).cells) == 24  # fixed's every cell
         gate.release.set()
         await settle(pilot, app)
+
+
+async def test_escape_while_planning_stops_at_once(isolated_dirs, monkeypatch):
+    """Cancelled while its configurations are being planned, a sweep stops there (46,080
+    of them take seconds): nothing runs, nothing is saved, and the view says so."""
+    _, results = isolated_dirs
+    monkeypatch.setattr(sweep_view, "PLANNING_STEP", 4)
+    blocked, resume = threading.Event(), threading.Event()
+
+    class Slow(list):  # the configurations; iterating them stalls at the 10th once armed
+        armed = False
+
+        def __iter__(self):
+            for i, config in enumerate(list.__iter__(self)):
+                if self.armed and i == 10:
+                    blocked.set()
+                    resume.wait(30)
+                yield config
+
+    app = Host("tiny")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        view = app.query_one(SweepView)
+        configs = Slow(view._configs(view._selected()))
+        configs.armed = True
+        monkeypatch.setattr(view, "_configs", lambda preset: configs)
+        view.action_start()
+        await _until(blocked.is_set)
+        view.action_cancel()
+        resume.set()
+        await settle(pilot, app)
+        assert not view.running and view.finished is None
+        assert text(app, "#sweep-count") == "tiny: cancelled while planning, nothing ran"
+        assert not list(results.glob("*"))
