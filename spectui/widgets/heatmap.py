@@ -16,6 +16,7 @@ from spectui.colours import heat_style
 if TYPE_CHECKING:
     import pandas as pd
 
+KNOWN_GRIDS = 8  # grids whose cells a heatmap remembers (a sweep's models)
 CELL_WIDTH = 10  # " 4≈✗ 2.41…": fixed, so cells never change width as they fill
 LEGEND = f"K* and its speedup per cell · {SHORT_LEGEND}"
 
@@ -63,6 +64,7 @@ class Heatmap(DataTable):
         self._shown: dict[tuple[int, int], tuple[str, Any]] = {}  # (row, column) -> drawn
         self._row_keys: list[RowKey] = []  # the table's keys of the grid's rows, columns
         self._column_keys: list[ColumnKey] = []
+        self._known: dict[int, tuple[pd.DataFrame, bool, Any, Any]] = {}  # see _cells_of
 
     def show(self, grid: pd.DataFrame) -> None:
         """Draw ``grid`` (engine.plot_data.optimal_k_heatmap, ideally with ``planned`` so
@@ -89,24 +91,7 @@ class Heatmap(DataTable):
                 self._row_keys.append(row_key)
             self._shape = (labels, costs)
             self._shown = {}
-        no_color = bool(getattr(self.app, "no_color", False))
-        fixed_k = grid.attrs.get("k_count") == 1
-        self.cells = {}
-        wanted: dict[tuple[int, int], tuple[str, Any]] = {}
-        # One array of the grid's values, not grid.iterrows() nor grid[column]: a row or a
-        # column as a Series copies the grid's attrs (its 960 row keys, deeply).
-        columns = ["row", "column", "k_opt", "speedup_opt", "tie", "loses", "complete"]
-        values = grid.to_numpy()[:, grid.columns.get_indexer(columns)]
-        for i, j, k, speedup, tie, loses, complete in values:
-            i, j = int(i), int(j)
-            if not (0 <= i < len(labels) and 0 <= j < len(costs)):
-                continue
-            self.cells[(labels[i], costs[j])] = int(k)
-            # A grid whose K does not vary has no K* to lose with: the title says K is fixed.
-            cell = {"k_opt": k, "speedup_opt": speedup, "tie": tie, "complete": complete}
-            cell["loses"] = False if fixed_k else loses
-            style = _heat_style(float(speedup), no_color)
-            wanted[(i, j)] = (cell_text(cell, aligned=True), style)
+        self.cells, wanted = self._cells_of(grid, labels, costs)
         pending = (PENDING_MARK.center(CELL_WIDTH), None)
         # Only the cells whose text or colour changed are written: a snapshot of a running
         # sweep costs the cells it changed, not the whole grid.
@@ -119,6 +104,37 @@ class Heatmap(DataTable):
                     changes.append((i, j, shown))
         if changes:
             self._put(changes)
+
+    def _cells_of(
+        self, grid: pd.DataFrame, labels: tuple[str, ...], costs: tuple[float, ...]
+    ) -> tuple[dict[tuple[str, float], int], dict[tuple[int, int], tuple[str, Any]]]:
+        """The K* of each (row label, cost), and the (text, style) of each (row, column) of
+        ``grid``; remembered for the last few grids (``m`` goes back and forth)."""
+        no_color = bool(getattr(self.app, "no_color", False))
+        known = self._known.get(id(grid))
+        if known is not None and known[0] is grid and known[1] == no_color:
+            return known[2], known[3]
+        fixed_k = grid.attrs.get("k_count") == 1
+        cells: dict[tuple[str, float], int] = {}
+        wanted: dict[tuple[int, int], tuple[str, Any]] = {}
+        # One array of the grid's values, not grid.iterrows() nor grid[column]: a row or a
+        # column as a Series copies the grid's attrs (its 960 row keys, deeply).
+        columns = ["row", "column", "k_opt", "speedup_opt", "tie", "loses", "complete"]
+        values = grid.to_numpy()[:, grid.columns.get_indexer(columns)]
+        for i, j, k, speedup, tie, loses, complete in values:
+            i, j = int(i), int(j)
+            if not (0 <= i < len(labels) and 0 <= j < len(costs)):
+                continue
+            cells[(labels[i], costs[j])] = int(k)
+            # A grid whose K does not vary has no K* to lose with: the title says K is fixed.
+            cell = {"k_opt": k, "speedup_opt": speedup, "tie": tie, "complete": complete}
+            cell["loses"] = False if fixed_k else loses
+            style = _heat_style(float(speedup), no_color)
+            wanted[(i, j)] = (cell_text(cell, aligned=True), style)
+        if len(self._known) >= KNOWN_GRIDS:
+            del self._known[next(iter(self._known))]
+        self._known[id(grid)] = (grid, no_color, cells, wanted)  # the grid held: its id stays
+        return cells, wanted
 
     def _put(self, changes: list[tuple[int, int, tuple[str, Any]]]) -> None:
         """Write cells (row, column, (text, style)) as DataTable.update_cell does, with one

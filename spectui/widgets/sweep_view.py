@@ -73,11 +73,12 @@ class _Planned(Message):
 
 
 class _CannotRun(Message):
-    """A configuration of the grid of ``name`` cannot be (:class:`ConfigError`)."""
+    """A configuration of the grid of ``name`` cannot be (:class:`ConfigError`); ``sweep``:
+    found by the sweep started (else when the preset was chosen)."""
 
-    def __init__(self, name: str, error: ConfigError) -> None:
+    def __init__(self, name: str, error: ConfigError, sweep: bool) -> None:
         super().__init__()
-        self.name, self.error = name, error
+        self.name, self.error, self.sweep = name, error, sweep
 
 
 class _CancelledPlanning(Message):
@@ -141,8 +142,9 @@ class SweepView(ReportsWorkerErrors, Vertical):
         self._progress = (0, 0, 0.0)  # the count line's last done, total, elapsed
         self.shown_name: str | None = None  # the preset whose grid is on screen
         # What the sweep thread has done: (phase, done, total, seconds of work), phase
-        # "planning" or "running". The thread only writes it; a timer of the UI reads it
-        # (PROGRESS_EVERY_S): no message per row, and the figure shown is always the last.
+        # "planning", "laying out" (the grid) or "running". The thread only writes it; a
+        # timer of the UI reads it (PROGRESS_EVERY_S): no message per row, and the figure
+        # shown is always the last.
         self.live: tuple[str, int, int, float] = ("", 0, 0, 0.0)
         self._shown_live: tuple[str, int, int, float] | None = None
         self._ticker: Timer | None = None
@@ -262,7 +264,7 @@ class SweepView(ReportsWorkerErrors, Vertical):
         try:
             planned = self._planned(preset)
         except ConfigError as err:
-            self.post_message(_CannotRun(preset.name, err))
+            self.post_message(_CannotRun(preset.name, err, False))
             return
         if not get_current_worker().is_cancelled:
             self.post_message(_Planned(preset.name, planned, _grids(None, planned), False))
@@ -281,6 +283,8 @@ class SweepView(ReportsWorkerErrors, Vertical):
     def on__cannot_run(self, message: _CannotRun) -> None:
         err = message.error
         self.notify(f"{message.name}: {err}", title="Sweep cannot run", severity="error")
+        if self.running and not message.sweep:  # chosen during a sweep: its status stays
+            return
         self._stop_ticker()
         self._count_line(f"cannot run: {err.field} (see notification)")
         self.query_one("#heatmap-title", Static).update(f"{message.name}: no grid")
@@ -379,9 +383,9 @@ class SweepView(ReportsWorkerErrors, Vertical):
             return
         self._shown_live = live
         phase, done, total, elapsed = live
-        if phase == "planning":
+        if phase != "running":  # planning, laying out the grid
             self.query_one(ProgressBar).update(total=total, progress=0)
-            self._set_count(0, total, 0.0, f"planning {done}/{total} configurations…")
+            self._set_count(0, total, 0.0, f"{phase} {done}/{total} configurations…")
             return
         self.query_one(ProgressBar).update(total=total, progress=done)
         self._set_count(done, total, elapsed)
@@ -406,21 +410,26 @@ class SweepView(ReportsWorkerErrors, Vertical):
         start = time.perf_counter()
         total = self.running_total
 
-        def planning(count: int) -> None:
-            if stopped():  # Escape while planning: stop at once, nothing runs
-                raise _PlanningStopped
-            self.live = ("planning", count, total, 0.0)
+        def counter(phase: str) -> Any:
+            def seen(count: int) -> None:
+                if stopped():  # Escape while planning: stop at once, nothing runs
+                    raise _PlanningStopped
+                self.live = (phase, count, total, 0.0)
 
-        # Laid out here, not on the UI thread: 46,080 configurations take seconds, during
-        # which the count line says how far planning is.
+            return seen
+
+        # Planned here, not on the UI thread: 46,080 configurations take seconds, during
+        # which the count line says how far planning is (the plan first: it has figures to
+        # show at once, and the grid no rows to show before it).
         try:
+            plan = plan_sweep(_Counted(configs, counter("planning")))
             planned = self._planned_cache.get(preset.name)
-            if planned is None:
-                planned = self._planned_cache[preset.name] = _planned(_Counted(configs, planning))
+            if planned is None:  # not laid out since it was chosen
+                configs_seen = _Counted(configs, counter("laying out"))
+                planned = self._planned_cache[preset.name] = _planned(configs_seen)
             self.post_message(_Planned(preset.name, planned, _grids(None, planned), True))
-            plan = plan_sweep(_Counted(configs, planning))
         except ConfigError as err:
-            self.post_message(_CannotRun(preset.name, err))
+            self.post_message(_CannotRun(preset.name, err, True))
             return
         except _PlanningStopped:
             self.post_message(_CancelledPlanning(preset.name))
@@ -538,15 +547,12 @@ class SweepView(ReportsWorkerErrors, Vertical):
         """The count line: ``done/total`` with the rate and ETA (``elapsed``: seconds of
         the sweep's work, its planning left out), or ``text`` (planning)."""
         self._progress = (done, total, elapsed)
-        if text:
-            pass
-        elif not hide_timings() and elapsed > 0 and done:
+        if not text:
             text = f"{done}/{total}"
-            rate = done / elapsed
-            eta = (total - done) / rate if rate else float("nan")
-            text += f" · {rate:.0f}/s · ETA {eta:.0f}s"
-        else:
-            text = f"{done}/{total}"
+            if not hide_timings() and elapsed > 0 and done:
+                rate = done / elapsed
+                eta = (total - done) / rate if rate else float("nan")
+                text += f" · {rate:.0f}/s · ETA {eta:.0f}s"
         text = self._fit(text, self.where)
         if self.dashboard is not None:  # a line of its own (the notification has it whole)
             text += f"\ndashboard {_shorten(self.dashboard, self._count_width() - 10)}"
