@@ -136,6 +136,14 @@ class Heatmap(DataTable):
         self._known[id(grid)] = (grid, no_color, cells, wanted)  # the grid held: its id stays
         return cells, wanted
 
+    def _update_dimensions(self, new_rows: Any) -> None:
+        # DataTable measures new rows' labels here, when it is next idle, from renderables
+        # it caches by its update count; a frame drawn before (a sweep's first grid and its
+        # results in one go) cached them without labels, and the labels were measured as
+        # none and never drawn. A new count makes the measure see the labels.
+        self._update_count += 1
+        super()._update_dimensions(new_rows)
+
     def _put(self, changes: list[tuple[int, int, tuple[str, Any]]]) -> None:
         """Write cells (row, column, (text, style)) as DataTable.update_cell does, with one
         refresh for them all (a refresh a cell made ``m`` on a grid of 960 cells slow)."""

@@ -353,3 +353,20 @@ async def test_escape_while_planning_stops_at_once(isolated_dirs, monkeypatch):
         assert not view.running and view.finished is None
         assert text(app, "#sweep-count") == "tiny: cancelled while planning, nothing ran"
         assert not list(results.glob("*"))
+
+
+async def test_row_labels_show_when_a_frame_is_drawn_before_the_table_is_idle():
+    """A sweep's first grid and its results can come in one go, and the screen be drawn
+    before the table measures its new rows: the row labels must still show (they did not
+    on a terminal: the table cached rows drawn without labels and measured those)."""
+    app = HeatmapHost()
+    async with app.run_test(size=(80, 24)) as pilot:
+        heatmap = app.query_one(Heatmap)
+        heatmap.show(_grid(3))
+        heatmap.show(_grid(3, changed=1))
+        for y in range(4):  # a frame drawn before the table's idle handler ran
+            heatmap.render_line(y)
+        await pilot.pause()
+        await pilot.pause()
+        lines = ["".join(s.text for s in heatmap.render_line(y)) for y in range(4)]
+        assert [line.split()[0] for line in lines[1:]] == ["a=0", "a=1", "a=2"], lines
