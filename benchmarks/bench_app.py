@@ -19,6 +19,16 @@ start-up figures alone). Prints:
 * key-to-screen latency while the Run view replays a run (default preset, 100 rows/s, the
   table past its 2,000 kept rows): a digit typed into the form's seed field, the same
   presses with the replay paused, in the same run of the app (``--replay`` for these alone).
+
+``--regime-study`` (issue 22; a few minutes: the 46,080 configurations of the shipped
+``regime-study`` preset, Monte Carlo rows) measures, in one run: the sweep headless
+(``run_sweep``, serial, in-process, planning included) and the same sweep started from the
+app's Sweep view (its worker processes), and their ratio (target <= 1.3); key-to-screen
+latency of ``m`` (the next draft model's heatmap) pressed every 250 ms meanwhile, median and
+p95 (targets < 100 ms and < 250 ms); the time from ``s`` until the count line first shows a
+figure (target < 1 s); the ETA the count line shows once 10 % of the sweep is done against
+the time the sweep then really took (target: within 50 %); the redraws of the screen and the
+CPU seconds of the app's process and of its worker processes.
 """
 
 from __future__ import annotations
@@ -236,6 +246,133 @@ async def replay_typing() -> tuple[list[float], list[float]]:
     return replaying, paused
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a live process (Linux /proc), 0 if unknown."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def regime_study_in_app() -> dict[str, float]:
+    """Run regime-study from the Sweep view, pressing ``m`` every KEY_INTERVAL_S; what the
+    count line showed and when, key latencies, CPU seconds, redraws."""
+    import re
+
+    from spectui.app import create_app
+    from spectui.widgets.heatmap import Heatmap
+    from spectui.widgets.sweep_view import SweepView
+
+    app = create_app("regime-study")
+    latencies: list[float] = []
+    shown: list[tuple[float, str]] = []  # (seconds since s, count line) at each change
+    frames = [0]
+    async with app.run_test(size=(120, 40)) as pilot:
+        for _ in range(3):
+            await pilot.pause()
+            await app.workers.wait_for_complete()
+        await asyncio.to_thread(app.pool.warm)
+        view = app.query_one(SweepView)
+        await app.action_show_view("sweep")
+        await pilot.pause()
+        app.query_one(Heatmap).focus()
+        await pilot.pause()
+        count = app.query_one("#sweep-count")
+        title = app.query_one("#heatmap-title")
+        update = count.update
+        started = time.perf_counter()
+
+        def recorded(content="", **kwargs):  # every text the count line is given
+            shown.append((time.perf_counter() - started, str(content)))
+            return update(content, **kwargs)
+
+        count.update = recorded  # type: ignore[method-assign]
+        display = app._display
+
+        def counted(screen, changes):  # every frame written to the terminal
+            if changes is not None:
+                frames[0] += 1
+            return display(screen, changes)
+
+        app._display = counted  # type: ignore[method-assign]
+        executor = app.pool.executor()
+        workers = list(getattr(executor, "_processes", {}))
+        cpu_app = time.process_time()
+        cpu_workers = sum(_cpu_seconds(pid) for pid in workers)
+        started = time.perf_counter()
+        await app.action_start_sweep()
+        first = shown[0][1] if shown else ""
+        while view.finished is None:
+            before = str(title.render())
+            latencies.append(
+                await key_to_screen(app, "m", lambda b=before: str(title.render()) != b)
+            )
+            await asyncio.sleep(KEY_INTERVAL_S)
+        wall = time.perf_counter() - started
+        cpu_app = time.process_time() - cpu_app
+        cpu_workers = sum(_cpu_seconds(pid) for pid in workers) - cpu_workers
+        finished = view.finished
+        assert finished is not None and not finished.cancelled
+    total = finished.total
+    figure = next((t for t, text in shown if text != first and re.search(r"\d+/", text)), wall)
+    eta_error, eta_at = float("nan"), float("nan")
+    for t, text in shown:
+        found = re.match(r"(\d+)/(\d+) .*ETA (\d+)s", text)
+        if found and int(found[1]) >= total / 10:
+            eta_at = t
+            eta_error = abs(int(found[3]) - (wall - t)) / (wall - t)
+            break
+    latencies_ms = sorted(1000 * x for x in latencies)
+    return {
+        "wall": wall,
+        "rows": finished.done,
+        "median": statistics.median(latencies_ms),
+        "p95": latencies_ms[min(len(latencies_ms) - 1, int(0.95 * len(latencies_ms)))],
+        "max": latencies_ms[-1],
+        "presses": len(latencies_ms),
+        "first_figure": figure,
+        "eta_error": eta_error,
+        "eta_at": eta_at,
+        "frames": frames[0],
+        "cpu_app": cpu_app,
+        "cpu_workers": cpu_workers,
+        "workers": len(workers),
+    }
+
+
+def regime_study() -> None:
+    """The ``--regime-study`` figures, measured in one run (see the module's notes)."""
+    from engine.presets import load_preset
+    from engine.sweep import run_sweep
+
+    started = time.perf_counter()
+    run_sweep(load_preset("regime-study").sweep.lazy())
+    headless = time.perf_counter() - started
+    got = asyncio.run(regime_study_in_app())
+    load = os.getloadavg()
+    print(
+        f"regime-study ({got['rows']:,} configs; load average {load[0]:.2f} {load[1]:.2f} "
+        f"{load[2]:.2f} on {os.cpu_count()} cores): headless {headless:.1f} s (serial), in "
+        f"the app ({got['workers']} worker process(es)) {got['wall']:.1f} s with a key every "
+        f"{KEY_INTERVAL_S:g} s: ratio {got['wall'] / headless:.2f} (target <= 1.3)"
+    )
+    print(
+        f"key-to-screen latency of m during it ({got['presses']} presses): median "
+        f"{got['median']:.1f} ms, p95 {got['p95']:.1f} ms, max {got['max']:.1f} ms "
+        "(targets median < 100 ms, p95 < 250 ms)"
+    )
+    print(
+        f"first progress figure {got['first_figure']:.2f} s after s (target < 1 s); ETA "
+        f"shown at 10 % done ({got['eta_at']:.1f} s in) off the real remaining time by "
+        f"{100 * got['eta_error']:.0f} % (target <= 50 %)"
+    )
+    print(
+        f"{got['frames']} redraws ({got['frames'] / got['wall']:.1f}/s); CPU: app process "
+        f"{got['cpu_app']:.1f} s, worker process(es) {got['cpu_workers']:.1f} s"
+    )
+
+
 def _ms(values: list[float]) -> str:
     ms = sorted(1000 * x for x in values)
     p90 = ms[min(len(ms) - 1, int(0.9 * len(ms)))]
@@ -275,6 +412,9 @@ def main() -> None:
         os.environ["SPECTUI_PRESET_DIR"] = str(Path(tmp) / "presets")
         os.environ["SPECTUI_RESULTS_DIR"] = str(Path(tmp) / "results")
         _write_sweep_preset(Path(tmp) / "presets")
+        if "--regime-study" in sys.argv:
+            regime_study()
+            return
         if "--replay" in sys.argv:
             print_replay(*asyncio.run(replay_typing()))
             return

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 
+from rich.style import Style
 from rich.text import Text
 from textual.widgets import DataTable
+from textual.widgets.data_table import ColumnKey, RowKey
 
 from engine.formatting import PENDING_MARK, SHORT_LEGEND, cell_text
 from spectui.colours import heat_style
@@ -13,8 +16,28 @@ from spectui.colours import heat_style
 if TYPE_CHECKING:
     import pandas as pd
 
+KNOWN_GRIDS = 8  # grids whose cells a heatmap remembers (a sweep's models)
 CELL_WIDTH = 10  # " 4≈✗ 2.41…": fixed, so cells never change width as they fill
 LEGEND = f"K* and its speedup per cell · {SHORT_LEGEND}"
+
+
+def speedup_kind(grid: pd.DataFrame) -> str:
+    """Where a K* grid's speedups come from: "Monte Carlo", or "exact" (an exact-only
+    sweep's; the grid's ``speedup_column``)."""
+    return "exact" if grid.attrs.get("speedup_column") == "speedup_exact" else "Monte Carlo"
+
+
+def legend(grid: pd.DataFrame | None) -> str:
+    """The legend under a K* grid, saying whether its speedups are Monte Carlo or exact."""
+    if grid is None:
+        return LEGEND
+    return f"K* and its {speedup_kind(grid)} speedup per cell · {SHORT_LEGEND}"
+
+
+@functools.lru_cache(maxsize=16384)
+def _heat_style(speedup: float, no_color: bool) -> Style:
+    """:func:`heat_style`, remembered: switching models redraws every cell."""
+    return heat_style(speedup, no_color)
 
 
 class Heatmap(DataTable):
@@ -38,6 +61,10 @@ class Heatmap(DataTable):
         self.row_title: str = ""
         self.cells: dict[tuple[str, float], int] = {}
         self._shape: tuple[tuple[str, ...], tuple[float, ...]] | None = None
+        self._shown: dict[tuple[int, int], tuple[str, Any]] = {}  # (row, column) -> drawn
+        self._row_keys: list[RowKey] = []  # the table's keys of the grid's rows, columns
+        self._column_keys: list[ColumnKey] = []
+        self._known: dict[int, tuple[pd.DataFrame, bool, Any, Any]] = {}  # see _cells_of
 
     def show(self, grid: pd.DataFrame) -> None:
         """Draw ``grid`` (engine.plot_data.optimal_k_heatmap, ideally with ``planned`` so
@@ -49,28 +76,88 @@ class Heatmap(DataTable):
         costs = tuple(float(c) for c in grid.attrs.get("costs", []))
         if (labels, costs) != self._shape:
             self.clear(columns=True)
+            self._row_keys, self._column_keys = [], []
             labels_of = grid.attrs.get("column_labels") or [f"{c:g} us" for c in costs]
             for cost, heading in zip(costs, labels_of, strict=True):
                 # "20us": a heading fits the cell's width
-                self.add_column(
+                column_key = self.add_column(
                     heading.replace(" us", "us")[:CELL_WIDTH], key=repr(cost), width=CELL_WIDTH
                 )
+                self._column_keys.append(column_key)
             for i, label in enumerate(labels):
-                self.add_row(*[""] * len(costs), key=str(i), label=Text(label, style="bold"))
+                row_key = self.add_row(
+                    *[""] * len(costs), key=str(i), label=Text(label, style="bold")
+                )
+                self._row_keys.append(row_key)
             self._shape = (labels, costs)
+            self._shown = {}
+        self.cells, wanted = self._cells_of(grid, labels, costs)
+        pending = (PENDING_MARK.center(CELL_WIDTH), None)
+        # Only the cells whose text or colour changed are written: a snapshot of a running
+        # sweep costs the cells it changed, not the whole grid.
+        changes = []
+        for i in range(len(labels)):
+            for j in range(len(costs)):
+                shown = wanted.get((i, j), pending)
+                if self._shown.get((i, j)) != shown:
+                    self._shown[(i, j)] = shown
+                    changes.append((i, j, shown))
+        if changes:
+            self._put(changes)
+
+    def _cells_of(
+        self, grid: pd.DataFrame, labels: tuple[str, ...], costs: tuple[float, ...]
+    ) -> tuple[dict[tuple[str, float], int], dict[tuple[int, int], tuple[str, Any]]]:
+        """The K* of each (row label, cost), and the (text, style) of each (row, column) of
+        ``grid``; remembered for the last few grids (``m`` goes back and forth)."""
         no_color = bool(getattr(self.app, "no_color", False))
-        found = {(int(r["row"]), int(r["column"])): r for _, r in grid.iterrows()}
-        self.cells = {}
-        for i, label in enumerate(labels):
-            for j, cost in enumerate(costs):
-                cell = found.get((i, j))
-                if cell is None:
-                    text = Text(PENDING_MARK.center(CELL_WIDTH))
-                else:
-                    self.cells[(label, cost)] = int(cell["k_opt"])
-                    style = heat_style(float(cell["speedup_opt"]), no_color)
-                    text = Text(cell_text(cell, aligned=True), style=style)
-                self.update_cell(str(i), repr(cost), text)
+        known = self._known.get(id(grid))
+        if known is not None and known[0] is grid and known[1] == no_color:
+            return known[2], known[3]
+        fixed_k = grid.attrs.get("k_count") == 1
+        cells: dict[tuple[str, float], int] = {}
+        wanted: dict[tuple[int, int], tuple[str, Any]] = {}
+        # One array of the grid's values, not grid.iterrows() nor grid[column]: a row or a
+        # column as a Series copies the grid's attrs (its 960 row keys, deeply).
+        columns = ["row", "column", "k_opt", "speedup_opt", "tie", "loses", "complete"]
+        values = grid.to_numpy()[:, grid.columns.get_indexer(columns)]
+        for i, j, k, speedup, tie, loses, complete in values:
+            i, j = int(i), int(j)
+            if not (0 <= i < len(labels) and 0 <= j < len(costs)):
+                continue
+            cells[(labels[i], costs[j])] = int(k)
+            # A grid whose K does not vary has no K* to lose with: the title says K is fixed.
+            cell = {"k_opt": k, "speedup_opt": speedup, "tie": tie, "complete": complete}
+            cell["loses"] = False if fixed_k else loses
+            style = _heat_style(float(speedup), no_color)
+            wanted[(i, j)] = (cell_text(cell, aligned=True), style)
+        if len(self._known) >= KNOWN_GRIDS:
+            del self._known[next(iter(self._known))]
+        self._known[id(grid)] = (grid, no_color, cells, wanted)  # the grid held: its id stays
+        return cells, wanted
+
+    def _update_dimensions(self, new_rows: Any) -> None:
+        # DataTable measures new rows' labels here, when it is next idle, from renderables
+        # it caches by its update count; a frame drawn before (a sweep's first grid and its
+        # results in one go) cached them without labels, and the labels were measured as
+        # none and never drawn. A new count makes the measure see the labels.
+        self._update_count += 1
+        super()._update_dimensions(new_rows)
+
+    def _put(self, changes: list[tuple[int, int, tuple[str, Any]]]) -> None:
+        """Write cells (row, column, (text, style)) as DataTable.update_cell does, with one
+        refresh for them all (a refresh a cell made ``m`` on a grid of 960 cells slow)."""
+        for i, j, (text, style) in changes:
+            row = self._data[self._row_keys[i]]
+            row[self._column_keys[j]] = Text(text, style=style or "")
+        self._update_count += 1
+        self.refresh()
+
+    def blank(self) -> None:
+        """No grid: an empty table (until :meth:`show`)."""
+        self.clear(columns=True)
+        self.grid, self.model, self.row_title, self.cells = None, None, "", {}
+        self._shape, self._shown, self._row_keys, self._column_keys = None, {}, [], []
 
     def cell_at_cursor(self) -> tuple[int, int] | None:
         """(row, column) of the grid under the cursor, or None."""

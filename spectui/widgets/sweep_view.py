@@ -22,6 +22,8 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.timer import Timer
 from textual.widgets import DataTable, ProgressBar, Select, Static
 from textual.worker import Worker, get_current_worker
 
@@ -29,7 +31,6 @@ from engine.config import ConfigError, SpecConfig
 from spectui.messages import (
     CellChosen,
     SweepFinished,
-    SweepProgress,
     SweepRunsOn,
     SweepSnapshot,
 )
@@ -38,10 +39,13 @@ from spectui.widgets.common import (
     hide_timings,
     results_dir,
 )
-from spectui.widgets.heatmap import LEGEND, Heatmap
+from spectui.widgets.heatmap import LEGEND, Heatmap, legend
 
-SNAPSHOT_EVERY_S = 0.5
-PROGRESS_EVERY_S = 0.25
+SNAPSHOT_EVERY_S = 1.0  # at most one new grid a second...
+SNAPSHOT_SHARE = 0.1  # ...and building them takes at most this share of the sweep's time
+PROGRESS_EVERY_S = 0.25  # the count line and the bar, read from the sweep (not pushed)
+PLANNING_STEP = 256  # configurations between two planning figures
+NO_PRESET = "no preset"  # the picker's blank entry
 SCHEDULER_FORMS = "tcp://HOST:PORT or local:N (unset: this machine)"
 
 
@@ -57,6 +61,56 @@ def sweep_scheduler(preset: Any) -> str | None:
         parse_scheduler(text, field=SCHEDULER_ENV)
         return text
     return getattr(preset, "scheduler", None)
+
+
+class _Planned(Message):
+    """The configurations of ``name`` as a frame, and its empty K* grids, built in a thread
+    (46,080 configurations take seconds); ``sweep``: those of the sweep started."""
+
+    def __init__(self, name: str, planned: Any, grids: dict[str, Any], sweep: bool) -> None:
+        super().__init__()
+        self.name, self.planned, self.grids, self.sweep = name, planned, grids, sweep
+
+
+class _CannotRun(Message):
+    """A configuration of the grid of ``name`` cannot be (:class:`ConfigError`); ``sweep``:
+    found by the sweep started (else when the preset was chosen)."""
+
+    def __init__(self, name: str, error: ConfigError, sweep: bool) -> None:
+        super().__init__()
+        self.name, self.error, self.sweep = name, error, sweep
+
+
+class _CancelledPlanning(Message):
+    """The sweep of ``name`` was cancelled while it was being planned: nothing ran."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+
+
+class _PlanningStopped(Exception):
+    """Raised in the sweep's thread to stop planning (the sweep was cancelled)."""
+
+
+class _Counted(Sequence[SpecConfig]):
+    """``configs``, whose iteration reports every :data:`PLANNING_STEP` configurations to
+    ``seen(count)``: a pass over a large grid (planning it) shows progress."""
+
+    def __init__(self, configs: Sequence[SpecConfig], seen: Any) -> None:
+        self.configs, self.seen = configs, seen
+
+    def __len__(self) -> int:
+        return len(self.configs)
+
+    def __getitem__(self, index: Any) -> Any:
+        return self.configs[index]
+
+    def __iter__(self) -> Any:
+        for count, config in enumerate(self.configs):
+            if count and count % PLANNING_STEP == 0:
+                self.seen(count)
+            yield config
 
 
 class SweepView(ReportsWorkerErrors, Vertical):
@@ -86,10 +140,18 @@ class SweepView(ReportsWorkerErrors, Vertical):
         self.where = ""  # where it runs, for the count line: "on local:2 · 2 workers"
         self.dashboard: str | None = None  # that cluster's dashboard URL, if it has one
         self._progress = (0, 0, 0.0)  # the count line's last done, total, elapsed
+        self.shown_name: str | None = None  # the preset whose grid is on screen
+        # What the sweep thread has done: (phase, done, total, seconds of work), phase
+        # "planning", "laying out" (the grid) or "running". The thread only writes it; a
+        # timer of the UI reads it (PROGRESS_EVERY_S): no message per row, and the figure
+        # shown is always the last.
+        self.live: tuple[str, int, int, float] = ("", 0, 0, 0.0)
+        self._shown_live: tuple[str, int, int, float] | None = None
+        self._ticker: Timer | None = None
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="sweep-top"):
-            yield Select([], id="sweep-preset", compact=True, allow_blank=True, prompt="sweep")
+            yield Select([], id="sweep-preset", compact=True, allow_blank=True, prompt=NO_PRESET)
             yield Static("", id="sweep-info")
         yield ProgressBar(id="sweep-progress", show_eta=False, show_percentage=True)
         yield Static("", id="sweep-count")
@@ -155,6 +217,10 @@ class SweepView(ReportsWorkerErrors, Vertical):
         info = self.query_one("#sweep-info", Static)
         if preset is None:
             info.update("no sweep preset chosen")
+            if not self.running:  # nothing chosen: no status or grid of another preset
+                self.query_one(ProgressBar).update(total=None, progress=0)
+                self._count_line("")
+                self._clear_grid("choose a sweep preset above")
             return
         size = preset.size()
         if self.running:
@@ -163,34 +229,80 @@ class SweepView(ReportsWorkerErrors, Vertical):
                 info.update(f"{size} configs · s starts it when this sweep ends")
             else:  # chosen, then started before this ran
                 info.update(f"{size} configs · running (Escape cancels)")
+            self._title()
             return
         info.update(f"{size} configs · s start")
         if self.finished is not None and preset.name == self.running_name:
             # Its own sweep, finished before this ran (a choice made as the view mounted,
             # then started at once): its results stay on screen.
+            self._title()
             return
         # A new choice: the status and the grid describe it, not the sweep shown before.
         self.query_one(ProgressBar).update(total=size, progress=0)
+        self._count_line(self._fit(f"0/{size} · not started", self._where_next(preset)))
+        self.frame = self.finished = None
+        self._clear_grid(f"{preset.name}: laying out its grid…")
+        self._prepare(preset)
+
+    def _count_line(self, text: str) -> None:
         count = self.query_one("#sweep-count", Static)
         count.styles.height = 1
-        count.update(self._fit(f"0/{size} · not started", self._where_next(preset)))
-        self.frame = self.finished = None
-        if self._prepare_or_say(preset):
-            self._draw()
+        count.update(text)
 
-    def _prepare_or_say(self, preset: Any) -> bool:
-        """:meth:`_prepare`, or, for a grid one of whose configurations cannot be (a
-        combination the preset's loading does not check), one notification and False: the
-        app goes on."""
+    def _clear_grid(self, title: str) -> None:
+        """No grid on screen (one is being laid out, or none is chosen): ``title`` says why."""
+        self.planned, self.grids, self.models, self.shown_name = None, {}, [], None
+        self.query_one(Heatmap).blank()
+        self.query_one("#heatmap-title", Static).update(title)
+
+    @work(thread=True, exclusive=True, group="prepare", exit_on_error=False)
+    def _prepare(self, preset: Any) -> None:
+        """The empty grids of ``preset``, every cell pending, in their final shape: built in
+        this thread (a big grid takes seconds), then shown (:class:`_Planned`); or, for a
+        grid one of whose configurations cannot be (a combination the preset's loading does
+        not check), :class:`_CannotRun`: one notification, and the app goes on."""
         try:
-            self._prepare(preset)
+            planned = self._planned(preset)
         except ConfigError as err:
-            self.notify(f"{preset.name}: {err}", title="Sweep cannot run", severity="error")
-            count = self.query_one("#sweep-count", Static)
-            count.styles.height = 1
-            count.update(f"cannot run: {err.field} (see notification)")
-            return False
-        return True
+            self.post_message(_CannotRun(preset.name, err, False))
+            return
+        if not get_current_worker().is_cancelled:
+            self.post_message(_Planned(preset.name, planned, _grids(None, planned), False))
+
+    def on__planned(self, message: _Planned) -> None:
+        if not message.sweep and (self.running or self.finished is not None):
+            return  # described before a sweep started: the sweep's grid is on screen
+        selected = self._selected()
+        if not message.sweep and (selected is None or selected.name != message.name):
+            return  # another preset was chosen meanwhile
+        self.planned, self.grids, self.shown_name = message.planned, message.grids, message.name
+        self.models = list(dict.fromkeys(self.planned["draft_model"]))
+        self.model_index = 0
+        self._draw()
+
+    def on__cannot_run(self, message: _CannotRun) -> None:
+        err = message.error
+        self.notify(f"{message.name}: {err}", title="Sweep cannot run", severity="error")
+        if self.running and not message.sweep:  # chosen during a sweep: its status stays
+            return
+        self._stop_ticker()
+        self._count_line(f"cannot run: {err.field} (see notification)")
+        self.query_one("#heatmap-title", Static).update(f"{message.name}: no grid")
+        preset = self._selected()
+        if preset is not None:
+            self.query_one("#sweep-info", Static).update(f"{preset.size()} configs · s start")
+        self.app.refresh_bindings()
+
+    def on__cancelled_planning(self, message: _CancelledPlanning) -> None:
+        self._stop_ticker()
+        self.dashboard, self.where = None, ""
+        self._count_line(f"{message.name}: cancelled while planning, nothing ran")
+        self.query_one("#heatmap-title", Static).update(f"{message.name}: no grid (s starts it)")
+        preset = self._selected()
+        if preset is not None:
+            self.query_one("#sweep-info", Static).update(f"{preset.size()} configs · s start")
+        self.app.refresh_bindings()
+        self.notify(f"Sweep {message.name} cancelled before it started: nothing saved")
 
     def _where_next(self, preset: Any) -> str:
         """Where a sweep of ``preset`` would run, for the count line: "" (here), "on
@@ -216,13 +328,6 @@ class SweepView(ReportsWorkerErrors, Vertical):
             width = self.content_region.width - 2
         return width if width > 0 else 50
 
-    def _prepare(self, preset: Any) -> None:
-        """The empty grids of a sweep about to run: every cell pending, in its final shape."""
-        self.planned = self._planned(preset)
-        self.models = list(dict.fromkeys(self.planned["draft_model"]))
-        self.model_index = 0
-        self.grids = _grids(None, self.planned)
-
     def action_start(self) -> None:
         preset = self._selected()
         if preset is None:
@@ -240,12 +345,9 @@ class SweepView(ReportsWorkerErrors, Vertical):
                 severity="error",
                 timeout=10,
             )
-            count = self.query_one("#sweep-count", Static)
-            count.styles.height = 1
-            count.update(f"not started: {err.field} is not a scheduler")
+            self._count_line(f"not started: {err.field} is not a scheduler")
             return
-        if not self._prepare_or_say(preset):
-            return
+        self.workers.cancel_group(self, "prepare")  # the sweep lays out its own grid
         configs = self._configs(preset)
         self.running_name, self.running_total = preset.name, preset.size()
         self.dashboard = None
@@ -260,16 +362,39 @@ class SweepView(ReportsWorkerErrors, Vertical):
         self.query_one("#sweep-info", Static).update(
             f"{self.running_total} configs · running (Escape cancels)"
         )
-        self._set_count(0, self.running_total, 0.0)
-        self._draw()
-        self.sweep_worker = self._sweep(configs, self.planned, self.out_path, scheduler)
+        # "0/N" until planning has a figure to show (a small sweep never shows one).
+        self.live, self._shown_live = ("running", 0, self.running_total, 0.0), None
+        self._poll_progress()
+        self._clear_grid(f"{preset.name}: laying out its grid…")  # the thread posts it
+        self.sweep_worker = self._sweep(preset, configs, self.out_path, scheduler)
+        self._stop_ticker()
+        self._ticker = self.set_interval(PROGRESS_EVERY_S, self._poll_progress)
         self.app.refresh_bindings()
+
+    def _stop_ticker(self) -> None:
+        if self._ticker is not None:
+            self._ticker.stop()
+            self._ticker = None
+
+    def _poll_progress(self) -> None:
+        """Show what the sweep thread has done (:attr:`live`), if it changed."""
+        live = self.live
+        if live == self._shown_live or not live[0]:
+            return
+        self._shown_live = live
+        phase, done, total, elapsed = live
+        if phase != "running":  # planning, laying out the grid
+            self.query_one(ProgressBar).update(total=total, progress=0)
+            self._set_count(0, total, 0.0, f"{phase} {done}/{total} configurations…")
+            return
+        self.query_one(ProgressBar).update(total=total, progress=done)
+        self._set_count(done, total, elapsed)
 
     @work(thread=True, exclusive=True, group="sweep", exit_on_error=False)
     def _sweep(
         self,
+        preset: Any,
         configs: Sequence[SpecConfig],
-        planned: Any,
         out_path: Path,
         scheduler: str | None = None,
     ) -> None:
@@ -283,7 +408,34 @@ class SweepView(ReportsWorkerErrors, Vertical):
             return worker.is_cancelled
 
         start = time.perf_counter()
-        plan = plan_sweep(configs)
+        total = self.running_total
+
+        def counter(phase: str) -> Any:
+            def seen(count: int) -> None:
+                if stopped():  # Escape while planning: stop at once, nothing runs
+                    raise _PlanningStopped
+                self.live = (phase, count, total, 0.0)
+
+            return seen
+
+        # Planned here, not on the UI thread: 46,080 configurations take seconds, during
+        # which the count line says how far planning is (the plan first: it has figures to
+        # show at once, and the grid no rows to show before it).
+        try:
+            plan = plan_sweep(_Counted(configs, counter("planning")))
+            planned = self._planned_cache.get(preset.name)
+            if planned is None:  # not laid out since it was chosen
+                configs_seen = _Counted(configs, counter("laying out"))
+                planned = self._planned_cache[preset.name] = _planned(configs_seen)
+            self.post_message(_Planned(preset.name, planned, _grids(None, planned), True))
+        except ConfigError as err:
+            self.post_message(_CannotRun(preset.name, err, True))
+            return
+        except _PlanningStopped:
+            self.post_message(_CancelledPlanning(preset.name))
+            return
+        self.live = ("running", 0, plan.total, 0.0)
+        model_of = planned["draft_model"].to_numpy()
         pool = runner = writer = None
         try:
             if scheduler is not None:
@@ -312,11 +464,13 @@ class SweepView(ReportsWorkerErrors, Vertical):
                 # Serially (no executor) each group of configurations that share draws (or a
                 # slice of an exact-only sweep) is one step; batches are for workers.
                 batch = batch_size_for(plan, pool.workers) if pool is not None and executor else 1
-            spacing = 10 if executor is None else 3
             store = SweepStore(planned, plan.columns)
             writer = SweepWriter(out_path, plan.columns)
-            last = [start, start]  # last snapshot, last progress message
+            # The rate and ETA count from here: planning is not the sweep's pace.
+            began = last = time.perf_counter()
             interval = SNAPSHOT_EVERY_S
+            seen = 0  # rows the last snapshot had
+            stale: set[str] = set()  # models with rows their last grid built lacks
             rows = sweep_rows(
                 configs, executor=executor, should_stop=stopped, batch_size=batch, plan=plan
             )
@@ -324,20 +478,24 @@ class SweepView(ReportsWorkerErrors, Vertical):
                 writer.write(row)
                 store.add(row)
                 done, now = len(store), time.perf_counter()
-                # Few messages: each costs the UI thread a refresh, and the sweep the GIL.
-                if now - last[1] >= PROGRESS_EVERY_S:
-                    last[1] = now
-                    self.post_message(SweepProgress(done, plan.total, now - start))
-                if now - last[0] >= interval and done < plan.total:
-                    frame = store.frame()
-                    # Only the model on screen: the others are built when shown (m).
-                    shown = self.model
-                    grids = _grids(frame, planned, [shown] if shown else None)
-                    self.post_message(SweepSnapshot(frame, grids))
-                    # A snapshot costs a sweep in this thread its own time (the GIL): keep
-                    # that under ~10 %. With workers it delays only the collection of results.
-                    last[0] = time.perf_counter()
-                    interval = max(SNAPSHOT_EVERY_S, spacing * (last[0] - now))
+                self.live = ("running", done, plan.total, now - began)
+                if now - last < interval or done >= plan.total:
+                    continue
+                # Only the model on screen, and only if it has rows its grid lacks: the
+                # others are built when shown (m).
+                shown = self.model
+                stale.update(model_of[store.ids_since(seen)].tolist())
+                seen = done
+                frame = store.frame()
+                grids = {}
+                if shown is not None and shown in stale:
+                    stale.discard(shown)
+                    grids = _grids(frame, planned, [shown])
+                self.post_message(SweepSnapshot(frame, grids))
+                # A snapshot costs this thread's time and the UI's (one interpreter lock):
+                # keep it under SNAPSHOT_SHARE of the sweep's, however big the sweep grows.
+                last = time.perf_counter()
+                interval = max(SNAPSHOT_EVERY_S, (last - now) / SNAPSHOT_SHARE)
         except BrokenProcessPool:
             if pool is not None:
                 pool.discard()  # a worker died; the next sweep gets new processes
@@ -373,6 +531,7 @@ class SweepView(ReportsWorkerErrors, Vertical):
         from engine.cluster import DaskUnavailable
 
         self.app.refresh_bindings()
+        self._stop_ticker()
         self.dashboard, self.where = None, ""
         count = self.query_one("#sweep-count", Static)
         count.styles.height = 1
@@ -384,13 +543,16 @@ class SweepView(ReportsWorkerErrors, Vertical):
         if preset is not None:
             self.query_one("#sweep-info", Static).update(f"{preset.size()} configs · s start")
 
-    def _set_count(self, done: int, total: int, elapsed: float) -> None:
+    def _set_count(self, done: int, total: int, elapsed: float, text: str = "") -> None:
+        """The count line: ``done/total`` with the rate and ETA (``elapsed``: seconds of
+        the sweep's work, its planning left out), or ``text`` (planning)."""
         self._progress = (done, total, elapsed)
-        text = f"{done}/{total}"
-        if not hide_timings() and elapsed > 0 and done:
-            rate = done / elapsed
-            eta = (total - done) / rate if rate else float("nan")
-            text += f" · {rate:.0f}/s · ETA {eta:.0f}s"
+        if not text:
+            text = f"{done}/{total}"
+            if not hide_timings() and elapsed > 0 and done:
+                rate = done / elapsed
+                eta = (total - done) / rate if rate else float("nan")
+                text += f" · {rate:.0f}/s · ETA {eta:.0f}s"
         text = self._fit(text, self.where)
         if self.dashboard is not None:  # a line of its own (the notification has it whole)
             text += f"\ndashboard {_shorten(self.dashboard, self._count_width() - 10)}"
@@ -405,21 +567,20 @@ class SweepView(ReportsWorkerErrors, Vertical):
             self.dashboard = message.dashboard
             self.query_one("#sweep-count", Static).styles.height = 2
             self.notify(f"Dask dashboard: {message.dashboard}", title="Sweep on Dask")
-        self._set_count(*self._progress)
-
-    def on_sweep_progress(self, message: SweepProgress) -> None:
-        self.query_one(ProgressBar).update(total=message.total, progress=message.done)
-        self._set_count(message.done, message.total, message.elapsed)
+        self._shown_live = None  # the count line again, with where it runs
+        self._poll_progress()
 
     def on_sweep_snapshot(self, message: SweepSnapshot) -> None:
         # A snapshot carries the grid of the model on screen only; the others keep their last
         # grid, so `m` draws at once (no 50-80 ms grid build on the UI thread) and the next
         # snapshot, at most SNAPSHOT_EVERY_S later, brings the newly shown model up to date.
         self.frame = message.frame
-        self.grids.update(message.optimal)
-        self._draw()
+        if message.optimal:  # the model on screen had new rows: its cells change
+            self.grids.update(message.optimal)
+            self._draw()
 
     def on_sweep_finished(self, message: SweepFinished) -> None:
+        self._stop_ticker()
         self.app.refresh_bindings()
         self.dashboard, self.where = None, ""  # the cluster's: gone with it
         self.frame, self.grids, self.finished = message.frame, message.optimal, message
@@ -466,16 +627,33 @@ class SweepView(ReportsWorkerErrors, Vertical):
             return
         if model not in self.grids:  # a model not on screen when the last snapshot came
             self.grids.update(_grids(self.frame, self.planned, [model]))
-        grid = self.grids[model]
+        self.query_one(Heatmap).show(self.grids[model])
+        self._title()
+
+    def _title(self) -> None:
+        """The heatmap's title: which preset's grid it is (and, if the picker shows another,
+        that ``s`` runs that one), the model, the axes, what is held and whether K varies;
+        the legend says whether the speedups are Monte Carlo or exact."""
         heatmap = self.query_one(Heatmap)
-        heatmap.show(grid)
+        grid, model = heatmap.grid, self.model
+        if grid is None or model is None or self.shown_name is None:
+            return
         position = f"{self.model_index + 1}/{len(self.models)}"
         # Axes that vary but are not drawn are held at one value: say which (the grid's notes).
         held = "".join(f" · {k}={_value(v)} only" for k, v in grid.attrs.get("held", {}).items())
+        if grid.attrs.get("k_count") == 1 and len(ks := set(self.planned["k"])) == 1:
+            # No K* to find: each cell is the speedup at the grid's one K.
+            held += f" · K={ks.pop()} only: K does not vary"
+        name = self.shown_name
+        selected = self._selected()
+        if selected is not None and selected.name != name:
+            name += f" (s runs {selected.name})"
         self.query_one("#heatmap-title", Static).update(
-            f"K* of {model} ({position}, m: next) · {heatmap.row_title} × draft cost{held}",
+            f"{name} · K* of {model} ({position}, m: next) · {heatmap.row_title} × draft "
+            f"cost{held}",
             layout=False,
         )
+        self.query_one("#heatmap-legend", Static).update(f"{legend(grid)} · enter: curve")
 
     def on_data_table_cell_selected(self, event: DataTable.CellSelected) -> None:
         event.stop()
@@ -525,6 +703,12 @@ class SweepStore:
 
     def __len__(self) -> int:
         return len(self._ids)
+
+    def ids_since(self, count: int) -> Any:
+        """The ``config_id`` of the rows kept after the first ``count``, as a numpy array."""
+        import numpy as np
+
+        return np.frombuffer(self._ids, dtype=np.int64)[count:].copy()
 
     def add(self, row: dict[str, Any]) -> None:
         """Keep a finished row (a :func:`engine.sweep.sweep_rows` row)."""
