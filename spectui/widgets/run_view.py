@@ -216,8 +216,8 @@ class RunView(ReportsWorkerErrors, Vertical):
         if table.shown >= table.total:
             state = "done"
         cycles = int(self.result.metrics["cycles"])
-        kept = f"last {MAX_ROWS} shown" if cycles == table.total else f"first of {cycles}"
-        status.update(f"cycle {table.shown}/{table.total} · {state} · {kept}", layout=False)
+        kept = f"last {MAX_ROWS:,} shown" if cycles == table.total else f"first of {cycles:,}"
+        status.update(f"cycle {table.shown:,}/{table.total:,} · {state} · {kept}", layout=False)
 
     def action_run(self) -> None:
         self.app.action_run()  # type: ignore[attr-defined]
@@ -249,7 +249,7 @@ class RunView(ReportsWorkerErrors, Vertical):
             f"run-{config.draft_model}-k{config.k}-seed{config.seed}-{stamp}-cycles.csv"
         )
         cycles = int(self.result.metrics["cycles"])
-        self.notify(f"Writing {cycles} cycles to {path}…")
+        self.notify(f"Writing {cycles:,} cycles to {path}…")
         self._export(self.result, path)
 
     @work(thread=True, group="export", exit_on_error=False)
@@ -273,4 +273,4 @@ class RunView(ReportsWorkerErrors, Vertical):
         except OSError as err:
             self.app.call_from_thread(self.notify, f"Export failed: {err}", severity="error")
             return
-        self.app.call_from_thread(self.notify, f"Wrote {cycles} cycles to {path}")
+        self.app.call_from_thread(self.notify, f"Wrote {cycles:,} cycles to {path}")
