@@ -44,7 +44,6 @@ def _table(title: str, columns: list[str]) -> Table:
 def render_analysis(frame: Any, partial: bool) -> Group:
     """Every analysis block of a sweep frame as rich renderables."""
     from engine import analysis
-
     from engine.report import chain_rows, config_text
 
     parts: list[Any] = []

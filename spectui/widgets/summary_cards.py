@@ -44,7 +44,8 @@ class SummaryCards(Grid):
     def show(self, metrics: dict[str, float]) -> None:
         """Show a run's metrics exactly as the engine computed them."""
         text = {
-            "speedup": f"{fmt(metrics['speedup'], speedup=True)} {half_width(metrics['speedup_ci95'])}",
+            "speedup": f"{fmt(metrics['speedup'], speedup=True)} "
+            + half_width(metrics["speedup_ci95"]),
             "tokens": fmt(metrics["tokens_per_cycle"]),
             "acceptance": fmt(metrics["acceptance_observed"]),
             "waste": fmt(metrics["waste"]),
