@@ -295,7 +295,7 @@ LEADERBOARD_LEGEND = (
     "exact: the exact speedup where the policy's state can be enumerated (— : Monte Carlo "
     "only); MC: the Monte Carlo speedup on the shared draws; gain: MC speedup minus the best "
     "fixed K's (*, ref) on the same draws, 95 % paired interval; capt: share of the oracle's "
-    "gain captured; k avg: mean k drafted; k most: the k drafted most often, k:% of cycles"
+    "gain captured (— : no gain, or the oracle's is within noise); k avg: mean k drafted; k most: the k drafted most often, k:% of cycles"
 )
 
 
@@ -322,7 +322,9 @@ def standing_cells(standing: Standing) -> tuple[str, ...]:
     mc = speedup_text(standing.speedup, unit="")
     if math.isfinite(standing.ci95):
         mc += f"±{standing.ci95:.2f}"
-    captured = "—" if not math.isfinite(standing.captured) else f"{standing.captured:.0%}"
+    # A share of the oracle's gain only for a policy that gains: a loss (-1598 %) is no share.
+    shares = math.isfinite(standing.captured) and standing.gain > 0
+    captured = f"{standing.captured:.0%}" if shares else "—"
     return (
         standing.label + (" *" if standing.is_best_fixed else ""),
         speedup_text(standing.speedup_exact, missing="—"),
