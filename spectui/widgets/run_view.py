@@ -27,7 +27,7 @@ from spectui.widgets.summary_cards import SummaryCards
 
 RECORDS_KEPT = 50_000  # cycle records kept for the replay (about 2 MB)
 PROGRESS_EVERY_S = 0.25
-STALE_NOTE = "from an earlier configuration · F5 runs the form's"
+STALE_NOTE = "from an earlier configuration · F5 runs the form"
 
 
 def compact_count(n: float) -> str:
