@@ -156,6 +156,8 @@ def draw(
     style = _Style(color, width or DEFAULT_SIZE[0], height or DEFAULT_SIZE[1])
     if plot_id == "01_speedup_vs_k_fixed" and not data.empty:
         data = _panel_page(data, style, page)
+    if plot_id == "06_optimal_k_heatmap" and not data.empty:
+        data = _heatmap_page(data, style, page)
     figure = plt.main()
     figure.clear_figure()
     figure = plt.main()
@@ -244,6 +246,41 @@ def _panel_page(data: pd.DataFrame, style: _Style, page: int | None) -> pd.DataF
     shown = shown.copy()
     shown.attrs["speedup_range"] = (low, high)
     return shown
+
+
+def _heatmap_page(data: pd.DataFrame, style: _Style, page: int | None) -> pd.DataFrame:
+    """Plot 6's cells for the rows that fit the plot's height, one page of them (every row
+    when ``page`` is None): a row per line of text, never two rows' cells on one line (a
+    regime sweep has hundreds of rows), and only the cells shown are drawn. Labels too long
+    to leave the cells their room lose their parameter names (a note names them), then
+    their ends."""
+    labels: list[str] = list(data.attrs.get("row_labels") or sorted(set(data["row_label"])))
+    fit = _plot_rows(style, title=True)
+    pages = math.ceil(len(labels) / fit)
+    start, end = 0, len(labels)
+    if page is not None and pages > 1:
+        page %= pages
+        start, end = page * fit, min(len(labels), (page + 1) * fit)
+        style.drawing.page, style.drawing.pages = page, pages
+        style.note(f"rows {start + 1}-{end} of {len(labels)}")
+    shown = data[(data["row"] >= start) & (data["row"] < end)].copy()
+    shown["row"] -= start
+    labels = labels[start:end]
+    parameters = list(data.attrs.get("row_parameters", []))
+    keys = list(data.attrs.get("row_keys", []))[start:end]
+    columns = len(data.attrs.get("costs") or data["column"].unique())
+    cell = max((len(cell_text(c)) for _, c in shown.iterrows()), default=0) + 2
+    room = max(8, style.width - 3 - columns * cell)
+    if max(len(label) for label in labels) > room and len(keys) == len(labels) and parameters:
+        labels = [", ".join(_value_text(v) for v in key) for key in keys]
+        style.note(f"rows: {', '.join(parameters)}")
+    labels = [label if len(label) <= room else label[: room - 1] + "…" for label in labels]
+    shown.attrs = {**data.attrs, "row_labels": labels}
+    return shown
+
+
+def _value_text(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float | int) else str(value)
 
 
 def nice_ticks(low: float, high: float, rows: int) -> list[float]:
@@ -346,7 +383,7 @@ def _speedup_vs_k(figure: Any, data: pd.DataFrame, style: _Style, width: int | N
         axes.xlim(min(ks) - 0.5, max(ks) + 0.5)
         _k_ticks(axes, data, _plot_columns(style, cols))
         ratio = float(panel["cost_ratio"].iloc[0])
-        axes.title(f"draft {cost:g} us (ratio {ratio:g})")
+        axes.title(f"draft {cost:g} us (ratio {ratio:.3g})")
         # Every panel gets both labels, so that plotext gives the panels equal heights.
         axes.ylabel("speedup")
         axes.xlabel("K")
@@ -582,6 +619,10 @@ def print_all(
     columns = width or shutil.get_terminal_size((100, 30)).columns
     for number, spec in enumerate(PLOTS, start=1):
         rows = height or (44 if spec.plot_id == "01_speedup_vs_k_fixed" else 30)
+        if spec.plot_id == "06_optimal_k_heatmap" and height is None:
+            # Every row of the grid on a line of its own (a regime sweep has hundreds).
+            labels = optimal_k_heatmap(frame).attrs.get("row_labels", [])
+            rows = max(rows, len(labels) + X_AXIS_ROWS + 1)
         print(f"Plot {number}/{len(PLOTS)} [{spec.plot_id}]: {spec.title}", file=out)
         print(render_text(spec.plot_id, frame, columns, rows, color), file=out)
         print(file=out)

@@ -38,10 +38,10 @@ class PlotCanvas(PlotextPlot):
 class PlotsView(ReportsWorkerErrors, Widget, can_focus=True):
     """One plot of :data:`engine.plot_data.PLOTS` at a time; ``n``/``p`` cycle through them.
 
-    ``m`` (on the heatmap) shows the next draft model; ``d`` (on plot 1, when its panels do not
-    all fit) the next draft costs. The legend and notes are under the plot, not over the
-    curves. While hidden behind another tab the view only remembers the newest frame, and
-    draws it when shown.
+    ``m`` (on the heatmap) shows the next draft model; ``d`` the next page: plot 1's next
+    draft costs, or the heatmap's next rows, when they do not all fit. The legend and notes
+    are under the plot, not over the curves. While hidden behind another tab the view only
+    remembers the newest frame, and draws it when shown.
     """
 
     DEFAULT_CSS = """
@@ -97,8 +97,9 @@ class PlotsView(ReportsWorkerErrors, Widget, can_focus=True):
         Binding(
             "d",
             "next_panels",
-            "More panels",
-            tooltip="Plot 1: show the next draft costs' panels (when they do not all fit)",
+            "Next page",
+            tooltip="Plot 1: the next draft costs' panels; plot 6: the next rows (when they "
+            "do not all fit)",
         ),
         Binding(
             "m",
@@ -225,12 +226,13 @@ class PlotsView(ReportsWorkerErrors, Widget, can_focus=True):
         canvas.refresh()
 
     def watch_index(self) -> None:
+        self.page = 0  # each plot starts at its first page (plot 1's panels, plot 6's rows)
         self.refresh_bindings()
         self.redraw()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "next_panels":
-            return PLOTS[self.index].plot_id == PANELS_ID and self.pages > 1
+            return PLOTS[self.index].plot_id in (PANELS_ID, HEATMAP_ID) and self.pages > 1
         if action == "next_model":
             # Only on the heatmap, and only when the sweep has another model to show.
             return PLOTS[self.index].plot_id == HEATMAP_ID and len(self._models()) > 1
@@ -243,6 +245,7 @@ class PlotsView(ReportsWorkerErrors, Widget, can_focus=True):
         current = self._model_shown()
         position = models.index(current) if current in models else -1
         self.heatmap_model = models[(position + 1) % len(models)]
+        self.page = 0
         self.redraw()
 
     def action_next_panels(self) -> None:
