@@ -150,7 +150,7 @@ def draw(
     """
     spec = get_plot(plot_id)
     if plot_id == "06_optimal_k_heatmap":
-        data = optimal_k_heatmap(frame, heatmap_model)
+        data = _heatmap_of(frame, heatmap_model)
     else:
         data = spec.data(frame)
     style = _Style(color, width or DEFAULT_SIZE[0], height or DEFAULT_SIZE[1])
@@ -172,6 +172,21 @@ def draw(
     _ticks_in_order(figure)
     plt.main()
     return style.drawing
+
+
+# The last K* grid drawn, by the frame it came from (kept: its id cannot be reused) and the
+# model: paging through its rows or resizing redraws without deriving it again (0.5 s for a
+# regime sweep's 46,080 rows).
+_HEATMAP_MEMO: list[Any] = []
+
+
+def _heatmap_of(frame: pd.DataFrame, model: str | None) -> pd.DataFrame:
+    key = (len(frame), tuple(frame.columns), model)
+    if _HEATMAP_MEMO and _HEATMAP_MEMO[0] is frame and _HEATMAP_MEMO[1] == key:
+        return _HEATMAP_MEMO[2]
+    data = optimal_k_heatmap(frame, model)
+    _HEATMAP_MEMO[:] = [frame, key, data]
+    return data
 
 
 def _ticks_in_order(figure: Any) -> None:
