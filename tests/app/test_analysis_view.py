@@ -94,3 +94,39 @@ async def test_losers_and_the_pareto_front_say_what_they_count():
     ) in flat
     assert "Pareto front: speedup vs compute overhead (2 configurations)" in flat
     assert "first 12" not in flat
+
+
+REGIME_MINI = """description = "regime-study in small: roofline costs, a model without columns"
+
+[config]
+n_sequences = 5
+tokens_per_seq = 64
+"cost.model" = "roofline"
+"cost.target" = "llama-3.1-8b"
+
+[[grid]]
+"cost.draft" = ["qwen2.5-0.5b", "eagle-llama-3.1-8b"]
+draft_model = ["beta_round"]
+k = [1, 2, 4]
+"""
+
+
+async def test_the_apps_sweep_of_a_regime_like_preset_is_analysed(isolated_dirs):
+    """Sweep view, F6, then 4 (issue 22: `analysis failed: KeyError: 'acceptance.beta_a'`)."""
+    from spectui.app import create_app
+    from tests.app.helpers import settle
+
+    presets, _ = isolated_dirs
+    presets.mkdir(parents=True, exist_ok=True)
+    (presets / "regime-mini.toml").write_text(REGIME_MINI)
+    app = create_app("regime-mini")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("f6")
+        await settle(pilot, app)
+        await pilot.press("4")
+        await settle(pilot, app)
+        text = screen_text(app)
+        assert "analysis failed" not in text
+        assert not [n for n in notifications(app) if "Analysis failed" in n]
+        assert "Best configuration: beta_round (rate ~ Beta(" in text, text
