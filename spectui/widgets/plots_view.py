@@ -24,6 +24,9 @@ EMPTY_TEXT = "Run a sweep to see plots"
 HEATMAP_ID = "06_optimal_k_heatmap"
 PANELS_ID = "01_speedup_vs_k_fixed"
 REDRAW_INTERVAL_S = 0.25  # at most four redraws a second while a sweep streams rows in
+# ...and drawing takes at most this share of the app's time then (plot 6 of a regime sweep
+# derives its K* grid from 46,080 rows: half a second each time).
+DRAW_SHARE = 0.2
 
 
 class PlotCanvas(PlotextPlot):
@@ -117,6 +120,7 @@ class PlotsView(ReportsWorkerErrors, Widget, can_focus=True):
         self.frame: pd.DataFrame | None = None
         self.heatmap_model: str | None = None  # None: fixed, else the sweep's first model
         self._last_draw = 0.0
+        self._draw_cost = 0.0  # how long the last redraw took
         self._timer: Any = None
         self._stale = False
         self.page = 0  # plot 1: which page of draft-cost panels
@@ -169,7 +173,8 @@ class PlotsView(ReportsWorkerErrors, Widget, can_focus=True):
             # Hidden (another tab is showing): draw once it is shown, not on every snapshot.
             self._stale = True
             return
-        wait = REDRAW_INTERVAL_S - (time.monotonic() - self._last_draw)
+        interval = max(REDRAW_INTERVAL_S, self._draw_cost / DRAW_SHARE)
+        wait = interval - (time.monotonic() - self._last_draw)
         if wait <= 0:
             self.redraw()
         elif self._timer is None:
@@ -184,10 +189,16 @@ class PlotsView(ReportsWorkerErrors, Widget, can_focus=True):
         self.redraw()
 
     def redraw(self) -> None:
-        """Draw the current plot of the current frame now."""
+        """Draw the current plot of the current frame now (and note how long it took)."""
+        self._last_draw = started = time.monotonic()
+        try:
+            self._draw()
+        finally:
+            self._draw_cost = time.monotonic() - started
+
+    def _draw(self) -> None:
         from spectui.plotting.terminal import draw, legend_lines
 
-        self._last_draw = time.monotonic()
         self._stale = False
         title = self.query_one("#plots-title", Static)
         title.update(self.title_text)

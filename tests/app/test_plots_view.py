@@ -281,3 +281,40 @@ async def test_heatmap_rows_with_long_labels_keep_room_for_their_cells():
         ], lines
         assert all(line.split("┤")[1].strip(" │") == "2 1.20" for line in lines), lines
         assert "rows: cost.gpu, cost.draft" in _legend(app)
+
+
+async def test_a_costly_plot_is_redrawn_less_often_while_a_sweep_streams(monkeypatch):
+    """While rows stream in, drawing takes at most DRAW_SHARE of the app's time: a plot that
+    takes a second to draw (plot 6 of a regime sweep derives its grid from 46,080 rows) is
+    redrawn every 1 / DRAW_SHARE seconds, not every REDRAW_INTERVAL_S. The clock is the
+    test's."""
+    from types import SimpleNamespace
+
+    import spectui.plotting.terminal as terminal
+    import spectui.widgets.plots_view as plots_view
+
+    clock = SimpleNamespace(now=100.0)
+    monkeypatch.setattr(plots_view, "time", SimpleNamespace(monotonic=lambda: clock.now))
+    real_draw = terminal.draw
+
+    def slow_draw(*args, **kwargs):  # a draw that takes one second of the test's clock
+        clock.now += 1.0
+        return real_draw(*args, **kwargs)
+
+    monkeypatch.setattr(terminal, "draw", slow_draw)
+    frame = _many_rows_frame(10)
+    app = create_app("tiny")
+    async with app.run_test(size=(160, 30)) as pilot:  # the title's row count in sight
+        await _open_plots(pilot, app, frame, plot=6)
+        view = app.query_one("#plots-view")
+        timers = []
+        monkeypatch.setattr(view, "set_timer", lambda wait, callback: timers.append(wait) or 1)
+        assert "(20 sweep rows)" in screen_text(app)
+        clock.now += 0.5  # a snapshot half a second after that draw ended
+        view.update_results(_many_rows_frame(11))
+        await pilot.pause()
+        assert "(20 sweep rows)" in screen_text(app)  # not drawn again yet
+        assert timers == [pytest.approx(1.0 / plots_view.DRAW_SHARE - 1.5)]
+        view._redraw_from_timer()  # the timer fires
+        await pilot.pause()
+        assert "(22 sweep rows)" in screen_text(app)
