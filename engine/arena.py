@@ -196,11 +196,13 @@ def run_arena(
     *,
     on_standing: Callable[[Standing], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
-    on_progress: Callable[[int, int, str], None] | None = None,
+    on_progress: Callable[[int, int, str, float], None] | None = None,
 ) -> ArenaResult:
     """Run every contender on the scenario's common random numbers (see the module
     docstring); ``on_standing`` is told each row as it finishes, ``on_progress(done,
-    total, running)`` counts contenders and names the one starting ("" at the end).
+    total, running, share)`` counts contenders, names the one running ("" at the end) and
+    tells the share of its tokens simulated so far (0 as it starts, then as it runs: the
+    first, the best fixed K, runs alone on a large scenario for many seconds).
     Raises :class:`engine.simulator.RunStopped` when ``should_stop()`` turns true (rows
     already reported stay valid)."""
     from .config import stream_width
@@ -222,9 +224,16 @@ def run_arena(
     speedup_ref = math.nan
     oracle_gain: tuple[float, float] | None = None
     for done, config in enumerate(order):
+        step: Callable[[int], None] | None = None
         if on_progress is not None:
-            on_progress(done, len(order), labels[done])
-        result = simulate_policy_config(config, should_stop=should_stop, width=width)
+            on_progress(done, len(order), labels[done], 0.0)
+            tokens = config.n_sequences * config.tokens_per_seq
+
+            def step(produced: int, done: int = done, tokens: int = tokens) -> None:
+                assert on_progress is not None
+                on_progress(done, len(order), labels[done], min(1.0, produced / tokens))
+
+        result = simulate_policy_config(config, should_stop=should_stop, width=width, progress=step)
         times = result.sequence_time_us
         n = times.size
         mean = float(times.mean())
@@ -261,7 +270,7 @@ def run_arena(
         if on_standing is not None:
             on_standing(standing)
     if on_progress is not None:
-        on_progress(len(order), len(order), "")
+        on_progress(len(order), len(order), "", 1.0)
     notes = []
     if reach := table_reach(scenario):
         notes.append(
@@ -295,7 +304,8 @@ LEADERBOARD_LEGEND = (
     "exact: the exact speedup where the policy's state can be enumerated (— : Monte Carlo "
     "only); MC: the Monte Carlo speedup on the shared draws; gain: MC speedup minus the best "
     "fixed K's (*, ref) on the same draws, 95 % paired interval; capt: share of the oracle's "
-    "gain captured; k avg: mean k drafted; k most: the k drafted most often, k:% of cycles"
+    "gain captured (— : no gain, or the oracle's is within noise); k avg: mean k drafted; "
+    "k most: the k drafted most often, k:% of cycles"
 )
 
 
@@ -322,7 +332,9 @@ def standing_cells(standing: Standing) -> tuple[str, ...]:
     mc = speedup_text(standing.speedup, unit="")
     if math.isfinite(standing.ci95):
         mc += f"±{standing.ci95:.2f}"
-    captured = "—" if not math.isfinite(standing.captured) else f"{standing.captured:.0%}"
+    # A share of the oracle's gain only for a policy that gains: a loss (-1598 %) is no share.
+    shares = math.isfinite(standing.captured) and standing.gain > 0
+    captured = f"{standing.captured:.0%}" if shares else "—"
     return (
         standing.label + (" *" if standing.is_best_fixed else ""),
         speedup_text(standing.speedup_exact, missing="—"),

@@ -1020,4 +1020,7 @@ def parse_value(field: str, text: str) -> Any:
     except ValueError:
         shown = repr(text) if text else "empty"
         raise ConfigError(field, f"{shown} is not {noun}; expected {spec.allowed()}") from None
-    return check_value(field, value)
+    try:
+        return check_value(field, value)
+    except ConfigError:  # said as typed: "9", not the 9.0 it was read as
+        raise ConfigError(field, f"{text} is not allowed; expected {spec.allowed()}") from None

@@ -61,7 +61,10 @@ def _fmt(x: float, digits: int = 2) -> str:
     return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
 
 
-def _config_text(row: pd.Series) -> str:
+def config_text(row: pd.Series) -> str:
+    """One sweep row's configuration in words (its model's parameters, K, costs): the
+    parameters of a newer model or cost model that the row leaves at their defaults need no
+    column of their own."""
     model = str(row["draft_model"])
     if model not in ORIGINAL_MODEL_NAMES:  # newer models: their parameters in words
         config = A.row_config(row)
@@ -129,7 +132,7 @@ def analysis_sections(frame: pd.DataFrame) -> list[Section]:
         Section(
             "Best configuration",
             [
-                _config_text(best),
+                config_text(best),
                 f"speedup {speedup_text(best['speedup'])} ± {_fmt(best['speedup_ci95'])} "
                 f"(Monte Carlo, 95 % CI), exact {speedup_text(best['speedup_exact'])} at "
                 f"{int(best['tokens_per_seq'])} tokens, {speedup_text(best['speedup_limit'])} as "
@@ -241,7 +244,7 @@ def original_findings(frame: pd.DataFrame) -> list[Section]:
             "1. Maximum speedup: 6.06x (fixed, K=15, acceptance 0.95, draft 10 us)",
             [
                 f"this sweep: {speedup_text(best[col])} ± {_fmt(best['speedup_ci95'])} "
-                f"(exact {speedup_text(best['speedup_exact'])}) at {_config_text(best)}",
+                f"(exact {speedup_text(best['speedup_exact'])}) at {config_text(best)}",
             ],
             verdict=_verdict(("configuration", bool(same)), ("speedup", bool(close))),
         )

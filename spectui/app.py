@@ -33,7 +33,7 @@ from spectui.pool import SweepPool, worker_count
 from spectui.widgets.analysis_view import AnalysisView
 from spectui.widgets.common import failure_reason, report_worker_error
 from spectui.widgets.exact_panel import ERROR_FIELD, ERROR_REASON, ExactPanel, exact_figures
-from spectui.widgets.param_form import ParamForm
+from spectui.widgets.param_form import LABELS, ParamForm
 from spectui.widgets.run_view import RunView
 from spectui.widgets.sweep_view import SweepView
 from spectui.widgets.view_tabs import ViewTabs
@@ -408,7 +408,7 @@ class SpectuiApp(App[None]):
     # --- run and sweep -------------------------------------------------------------------
     def action_run(self) -> None:
         if self.config is None:
-            fields = ", ".join(self.form.errors) or "the form"
+            fields = ", ".join(LABELS.get(k, k) for k in self.form.errors) or "the form"
             self.notify(f"Cannot run: fix {fields} first.", severity="error")
             return
         self.query_one(TabbedContent).active = "run"

@@ -138,9 +138,10 @@ def cmd_arena(args: argparse.Namespace) -> int:
             if live:
                 err_out.print(Text("  finished: " + "  ".join(standing_cells(standing)[:4])))
 
-        def on_progress(done: int, total: int, running: str) -> None:
+        def on_progress(done: int, total: int, running: str, share: float = 0.0) -> None:
             if sys.stderr.isatty() and running:
-                line = f"  {done}/{total} policies · running {running}…"
+                shown = f": {share:.0%}" if share > 0 else ""
+                line = f"  {done}/{total} policies · running {running}{shown}…"
                 err_out.print(Text(line, style="dim"), end="\r")
 
         result = run_arena(scenario, contenders, on_standing=on_standing, on_progress=on_progress)

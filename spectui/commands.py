@@ -341,12 +341,14 @@ def cmd_presets(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     try:
-        from textual_serve.server import Server
+        import textual_serve.server  # noqa: F401
     except ImportError:
         raise UsageError("textual-serve is not installed: pip install 'spectui[serve]'") from None
+    from spectui.served import serve
+
     command = f"{sys.executable} -m spectui"
     if args.preset:
         load_preset(args.preset)  # fail here, with one line, rather than in the browser
         command += f" --preset {str(Path(args.preset))!r}"
-    Server(command, host=args.host, port=args.port, title="spectui").serve()
+    serve(command, host=args.host, port=args.port, title="spectui")
     return 0

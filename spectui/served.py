@@ -20,17 +20,68 @@ place of the WebDriver whenever textual-serve starts the app.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import multiprocessing
 import os
 import signal
 import threading
+import time
 from typing import Any
 
 from textual import messages
 from textual.drivers.web_driver import WebDriver
 
 EXIT_GRACE_S = 5.0
+REAP_POLL_S = 0.02
+
+
+def serve(command: str, host: str, port: int, title: str) -> None:
+    """textual-serve's server for ``command``, which waits on shutdown until every app
+    process it started has been reaped (:func:`reap_children`)."""
+    from textual_serve.server import Server
+
+    class _Server(Server):
+        async def _make_app(self) -> Any:
+            app = await super()._make_app()
+            app.on_cleanup.append(reap_children)
+            return app
+
+    _Server(command, host=host, port=port, title=title).serve()
+
+
+async def reap_children(_app: object = None) -> None:
+    """Wait (at most EXIT_GRACE_S and a second) until no child of this process is left and
+    every exit has been reported to the event loop.
+
+    textual-serve stops an app when its output ends, not when its process is gone, and then
+    closes the event loop; asyncio's child watcher (on Python 3.11 a thread per process,
+    named ``asyncio-waitpid-N``, which reaps it and then tells the loop) reporting an exit to a
+    closed loop logs ``WARNING Loop ... that handles pid ... is closed``. ``waitid`` with
+    WNOWAIT only looks (a child that exited and is not reaped yet still counts)."""
+    deadline = time.monotonic() + EXIT_GRACE_S + 1.0
+    while time.monotonic() < deadline:
+        if not _has_children() and not _reporting_exits():
+            return
+        await asyncio.sleep(REAP_POLL_S)
+
+
+def _has_children() -> bool:
+    if not hasattr(os, "waitid"):  # not on macOS: the watcher's threads say enough
+        return False
+    try:
+        os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return False
+    return True
+
+
+def _reporting_exits() -> bool:
+    """A thread of asyncio's ThreadedChildWatcher is still waiting for a child or about to
+    report its exit."""
+    return any(
+        t.name.startswith("asyncio-waitpid-") and t.is_alive() for t in threading.enumerate()
+    )
 
 
 def end_process(status: int) -> None:

@@ -125,3 +125,16 @@ def test_sweeps_of_the_new_models_and_policies_analyse(tmp_path, capsys, monkeyp
     printed = capsys.readouterr().out
     assert "per_position (rates 0.9,0.8,0.7), K=" in printed or "Optimal K, per_position" in printed
     assert "Optimal K, markov" in printed
+
+
+def test_a_policy_that_loses_captures_no_share_of_the_oracles_gain(run):
+    """capt is a share of the oracle's gain: "-42%" for a loss is no share (issue 22)."""
+    status, out, err = run("--preset", "bursty-code-chat", *SMALL)
+    assert status == 0, err
+    rows = _rows(out)
+    losing = [cells for cells in rows.values() if cells[2].startswith("-")]
+    gaining = [cells for cells in rows.values() if cells[2].startswith("+")]
+    assert losing and gaining  # fixed K=2 loses to the best fixed K; the oracle gains
+    assert all(cells[3] == "—" for cells in losing), losing
+    assert rows["oracle"][3] == "100%"
+    assert "capt: share of the oracle's gain captured (— : no gain" in " ".join(out.split())

@@ -236,3 +236,39 @@ def test_narrow_heatmap_keeps_every_tick_and_a_legend(tiny_frame):
     text = render_text("06_optimal_k_heatmap", tiny_frame, width=54, height=18)
     assert "10us" in text and "50us" in text
     assert MARKS_LEGEND in text
+
+
+def test_print_all_gives_every_heatmap_row_a_line_of_its_own(capsys):
+    """`spectui plot --terminal` on a sweep with more heatmap rows than 30 lines (issue 22:
+    cells were written over each other)."""
+    from tests.app.test_plots_view import _many_rows_frame
+
+    print_all(_many_rows_frame(40), width=80)
+    heatmap = capsys.readouterr().out.split("[06_optimal_k_heatmap]")[1]
+    lines = [line for line in heatmap.splitlines() if "┤" in line]
+    assert len(lines) == 40
+    for i, line in enumerate(lines):
+        a = round(0.5 + i / 100, 2)
+        label, cells = line.split("┤")
+        assert label.strip() == f"a={a:g}" and cells.strip(" │") == f"2 {1 + a:.2f}", line
+
+
+def test_paging_the_heatmap_does_not_derive_its_grid_again(monkeypatch):
+    """d (next rows) and a resize redraw plot 6 from the grid already derived: deriving it
+    costs 0.5 s on a regime sweep's 46,080 rows, on the app's thread."""
+    import plotext as plt
+
+    import spectui.plotting.terminal as terminal
+    from tests.app.test_plots_view import _many_rows_frame
+
+    calls = []
+    real = terminal.optimal_k_heatmap
+    monkeypatch.setattr(terminal, "optimal_k_heatmap", lambda *a: calls.append(a) or real(*a))
+    frame = _many_rows_frame(40)
+    for page, size in ((0, (80, 20)), (1, (80, 20)), (1, (100, 30))):
+        drawing = draw(plt, "06_optimal_k_heatmap", frame, *size, page=page)
+        assert drawing.pages > 1
+    assert len(calls) == 1
+    draw(plt, "06_optimal_k_heatmap", _many_rows_frame(41), 80, 20, page=0)  # a new frame
+    assert len(calls) == 2
+    plt.main().clear_figure()

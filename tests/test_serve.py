@@ -221,3 +221,74 @@ def test_ending_a_stuck_app_also_ends_its_worker_processes(tmp_path):
         if _alive(worker):
             os.kill(worker, signal.SIGKILL)
         process.stdout.close()
+
+
+FAKE_APP = """
+import os, sys, time
+sys.stdout.buffer.write(b"__GANGLION__\\n")
+sys.stdout.flush()
+data = b""
+while b"quit" not in data:  # until the server says quit (or goes away)
+    chunk = os.read(0, 4096)
+    if not chunk:
+        break
+    data += chunk
+exit_packet = b'{"type": "exit"}'
+sys.stdout.buffer.write(b"M" + len(exit_packet).to_bytes(4, "big") + exit_packet)
+sys.stdout.flush()  # what Textual's web driver writes as its app exits
+os.close(1)  # the server reads end of file here and takes the app as gone...
+time.sleep(0.3)  # ...while its process still has a moment of exit ahead
+"""
+
+SERVER = """
+import sys, time
+from spectui.served import serve
+serve(sys.argv[1], "127.0.0.1", int(sys.argv[2]), "spectui")
+time.sleep(1.5)  # the server process lives on after its loop closed, as spectui's does
+"""
+
+
+def test_stopping_the_server_logs_no_closed_loop_warning(tmp_path):
+    """Issue 22: stopping `serve` logged `WARNING Loop ... that handles pid ... is closed`:
+    an app's process ended after the server's event loop had closed (the server takes an
+    app as gone when its output ends, and a process has a moment of exit after that)."""
+    aiohttp = pytest.importorskip("aiohttp")
+    pytest.importorskip("textual_serve")
+    fake = tmp_path / "fake_app.py"
+    fake.write_text(FAKE_APP)
+    port = _free_port()
+    server = subprocess.Popen(
+        # exec: the app is the server's child itself (sh would hold its output open until
+        # the app's end, and the window would be too short to see every time).
+        [sys.executable, "-c", SERVER, f"exec {sys.executable} {fake}", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+
+        async def browse() -> None:
+            async with aiohttp.ClientSession() as session:
+                for _ in range(300):
+                    try:
+                        async with session.get(f"http://127.0.0.1:{port}/") as response:
+                            await response.read()
+                        break
+                    except aiohttp.ClientError:
+                        await asyncio.sleep(0.1)
+                ws = await session.ws_connect(f"http://127.0.0.1:{port}/ws")
+                await ws.send_json(["resize", {"width": 80, "height": 24}])
+                assert _poll(lambda: any(map(_is_python, _descendants(server.pid))), 60)
+                await ws.close()  # the browser goes: the server stops its app
+                server.send_signal(signal.SIGINT)  # and the server is stopped
+                await asyncio.to_thread(server.wait, DEADLINE_S)
+
+        asyncio.run(browse())
+        assert server.stdout is not None
+        out = server.stdout.read().decode()
+        assert "Press Ctrl+C to quit" in out
+        assert "is closed" not in out and "WARNING" not in out, out
+    finally:
+        for pid in (server.pid, *_descendants(server.pid)):
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        server.wait()

@@ -154,12 +154,14 @@ def draw(
     """
     spec = get_plot(plot_id)
     if plot_id == "06_optimal_k_heatmap":
-        data = optimal_k_heatmap(frame, heatmap_model)
+        data = _heatmap_of(frame, heatmap_model)
     else:
         data = spec.data(frame)
     style = _Style(color, width or DEFAULT_SIZE[0], height or DEFAULT_SIZE[1])
     if plot_id == "01_speedup_vs_k_fixed" and not data.empty:
         data = _panel_page(data, style, page)
+    if plot_id == "06_optimal_k_heatmap" and not data.empty:
+        data = _heatmap_page(data, style, page)
     figure = plt.main()
     figure.clear_figure()
     figure = plt.main()
@@ -174,6 +176,21 @@ def draw(
     _ticks_in_order(figure)
     plt.main()
     return style.drawing
+
+
+# The last K* grid drawn, by the frame it came from (kept: its id cannot be reused) and the
+# model: paging through its rows or resizing redraws without deriving it again (0.5 s for a
+# regime sweep's 46,080 rows).
+_HEATMAP_MEMO: list[Any] = []
+
+
+def _heatmap_of(frame: pd.DataFrame, model: str | None) -> pd.DataFrame:
+    key = (len(frame), tuple(frame.columns), model)
+    if _HEATMAP_MEMO and _HEATMAP_MEMO[0] is frame and _HEATMAP_MEMO[1] == key:
+        return _HEATMAP_MEMO[2]
+    data = optimal_k_heatmap(frame, model)
+    _HEATMAP_MEMO[:] = [frame, key, data]
+    return data
 
 
 def _ticks_in_order(figure: Any) -> None:
@@ -248,6 +265,41 @@ def _panel_page(data: pd.DataFrame, style: _Style, page: int | None) -> pd.DataF
     shown = shown.copy()
     shown.attrs["speedup_range"] = (low, high)
     return shown
+
+
+def _heatmap_page(data: pd.DataFrame, style: _Style, page: int | None) -> pd.DataFrame:
+    """Plot 6's cells for the rows that fit the plot's height, one page of them (every row
+    when ``page`` is None): a row per line of text, never two rows' cells on one line (a
+    regime sweep has hundreds of rows), and only the cells shown are drawn. Labels too long
+    to leave the cells their room lose their parameter names (a note names them), then
+    their ends."""
+    labels: list[str] = list(data.attrs.get("row_labels") or sorted(set(data["row_label"])))
+    fit = _plot_rows(style, title=True)
+    pages = math.ceil(len(labels) / fit)
+    start, end = 0, len(labels)
+    if page is not None and pages > 1:
+        page %= pages
+        start, end = page * fit, min(len(labels), (page + 1) * fit)
+        style.drawing.page, style.drawing.pages = page, pages
+        style.note(f"rows {start + 1}-{end} of {len(labels)}")
+    shown = data[(data["row"] >= start) & (data["row"] < end)].copy()
+    shown["row"] -= start
+    labels = labels[start:end]
+    parameters = list(data.attrs.get("row_parameters", []))
+    keys = list(data.attrs.get("row_keys", []))[start:end]
+    columns = len(data.attrs.get("costs") or data["column"].unique())
+    cell = max((len(cell_text(c)) for _, c in shown.iterrows()), default=0) + 2
+    room = max(8, style.width - 3 - columns * cell)
+    if max(len(label) for label in labels) > room and len(keys) == len(labels) and parameters:
+        labels = [", ".join(_value_text(v) for v in key) for key in keys]
+        style.note(f"rows: {', '.join(parameters)}")
+    labels = [label if len(label) <= room else label[: room - 1] + "…" for label in labels]
+    shown.attrs = {**data.attrs, "row_labels": labels}
+    return shown
+
+
+def _value_text(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float | int) else str(value)
 
 
 def nice_ticks(low: float, high: float, rows: int) -> list[float]:
@@ -350,7 +402,7 @@ def _speedup_vs_k(figure: Any, data: pd.DataFrame, style: _Style, width: int | N
         axes.xlim(min(ks) - 0.5, max(ks) + 0.5)
         _k_ticks(axes, data, _plot_columns(style, cols))
         ratio = float(panel["cost_ratio"].iloc[0])
-        axes.title(f"draft {cost:g} us (ratio {ratio:g})")
+        axes.title(f"draft {cost:g} us (ratio {ratio:.3g})")
         # Every panel gets both labels, so that plotext gives the panels equal heights.
         axes.ylabel("speedup")
         axes.xlabel("K")
@@ -586,6 +638,10 @@ def print_all(
     columns = width or shutil.get_terminal_size((100, 30)).columns
     for number, spec in enumerate(PLOTS, start=1):
         rows = height or (44 if spec.plot_id == "01_speedup_vs_k_fixed" else 30)
+        if spec.plot_id == "06_optimal_k_heatmap" and height is None:
+            # Every row of the grid on a line of its own (a regime sweep has hundreds).
+            labels = optimal_k_heatmap(frame).attrs.get("row_labels", [])
+            rows = max(rows, len(labels) + X_AXIS_ROWS + 1)
         print(f"Plot {number}/{len(PLOTS)} [{spec.plot_id}]: {spec.title}", file=out)
         print(render_text(spec.plot_id, frame, columns, rows, color), file=out)
         print(file=out)

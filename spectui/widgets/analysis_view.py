@@ -44,24 +44,36 @@ def _table(title: str, columns: list[str]) -> Table:
 def render_analysis(frame: Any, partial: bool) -> Group:
     """Every analysis block of a sweep frame as rich renderables."""
     from engine import analysis
+    from engine.report import chain_rows, config_text
 
     parts: list[Any] = []
     note = " (partial sweep)" if partial else ""
+    frame, trees = chain_rows(frame)
+    if trees:
+        parts.append(
+            Text(
+                f"{trees} rows of token trees left out: this analysis is about a chain's K "
+                "(the Tree view compares trees)\n"
+            )
+        )
+        if frame.empty:
+            return Group(*parts)
     col = analysis.speedup_column(frame)
     best = analysis.best_configuration(frame)
-    quality = analysis.quality_parameter(str(best["draft_model"]), frame)
+    # The configuration in the CLI's words: a newer model's or cost model's parameters
+    # left at their defaults have no column of the frame.
     parts.append(
-        Text.from_markup(
-            f"[b]Best configuration{note}[/b]: {best['draft_model']}, K={int(best['k'])}, "
-            f"{quality}={best[quality]:g}, draft {best['draft_cost_us']:g} us "
-            f"(c={best['cost_ratio']:.3f}): speedup {_s(best[col])}"
-            f" ±{_f(float(best['speedup_ci95']))}, exact {_s(best['speedup_exact'])}\n"
+        Text.assemble(
+            (f"Best configuration{note}", "bold"),
+            f": {config_text(best)}: speedup {_s(best[col])}"
+            f" ±{_f(float(best['speedup_ci95']))}, exact {_s(best['speedup_exact'])}\n",
         )
     )
     losing = analysis.losing_configurations(frame)
     lines = [
         f"[b]Losing configurations[/b] (speedup < 1): {losing['count']} of {losing['total']} rows"
-        f" ({losing['distinct']} of {losing['distinct_total']} distinct)"
+        f" ({losing['distinct']} of {losing['distinct_total']} once rows differing only in a"
+        " parameter their model ignores are merged)"
     ]
     if losing["count"]:
         lines.append(f"  cheapest draft among losers: cost ratio {losing['min_cost_ratio']:.3f}")
@@ -100,8 +112,9 @@ def render_analysis(frame: Any, partial: bool) -> Group:
         parts.append(out)
     front = analysis.pareto_front(frame)
     overhead = "compute_overhead" if col == "speedup" else "compute_overhead_limit"
+    shown = f"first {PARETO_ROWS} of {len(front)}" if len(front) > PARETO_ROWS else len(front)
     out = _table(
-        f"Pareto front: speedup vs compute overhead (first {PARETO_ROWS})",
+        f"Pareto front: speedup vs compute overhead ({shown} configurations)",
         ["model", "K", "quality", "us", "speedup", "ovhd"],
     )
     for _, r in front.head(PARETO_ROWS).iterrows():

@@ -90,12 +90,13 @@ class ArenaStanding(Message):
 @dataclass
 class ArenaProgress(Message):
     """Arena number ``run`` has finished ``done`` of ``total`` policies and is running the
-    one named ``running`` ("" when it is done)."""
+    one named ``running`` ("" when it is done), ``share`` of its tokens simulated."""
 
     run: int
     done: int
     total: int
     running: str = ""
+    share: float = 0.0
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, ArenaProgress)
@@ -388,8 +389,13 @@ class ArenaView(ReportsWorkerErrors, Vertical):
         def on_standing(standing: Standing) -> None:
             self.post_message(ArenaStanding(run, standing))
 
-        def on_progress(done: int, total: int, running: str) -> None:
-            self.post_message(ArenaProgress(run, done, total, running))
+        shown: list[tuple[int, int]] = []  # the last (policy, percent) posted
+
+        def on_progress(done: int, total: int, running: str, share: float = 0.0) -> None:
+            step = (done, int(share * 100))
+            if not shown or shown[-1] != step:  # a message per percent, not per check
+                shown[:] = [step]
+                self.post_message(ArenaProgress(run, done, total, running, share))
 
         try:
             result = run_arena(
@@ -408,17 +414,23 @@ class ArenaView(ReportsWorkerErrors, Vertical):
         self.post_message(ArenaEnded(run, result))
 
     @staticmethod
-    def _running_text(done: int, total: int, running: str) -> str:
-        """The status while the arena runs, "3/6 policies · running goodput w=16…" (the
-        best fixed K first, as :func:`engine.arena.run_arena` names it)."""
+    def _running_text(done: int, total: int, running: str, share: float = 0.0) -> str:
+        """The status while the arena runs, "3/6 policies · running goodput w=16: 40 %…"
+        (the best fixed K first, as :func:`engine.arena.run_arena` names it; the share of
+        its tokens simulated once there is one)."""
+        shown = f": {share:.0%}" if share > 0 else ""
+        if done == 0 and shown:  # in one line beside the form at 80 columns
+            return f"0/{total} policies · the best fixed K, {running}{shown}…"
         if done == 0:
             return f"0/{total} policies · running the best fixed K, {running}…"
-        return f"{done}/{total} policies · running {running}…"
+        return f"{done}/{total} policies · running {running}{shown}…"
 
     def on_arena_progress(self, message: ArenaProgress) -> None:
         message.stop()
         if message.run == self.run_number and self.running and message.done < message.total:
-            self._set_state(self._running_text(message.done, message.total, message.running))
+            self._set_state(
+                self._running_text(message.done, message.total, message.running, message.share)
+            )
 
     def on_arena_standing(self, message: ArenaStanding) -> None:
         message.stop()

@@ -50,6 +50,14 @@ def fmt(value: float | None, digits: int = 3, width: int = FMT_WIDTH, speedup: b
     return _engineering(float(value))
 
 
+def half_width(value: float | None, digits: int = 3) -> str:
+    """A 95 % half-width beside a number shown with ``digits`` decimals: "±0.019"; one below
+    the last shown digit is "±<0.001" (the number is that precise), not ``±487e-6``."""
+    if value is not None and math.isfinite(value) and 0 < value < 0.5 * 10.0**-digits:
+        return f"±<{10.0**-digits:.{digits}f}"
+    return f"±{fmt(value, digits)}"
+
+
 def _engineering(value: float) -> str:
     """``value`` (finite, non-zero) with 3 significant digits and an exponent in steps of 3."""
     digits, exponent_text = f"{value:.2e}".split("e")  # rounded once, here: "9.99e+02"

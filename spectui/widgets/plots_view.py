@@ -24,6 +24,9 @@ EMPTY_TEXT = "Run a sweep to see plots"
 HEATMAP_ID = "06_optimal_k_heatmap"
 PANELS_ID = "01_speedup_vs_k_fixed"
 REDRAW_INTERVAL_S = 0.25  # at most four redraws a second while a sweep streams rows in
+# ...and drawing takes at most this share of the app's time then (plot 6 of a regime sweep
+# derives its K* grid from 46,080 rows: half a second each time).
+DRAW_SHARE = 0.2
 
 
 class PlotCanvas(Plot):
@@ -38,10 +41,10 @@ class PlotCanvas(Plot):
 class PlotsView(ReportsWorkerErrors, Widget, can_focus=True):
     """One plot of :data:`engine.plot_data.PLOTS` at a time; ``n``/``p`` cycle through them.
 
-    ``m`` (on the heatmap) shows the next draft model; ``d`` (on plot 1, when its panels do not
-    all fit) the next draft costs. The legend and notes are under the plot, not over the
-    curves. While hidden behind another tab the view only remembers the newest frame, and
-    draws it when shown.
+    ``m`` (on the heatmap) shows the next draft model; ``d`` the next page: plot 1's next
+    draft costs, or the heatmap's next rows, when they do not all fit. The legend and notes
+    are under the plot, not over the curves. While hidden behind another tab the view only
+    remembers the newest frame, and draws it when shown.
     """
 
     DEFAULT_CSS = """
@@ -97,8 +100,9 @@ class PlotsView(ReportsWorkerErrors, Widget, can_focus=True):
         Binding(
             "d",
             "next_panels",
-            "More panels",
-            tooltip="Plot 1: show the next draft costs' panels (when they do not all fit)",
+            "Next page",
+            tooltip="Plot 1: the next draft costs' panels; plot 6: the next rows (when they "
+            "do not all fit)",
         ),
         Binding(
             "m",
@@ -116,6 +120,7 @@ class PlotsView(ReportsWorkerErrors, Widget, can_focus=True):
         self.frame: pd.DataFrame | None = None
         self.heatmap_model: str | None = None  # None: fixed, else the sweep's first model
         self._last_draw = 0.0
+        self._draw_cost = 0.0  # how long the last redraw took
         self._timer: Any = None
         self._stale = False
         self.page = 0  # plot 1: which page of draft-cost panels
@@ -168,7 +173,8 @@ class PlotsView(ReportsWorkerErrors, Widget, can_focus=True):
             # Hidden (another tab is showing): draw once it is shown, not on every snapshot.
             self._stale = True
             return
-        wait = REDRAW_INTERVAL_S - (time.monotonic() - self._last_draw)
+        interval = max(REDRAW_INTERVAL_S, self._draw_cost / DRAW_SHARE)
+        wait = interval - (time.monotonic() - self._last_draw)
         if wait <= 0:
             self.redraw()
         elif self._timer is None:
@@ -183,10 +189,16 @@ class PlotsView(ReportsWorkerErrors, Widget, can_focus=True):
         self.redraw()
 
     def redraw(self) -> None:
-        """Draw the current plot of the current frame now."""
+        """Draw the current plot of the current frame now (and note how long it took)."""
+        self._last_draw = started = time.monotonic()
+        try:
+            self._draw()
+        finally:
+            self._draw_cost = time.monotonic() - started
+
+    def _draw(self) -> None:
         from spectui.plotting.terminal import draw, legend_lines
 
-        self._last_draw = time.monotonic()
         self._stale = False
         title = self.query_one("#plots-title", Static)
         title.update(self.title_text)
@@ -225,12 +237,13 @@ class PlotsView(ReportsWorkerErrors, Widget, can_focus=True):
         canvas.refresh()
 
     def watch_index(self) -> None:
+        self.page = 0  # each plot starts at its first page (plot 1's panels, plot 6's rows)
         self.refresh_bindings()
         self.redraw()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "next_panels":
-            return PLOTS[self.index].plot_id == PANELS_ID and self.pages > 1
+            return PLOTS[self.index].plot_id in (PANELS_ID, HEATMAP_ID) and self.pages > 1
         if action == "next_model":
             # Only on the heatmap, and only when the sweep has another model to show.
             return PLOTS[self.index].plot_id == HEATMAP_ID and len(self._models()) > 1
@@ -243,6 +256,7 @@ class PlotsView(ReportsWorkerErrors, Widget, can_focus=True):
         current = self._model_shown()
         position = models.index(current) if current in models else -1
         self.heatmap_model = models[(position + 1) % len(models)]
+        self.page = 0
         self.redraw()
 
     def action_next_panels(self) -> None:

@@ -27,7 +27,7 @@ from spectui.widgets.summary_cards import SummaryCards
 
 RECORDS_KEPT = 50_000  # cycle records kept for the replay (about 2 MB)
 PROGRESS_EVERY_S = 0.25
-STALE_NOTE = "from an earlier configuration · F5 runs the form's"
+STALE_NOTE = "from an earlier configuration · F5 runs the form"
 
 
 def compact_count(n: float) -> str:
@@ -231,8 +231,8 @@ class RunView(ReportsWorkerErrors, Vertical):
         if table.shown >= table.total:
             state = "done"
         cycles = int(self.result.metrics["cycles"])
-        kept = f"last {MAX_ROWS} shown" if cycles == table.total else f"first of {cycles}"
-        status.update(f"cycle {table.shown}/{table.total} · {state} · {kept}", layout=False)
+        kept = f"last {MAX_ROWS:,} shown" if cycles == table.total else f"first of {cycles:,}"
+        status.update(f"cycle {table.shown:,}/{table.total:,} · {state} · {kept}", layout=False)
 
     def action_run(self) -> None:
         self.app.action_run()  # type: ignore[attr-defined]
@@ -263,7 +263,7 @@ class RunView(ReportsWorkerErrors, Vertical):
         drafting = "tree" if config.shape == "tree" else f"{config.draft_model}-k{config.k}"
         path = results_dir() / f"run-{drafting}-seed{config.seed}-{stamp}-cycles.csv"
         cycles = int(self.result.metrics["cycles"])
-        self.notify(f"Writing {cycles} cycles to {path}…")
+        self.notify(f"Writing {cycles:,} cycles to {path}…")
         self._export(self.result, path)
 
     @work(thread=True, group="export", exit_on_error=False)
@@ -287,5 +287,5 @@ class RunView(ReportsWorkerErrors, Vertical):
         except OSError as err:
             self.app.call_from_thread(self.notify, f"Export failed: {err}", severity="error")
             return
-        self.app.call_from_thread(self.notify, f"Wrote {cycles} cycles to {path}")
+        self.app.call_from_thread(self.notify, f"Wrote {cycles:,} cycles to {path}")
         self.post_message(FileWritten(path, "cycles CSV"))

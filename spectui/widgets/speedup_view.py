@@ -54,15 +54,18 @@ def curve_ks(config: SpecConfig) -> list[int]:
 
 def config_label(config: SpecConfig) -> str:
     """Which configuration a curve is: model and its parameters (a sweep cell's row), draft
-    cost and cost ratio, e.g. 'position_decay (base=0.9, factor=0.6), draft 20 us, c=0.1'."""
+    cost and cost ratio, e.g. 'position_decay (base=0.9, factor=0.6), draft 20 us, c=0.1';
+    under another cost model its setting (engine.formatting.cost_setting_text: the GPU, the
+    target, the draft, batch and prompt)."""
     from engine.draft_models import DRAFT_MODELS
+    from engine.formatting import cost_setting_text
     from engine.plot_data import _line_label
 
     reads = DRAFT_MODELS[config.draft_model].reads
     model = _line_label(config.draft_model, {p: config.get(p) for p in reads}, ())
     if config.cost_model == "linear":
         return f"{model}, draft {config.draft_cost_us:g} us, c={config.cost_ratio:.3g}"
-    return f"{model}, {config.cost_model}, batch {config.batch_size}, prompt {config.prompt_len}"
+    return f"{model}, {cost_setting_text(config)}"
 
 
 def exact_curve(

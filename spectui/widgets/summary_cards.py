@@ -6,7 +6,7 @@ from textual.app import ComposeResult
 from textual.containers import Grid
 from textual.widgets import Static
 
-from spectui.widgets.common import fmt
+from spectui.widgets.common import fmt, half_width
 
 CARDS: tuple[tuple[str, str], ...] = (
     ("speedup", "speedup"),
@@ -44,12 +44,13 @@ class SummaryCards(Grid):
     def show(self, metrics: dict[str, float]) -> None:
         """Show a run's metrics exactly as the engine computed them."""
         text = {
-            "speedup": f"{fmt(metrics['speedup'], speedup=True)} ±{fmt(metrics['speedup_ci95'])}",
+            "speedup": f"{fmt(metrics['speedup'], speedup=True)} "
+            + half_width(metrics["speedup_ci95"]),
             "tokens": fmt(metrics["tokens_per_cycle"]),
             "acceptance": fmt(metrics["acceptance_observed"]),
             "waste": fmt(metrics["waste"]),
             "draft": fmt(metrics["draft_time_fraction"]),
-            "cycles": f"{int(metrics['cycles'])}",
+            "cycles": f"{int(metrics['cycles']):,}",
         }
         for key, value in text.items():
             self.query_one(f"#card-{key}", Static).update(value)

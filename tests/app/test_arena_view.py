@@ -454,3 +454,29 @@ async def test_at_80x24_beside_the_form_every_column_is_reached_by_keys(gated):
         await pilot.press("home")
         await pilot.pause()
         assert "exact" in header() and hint().endswith("(→ or End)")
+
+
+async def test_the_best_fixed_k_says_how_far_it_is(gated, monkeypatch):
+    """On a large form the best fixed K runs alone for many seconds: the status tells the
+    share of its tokens simulated, as the engine reports it (issue 22)."""
+
+    def sharing(scenario, contenders, *, on_standing, should_stop, on_progress):
+        def told(done, total, running, *share):
+            on_progress(done, total, running)
+            if done == 0 and running:  # the engine: 42 % of the first policy's tokens done
+                on_progress(done, total, running, 0.42)
+
+        return gated(
+            scenario, contenders, on_standing=on_standing, should_stop=should_stop, on_progress=told
+        )
+
+    monkeypatch.setattr(engine.arena, "run_arena", sharing)
+    app = create_app("default")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open_arena(pilot, app)
+        await pilot.press("f7")
+        running = "0/5 policies · the best fixed K, fixed K=4: 42%…"
+        await _until(pilot, lambda: running in _status(app))
+        assert running in screen_text(app)  # on one line
+        gated.release_all()
+        await settle(pilot, app)

@@ -125,12 +125,12 @@ async def test_an_invalid_efficiency_is_marked_and_blocks_the_run():
         await settle(pilot, app)
         text = screen_text(app)
         assert f"✗{LABELS['cost.eta_w']}" in text, text
-        assert "▌✗ 0.0 is not allowed" in text and "(0, 1]" in text
+        assert "▌✗ 0 is not allowed" in text and "(0, 1]" in text
         assert "▌✗ invalid: η weights" in text  # the status line stays in sight
         assert app.config is None and app.form.errors.keys() == {"cost.eta_w"}
         await pilot.press("f5")
         await settle(pilot, app)
-        assert any("Cannot run: fix cost.eta_w" in m for m in notifications(app))
+        assert any(f"Cannot run: fix {LABELS['cost.eta_w']} first" in m for m in notifications(app))
         # Another cost model does not read it: the form is valid again.
         await choose(pilot, app, "cost.model", "roofline_max")
         assert app.config is not None and app.config.cost_model == "roofline_max"

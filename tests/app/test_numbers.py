@@ -32,7 +32,8 @@ def test_engineering_notation_beyond_the_width_or_below_the_digits():
     assert fmt(-123456.0) == "-123e3"
     assert fmt(999999.9) == "1.00e6"  # rounding carries into the next exponent
     assert fmt(1e-300) == "1.00e-300"
-    assert fmt(0.0004) == "400e-6"  # not "0.000": a non-zero value never reads as zero
+    assert fmt(0.0004) == "400e-6"  # not "0.000": a non-zero value never reads as zero (cards:
+    # a half-width below the last digit shown is "±<0.001", see below)
     assert fmt(5e-324) == "4.94e-324"
 
 
@@ -96,3 +97,73 @@ def test_a_losing_speedup_never_reads_as_break_even_in_a_card_or_panel():
     assert fmt(0.9996) == "1.000"  # a plain number rounds as usual
     assert fmt(1.0004, speedup=True) == "1.000"
     assert fmt(36.4e-300, speedup=True) == fmt(36.4e-300)  # too small: engineering either way
+
+
+async def test_a_long_runs_cards_read_as_numbers():
+    """27,805,132 cycles (issue 22): the count with separators, as the CLI writes it, and a
+    half-width below the speedup's last digit as "±<0.001", not "±487e-6"."""
+    from spectui.widgets.summary_cards import SummaryCards
+
+    cards = SummaryCards()
+
+    class Host(App[None]):  # the cards as wide as beside the form at 80 columns
+        CSS_PATH = str(Path(spectui.__file__).parent / "app.tcss")
+
+        def compose(self):
+            yield cards
+
+    metrics = {
+        "speedup": 2.4312,
+        "speedup_ci95": 0.000487,
+        "speedup_exact": 2.424,
+        "tokens_per_cycle": 3.7,
+        "tokens_per_cycle_exact": 3.689,
+        "acceptance_observed": 0.54,
+        "waste": 0.467,
+        "draft_time_fraction": 0.333,
+        "cycles": 27805132.0,
+    }
+    async with Host().run_test(size=(54, 8)) as pilot:
+        cards.show(metrics)
+        await pilot.pause()
+        shown = "\n".join(screen_lines(pilot.app))
+        assert "│ 2.431 ±<0.001 │" in shown, shown
+        assert "│ 27,805,132 " in shown, shown
+        cards.show({**metrics, "speedup_ci95": 0.019})
+        await pilot.pause()
+        assert "│ 2.431 ±0.019 " in "\n".join(screen_lines(pilot.app))
+
+
+async def test_a_rejected_number_reads_as_typed_and_f5_names_the_forms_label():
+    from spectui.app import create_app
+    from tests.app.helpers import notifications, settle, type_into
+
+    app = create_app("tiny")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        await type_into(pilot, app, "acceptance_rate", "9")
+        await settle(pilot, app)
+        shown = "\n".join(screen_lines(app))
+        assert "▌✗ 9 is not allowed" in shown, shown
+        assert "9.0" not in shown
+        await pilot.press("f5")
+        await settle(pilot, app)
+        assert "Cannot run: fix accept first." in notifications(app)
+
+
+async def test_a_runs_cycle_counts_have_separators():
+    from spectui.app import create_app
+    from tests.app.helpers import settle, type_into
+
+    app = create_app("tiny")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        await type_into(pilot, app, "n_sequences", "200")  # about 2,000 cycles
+        await pilot.press("f5")
+        await settle(pilot, app)
+        cycles = int(app.query_one("RunView").result.metrics["cycles"])
+        assert cycles >= 1000
+        shown = "\n".join(screen_lines(app))
+        with_commas = f"{cycles // 1000},{cycles % 1000:03d}"
+        assert f"│ {with_commas} " in shown, shown  # the card
+        assert f"/{with_commas} · " in shown, shown  # the replay's status line

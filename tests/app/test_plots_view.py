@@ -194,3 +194,127 @@ async def test_the_pareto_plot_survives_being_drawn_again(seed_576_frame):
         assert _canvas(app) == first
         labels = first.splitlines()[-2].split()
         assert labels == ["0.1", "1", "10"]
+
+
+def _many_rows_frame(n: int = 30):
+    """A fixed-model sweep with ``n`` acceptance rates (heatmap rows), one draft cost: K=2
+    wins each row with speedup 1 + a."""
+    from tests.engine.test_plot_data import frame, row
+
+    rows = []
+    for i in range(n):
+        a = round(0.5 + i / 100, 2)
+        rows.append(row(k=1, acceptance_rate=a, speedup=1.2, ci=0.001))
+        rows.append(row(k=2, acceptance_rate=a, speedup=1 + a, ci=0.001))
+    return frame(*rows)
+
+
+async def test_the_heatmap_pages_through_rows_that_do_not_fit():
+    """A sweep with more heatmap rows than lines (regime-study has 960): one row per line,
+    never two rows' cells over each other, and d shows the next rows (issue 22)."""
+    app = create_app("tiny")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open_plots(pilot, app, _many_rows_frame(), plot=6)
+        view = app.query_one("#plots-view")
+        view.focus()
+        await pilot.pause()
+        seen = []
+        for page in range(2):
+            lines = [line for line in _canvas(app).splitlines() if "┤" in line]
+            assert 4 <= len(lines) < 30
+            for line in lines:
+                label, cells = line.split("┤")
+                a = float(label.strip().removeprefix("a="))
+                # The row's own cell and nothing else on its line.
+                assert cells.strip(" │") == f"2 {1 + a:.2f}", line
+                seen.append(a)
+            first, last = 1 + page * len(lines), (page + 1) * len(lines)
+            assert f"rows {first}-{last} of 30 (d: next)" in _legend(app)
+            await pilot.press("d")
+            await pilot.pause(0.3)
+        assert seen == [round(0.5 + i / 100, 2) for i in range(len(seen))]  # in order, no gap
+
+
+async def test_plot_1_titles_a_cost_ratio_in_three_figures():
+    """A roofline-priced cycle gives ratios such as 0.096702: the title says 0.0967."""
+    from tests.engine.test_plot_data import frame, row
+
+    f = frame(*(row(k=k, draft_cost_us=19.3404, speedup=1 + k / 10) for k in (1, 2, 3)))
+    app = create_app("tiny")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open_plots(pilot, app, f, plot=1)
+        canvas = _canvas(app)
+        assert "draft 19.3404 us (ratio 0.0967)" in canvas, canvas
+
+
+async def test_heatmap_rows_with_long_labels_keep_room_for_their_cells():
+    """Rows of several parameters (regime-study: prompt, batch, GPU, draft) are labelled by
+    their values, the parameters named once under the plot ("gpu=a100-80gb,
+    draft=eagle-llama-3.1-8b" would take most of the width)."""
+    from tests.engine.test_plot_data import frame, row
+
+    rows = []
+    for gpu in ("mi300x", "a100-80gb"):  # neither the default (a row leaves it out)
+        for draft in ("qwen2.5-0.5b", "eagle-llama-3.1-8b"):
+            for k in (1, 2):
+                rows.append(
+                    row(
+                        k=k,
+                        draft_model="position_decay",
+                        cost_model="roofline",
+                        gpu=gpu,
+                        draft=draft,
+                        speedup=1 + k / 10,
+                        ci=0.001,
+                    )
+                )
+    app = create_app("tiny")
+    async with app.run_test(size=(70, 24)) as pilot:
+        await _open_plots(pilot, app, frame(*rows), plot=6)
+        lines = [line for line in _canvas(app).splitlines() if "┤" in line]
+        labels = [line.split("┤")[0].strip() for line in lines]
+        assert labels == [
+            "a100-80gb, eagle-llama-3.1-8b",
+            "a100-80gb, qwen2.5-0.5b",
+            "mi300x, eagle-llama-3.1-8b",
+            "mi300x, qwen2.5-0.5b",
+        ], lines
+        assert all(line.split("┤")[1].strip(" │") == "2 1.20" for line in lines), lines
+        assert "rows: cost.gpu, cost.draft" in _legend(app)
+
+
+async def test_a_costly_plot_is_redrawn_less_often_while_a_sweep_streams(monkeypatch):
+    """While rows stream in, drawing takes at most DRAW_SHARE of the app's time: a plot that
+    takes a second to draw (plot 6 of a regime sweep derives its grid from 46,080 rows) is
+    redrawn every 1 / DRAW_SHARE seconds, not every REDRAW_INTERVAL_S. The clock is the
+    test's."""
+    from types import SimpleNamespace
+
+    import spectui.plotting.terminal as terminal
+    import spectui.widgets.plots_view as plots_view
+
+    clock = SimpleNamespace(now=100.0)
+    monkeypatch.setattr(plots_view, "time", SimpleNamespace(monotonic=lambda: clock.now))
+    real_draw = terminal.draw
+
+    def slow_draw(*args, **kwargs):  # a draw that takes one second of the test's clock
+        clock.now += 1.0
+        return real_draw(*args, **kwargs)
+
+    monkeypatch.setattr(terminal, "draw", slow_draw)
+    frame = _many_rows_frame(10)
+    app = create_app("tiny")
+    async with app.run_test(size=(160, 30)) as pilot:  # the title's row count in sight
+        await _open_plots(pilot, app, frame, plot=6)
+        view = app.query_one("#plots-view")
+        timers = []
+        monkeypatch.setattr(view, "set_timer", lambda wait, callback: timers.append(wait) or 1)
+        assert "(20 sweep rows)" in screen_text(app)
+        clock.now += 0.5  # a snapshot half a second after that draw ended
+        view.update_results(_many_rows_frame(11))
+        await pilot.pause()
+        assert "(20 sweep rows)" in screen_text(app)  # not drawn again yet
+        assert timers == [pytest.approx(1.0 / plots_view.DRAW_SHARE - 1.5)]
+        view._redraw_from_timer()  # the timer fires
+        await pilot.pause()
+        assert "(22 sweep rows)" in screen_text(app)

@@ -176,7 +176,7 @@ async def test_error_toasts_are_framed_apart():
         await pilot.press("ctrl+s")
         await settle(pilot, app)
         lines = screen_lines(app)
-        first = row_with(app, "┃ Cannot run: fix k first.")
+        first = row_with(app, "┃ Cannot run: fix K first.")
         second = row_with(app, "┃ Cannot save: the form has invalid")
         assert "┏━━" in lines[first - 1] and "┗━━" in lines[first + 1]
         assert "┏━━" in lines[second - 1]

@@ -226,3 +226,18 @@ async def test_export_writes_every_cycle_when_only_the_first_are_kept(isolated_d
     from engine.cycles_file import csv_blocks, csv_header
 
     assert path.read_bytes() == csv_header() + b"".join(csv_blocks(expected, config))
+
+
+async def test_the_stale_note_reads_as_a_whole_sentence_at_80_columns():
+    """It read "... · F5 runs the form's", as if cut off (issue 22)."""
+    from tests.app.screen import row_with, screen_lines
+
+    app = create_app("tiny", replay_autoplay=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("f5")
+        await settle(pilot, app)
+        await type_into(pilot, app, "k", "6")
+        await settle(pilot, app)
+        line = screen_lines(app)[row_with(app, "from an earlier configuration")]
+        assert line.rstrip().endswith("from an earlier configuration · F5 runs the form"), line

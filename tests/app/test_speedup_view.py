@@ -125,3 +125,29 @@ async def test_the_models_beyond_the_original_draw_their_curve(model):
         assert view.last.title.startswith(f"form: {model} (")
         legend = region_text(app, app.query_one("#speedup-legend"))
         assert f"exact {model}" in legend
+
+
+async def test_a_roofline_sweep_cells_title_names_its_gpu_and_draft():
+    """A regime-study cell (issue 22): the GPU and the draft model are part of its identity."""
+    from engine.presets import load_preset
+    from engine.sweep import run_sweep
+
+    configs = load_preset("regime-study").sweep.lazy()
+    cell = next(
+        c
+        for c in configs
+        if c.draft_model == "beta_round" and c.gpu == "a100-80gb" and c.draft == "qwen2.5-0.5b"
+    )
+    rows = run_sweep([cell.replace(k=k, n_sequences=2) for k in (1, 2, 3)])
+    app = create_app("tiny")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        app.post_message(CellChosen(cell.replace(n_sequences=2), rows))
+        await settle(pilot, app)
+        await pilot.pause()
+        title = region_text(app, app.query_one("#speedup-title"))
+        shown = " ".join(line.strip() for line in title.splitlines())
+        assert shown.startswith("sweep cell: beta_round (")
+        assert (
+            "roofline on a100-80gb: llama-3.1-8b verifies, qwen2.5-0.5b drafts, batch 1," in shown
+        )

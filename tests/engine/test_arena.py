@@ -228,3 +228,20 @@ def test_a_per_position_arena_keeps_the_oracle_the_ceiling():
         oracle.speedup_exact >= s.speedup_exact for s in result.standings if s.method == "exact"
     )
     assert any("per_position gives rates for 1 position (" in n for n in result.notes)
+
+
+def test_progress_tells_the_share_of_each_policys_tokens():
+    """The best fixed K runs first, alone, for many seconds on a large scenario: progress
+    says how far it is, not only that it runs (issue 22)."""
+    calls = []
+    scenario = SpecConfig(n_sequences=300, tokens_per_seq=512)
+    result = run_arena(
+        scenario, [_policy(scenario, "hf_heuristic")], on_progress=lambda *a: calls.append(a)
+    )
+    reference = [c for c in calls if c[0] == 0]
+    assert reference[0] == (0, 2, f"fixed K={result.best_fixed_k}", 0.0)
+    shares = [c[3] for c in reference]
+    assert shares == sorted(shares) and shares[-1] == 1.0
+    assert any(0.0 < share < 1.0 for share in shares)  # told while it runs
+    assert {c[2] for c in reference} == {f"fixed K={result.best_fixed_k}"}
+    assert calls[-1] == (2, 2, "", 1.0)
