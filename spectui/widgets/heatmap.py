@@ -81,6 +81,7 @@ class Heatmap(DataTable):
         self._row_keys: list[RowKey] = []  # the table's keys of the grid's rows, columns
         self._column_keys: list[ColumnKey] = []
         self._known: dict[int, tuple[pd.DataFrame, bool, Any, Any]] = {}  # see _cells_of
+        self._labels_cut = False  # some row label drawn shorter than it is (short_label)
 
     def show(self, grid: pd.DataFrame) -> None:
         """Draw ``grid`` (engine.plot_data.optimal_k_heatmap, ideally with ``planned`` so
@@ -107,6 +108,7 @@ class Heatmap(DataTable):
                 self._row_keys.append(row_key)
             self._shape = (labels, costs)
             self._shown = {}
+            self._labels_cut = any(len(label) > LABEL_WIDTH for label in labels)
         self.cells, wanted = self._cells_of(grid, labels, costs)
         pending = (PENDING_MARK.center(CELL_WIDTH), None)
         # Only the cells whose text or colour changed are written: a snapshot of a running
@@ -174,10 +176,11 @@ class Heatmap(DataTable):
         self.clear(columns=True)
         self.grid, self.model, self.row_title, self.cells = None, None, "", {}
         self._shape, self._shown, self._row_keys, self._column_keys = None, {}, [], []
+        self._labels_cut = False
 
     def labels_cut(self) -> bool:
         """Whether some row label is drawn shorter than it is (:func:`short_label`)."""
-        return self._shape is not None and any(len(x) > LABEL_WIDTH for x in self._shape[0])
+        return self._labels_cut
 
     def row_label(self, row: int) -> str:
         """The whole label of the grid's ``row`` ("" for none)."""
