@@ -12,6 +12,7 @@ from textual.widgets.data_table import ColumnKey, RowKey
 
 from engine.formatting import PENDING_MARK, SHORT_LEGEND, cell_text
 from spectui.colours import heat_style
+from spectui.widgets.table_hint import HidesColumnsHint
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -19,6 +20,21 @@ if TYPE_CHECKING:
 KNOWN_GRIDS = 8  # grids whose cells a heatmap remembers (a sweep's models)
 CELL_WIDTH = 10  # " 4≈✗ 2.41…": fixed, so cells never change width as they fill
 LEGEND = f"K* and its speedup per cell · {SHORT_LEGEND}"
+# A row label's most characters: at 80 columns beside the form a sweep's cells still show
+# beside labels such as regime-study's "prompt=128, batch=1, gpu=a100-80gb, draft=eagle-…"
+LABEL_WIDTH = 36
+
+
+def short_label(label: str, width: int = LABEL_WIDTH) -> str:
+    """``label`` in at most ``width`` characters: whole if it fits, else its values alone
+    ("128, 1, a100-80gb, …": the title names the row parameters, in order), cut with … if
+    even those do not fit."""
+    if len(label) <= width:
+        return label
+    parts = label.split(", ")
+    if all("=" in part for part in parts):
+        label = ", ".join(part.split("=", 1)[1] for part in parts)
+    return label if len(label) <= width else label[: width - 1] + "…"
 
 
 def speedup_kind(grid: pd.DataFrame) -> str:
@@ -65,6 +81,7 @@ class Heatmap(DataTable):
         self._row_keys: list[RowKey] = []  # the table's keys of the grid's rows, columns
         self._column_keys: list[ColumnKey] = []
         self._known: dict[int, tuple[pd.DataFrame, bool, Any, Any]] = {}  # see _cells_of
+        self._labels_cut = False  # some row label drawn shorter than it is (short_label)
 
     def show(self, grid: pd.DataFrame) -> None:
         """Draw ``grid`` (engine.plot_data.optimal_k_heatmap, ideally with ``planned`` so
@@ -86,11 +103,12 @@ class Heatmap(DataTable):
                 self._column_keys.append(column_key)
             for i, label in enumerate(labels):
                 row_key = self.add_row(
-                    *[""] * len(costs), key=str(i), label=Text(label, style="bold")
+                    *[""] * len(costs), key=str(i), label=Text(short_label(label), style="bold")
                 )
                 self._row_keys.append(row_key)
             self._shape = (labels, costs)
             self._shown = {}
+            self._labels_cut = any(len(label) > LABEL_WIDTH for label in labels)
         self.cells, wanted = self._cells_of(grid, labels, costs)
         pending = (PENDING_MARK.center(CELL_WIDTH), None)
         # Only the cells whose text or colour changed are written: a snapshot of a running
@@ -158,6 +176,16 @@ class Heatmap(DataTable):
         self.clear(columns=True)
         self.grid, self.model, self.row_title, self.cells = None, None, "", {}
         self._shape, self._shown, self._row_keys, self._column_keys = None, {}, [], []
+        self._labels_cut = False
+
+    def labels_cut(self) -> bool:
+        """Whether some row label is drawn shorter than it is (:func:`short_label`)."""
+        return self._labels_cut
+
+    def row_label(self, row: int) -> str:
+        """The whole label of the grid's ``row`` ("" for none)."""
+        labels = self._shape[0] if self._shape is not None else ()
+        return labels[row] if 0 <= row < len(labels) else ""
 
     def cell_at_cursor(self) -> tuple[int, int] | None:
         """(row, column) of the grid under the cursor, or None."""
@@ -168,3 +196,8 @@ class Heatmap(DataTable):
         if not (0 <= row < len(labels) and 0 <= column < len(costs)):
             return None
         return row, column
+
+
+class SweepHeatmap(HidesColumnsHint, Heatmap):
+    """The Sweep view's heatmap: scrolls by whole columns, and the ColumnsHint beside it
+    names the columns out of sight (:mod:`spectui.widgets.table_hint`)."""

@@ -18,6 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -39,7 +40,8 @@ from spectui.widgets.common import (
     hide_timings,
     results_dir,
 )
-from spectui.widgets.heatmap import LEGEND, Heatmap, legend
+from spectui.widgets.heatmap import LEGEND, Heatmap, SweepHeatmap, legend
+from spectui.widgets.table_hint import ColumnsHint
 
 SNAPSHOT_EVERY_S = 1.0  # at most one new grid a second...
 SNAPSHOT_SHARE = 0.1  # ...and building them takes at most this share of the sweep's time
@@ -121,6 +123,17 @@ class SweepView(ReportsWorkerErrors, Vertical):
         Binding("m", "next_model", "Model", tooltip="Show the next draft model's heatmap"),
     ]
 
+    DEFAULT_CSS = """
+    SweepView SweepHeatmap {
+        scrollbar-size-horizontal: 0;  /* the line under it says which columns are hidden */
+    }
+    SweepView #heatmap-row {
+        height: auto;
+        padding: 0 1;
+        display: none;
+    }
+    """
+
     def __init__(self, sweep_preset: Any = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.initial = sweep_preset
@@ -156,7 +169,10 @@ class SweepView(ReportsWorkerErrors, Vertical):
         yield ProgressBar(id="sweep-progress", show_eta=False, show_percentage=True)
         yield Static("", id="sweep-count")
         yield Static("", id="heatmap-title")
-        yield Heatmap(id="heatmap", classes="main-view")
+        yield SweepHeatmap(id="heatmap", classes="main-view")
+        yield ColumnsHint(id="heatmap-more")
+        # The highlighted row's whole label, when labels are drawn cut (heatmap.short_label)
+        yield Static("", id="heatmap-row")
         yield Static(LEGEND + " · enter: curve", id="heatmap-legend")
 
     def on_mount(self) -> None:
@@ -254,6 +270,7 @@ class SweepView(ReportsWorkerErrors, Vertical):
         self.planned, self.grids, self.models, self.shown_name = None, {}, [], None
         self.query_one(Heatmap).blank()
         self.query_one("#heatmap-title", Static).update(title)
+        self._row_line()
 
     @work(thread=True, exclusive=True, group="prepare", exit_on_error=False)
     def _prepare(self, preset: Any) -> None:
@@ -629,6 +646,20 @@ class SweepView(ReportsWorkerErrors, Vertical):
             self.grids.update(_grids(self.frame, self.planned, [model]))
         self.query_one(Heatmap).show(self.grids[model])
         self._title()
+        self._row_line()
+
+    def _row_line(self) -> None:
+        """The line under the heatmap naming the highlighted row whole, shown while some
+        row labels are drawn cut."""
+        heatmap = self.query_one(Heatmap)
+        line = self.query_one("#heatmap-row", Static)
+        line.display = heatmap.labels_cut()
+        if line.display:
+            line.update(Text(f"row: {heatmap.row_label(heatmap.cursor_row)}"))
+
+    def on_data_table_cell_highlighted(self, event: DataTable.CellHighlighted) -> None:
+        event.stop()
+        self._row_line()
 
     def _title(self) -> None:
         """The heatmap's title: which preset's grid it is (and, if the picker shows another,

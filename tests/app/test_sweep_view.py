@@ -370,3 +370,119 @@ async def test_row_labels_show_when_a_frame_is_drawn_before_the_table_is_idle():
         await pilot.pause()
         lines = ["".join(s.text for s in heatmap.render_line(y)) for y in range(4)]
         assert [line.split()[0] for line in lines[1:]] == ["a=0", "a=1", "a=2"], lines
+
+
+class BesideTheForm(App):
+    """The Sweep view where the app puts it at 80 columns: beside the side panel's 27."""
+
+    def __init__(self, preset) -> None:
+        super().__init__()
+        self.preset = preset
+
+    def compose(self) -> ComposeResult:
+        from textual.containers import Horizontal
+        from textual.widgets import Static
+
+        with Horizontal():
+            yield Static("form", id="side-stand-in")
+            yield SweepView(self.preset, id="sweep-view")
+
+    def on_mount(self) -> None:
+        self.query_one("#side-stand-in").styles.width = 27
+
+
+def _preset_of(name: str, grid: dict) -> object:
+    """A preset ``name`` whose one grid is ``grid`` over tiny's configuration."""
+    base = load_preset("tiny").sweep.base
+    return replace(load_preset("tiny"), name=name, sweep=SweepSpec(base, (grid,)))
+
+
+def _shown(app: App, selector: str) -> str:
+    from tests.app.screen import region_text
+
+    widget = app.query_one(selector)
+    return region_text(app, widget) if widget.display else ""
+
+
+COSTS = [5.0, 10.0, 20.0, 30.0, 50.0, 75.0, 100.0, 150.0]  # 8 columns of 10: wider than 53
+
+
+async def test_every_heatmap_column_is_reached_by_keys_and_the_hint_says_what_is_hidden(
+    isolated_dirs,
+):
+    wide = _preset_of("wide", {"acceptance_rate": [0.5, 0.9], "draft_cost_us": COSTS, "k": [1, 2]})
+    app = BesideTheForm(wide)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        heatmap = app.query_one(Heatmap)
+        headings = [f"{c:g}us" for c in COSTS]
+
+        def header() -> list[str]:
+            return _shown(app, "#heatmap").splitlines()[0].split()
+
+        first = header()
+        assert first[0] == "5us" and "150us" not in first
+        # Columns of 12 (10 and a space each side) after the labels' 7 ("a=0.5" padded):
+        # those not whole in sight are hidden.
+        hidden = len(COSTS) - (heatmap.scrollable_content_region.width - 7) // 12
+        assert hidden > 0
+        assert _shown(app, "#heatmap-more").strip() == (
+            f"→ {hidden} more columns (Tab, then → or End)"
+        )
+        heatmap.focus()
+        await pilot.pause()
+        assert _shown(app, "#heatmap-more").strip() == f"→ {hidden} more columns (→ or End)"
+        seen = set(first)
+        for _ in COSTS:
+            await pilot.press("right")
+            await pilot.pause()
+            shown = header()
+            assert all(name in headings for name in shown), shown  # whole columns only
+            seen.update(shown)
+        assert seen == set(headings)
+        assert _shown(app, "#heatmap-more").strip().endswith("(← or Home)")
+        await pilot.press("home")
+        await pilot.pause()
+        assert header() == first
+        await pilot.press("end")
+        await pilot.pause()
+        assert header()[-1] == "150us"
+
+
+async def test_no_columns_hint_when_the_heatmap_fits(isolated_dirs):
+    app = BesideTheForm(load_preset("tiny"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        assert "·" in _shown(app, "#heatmap")  # its cells, pending
+        assert _shown(app, "#heatmap-more") == ""
+        assert _shown(app, "#heatmap-row") == ""  # tiny's labels are whole
+
+
+async def test_regime_study_long_row_labels_leave_cells_in_sight(isolated_dirs):
+    """regime-study's row labels ("prompt=128, batch=1, gpu=a100-80gb, draft=eagle-llama-
+    3.1-8b") are wider than the view at 80 columns: cut, they leave its cells in sight, and
+    the line under the heatmap names the highlighted row whole."""
+    study = load_preset("regime-study")
+    grid = {
+        "workload.batch_size": [1, 512],
+        "workload.prompt_len": [128, 16384],
+        "cost.gpu": ["a100-80gb", "h100"],
+        "cost.draft": ["eagle-llama-3.1-8b", "qwen2.5-0.5b"],
+        "draft_model": ["fixed"],
+        "k": [1, 2],
+    }
+    small = replace(study, name="small-study", sweep=SweepSpec(study.sweep.base, (grid,)))
+    app = BesideTheForm(small)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        lines = _shown(app, "#heatmap").splitlines()
+        assert "roofline" in lines[0]  # the column's heading...
+        assert "·" in lines[1]  # ...and its first cell (pending)
+        assert lines[1].split()[0] == "128,"  # the label: its values, cut with …
+        assert "…" in lines[1]
+        heatmap = app.query_one(Heatmap)
+        heatmap.focus()
+        await pilot.press("down")
+        await pilot.pause()
+        row = " ".join(_shown(app, "#heatmap-row").split())
+        assert row == "row: prompt=128, batch=1, gpu=a100-80gb, draft=qwen2.5-0.5b"
