@@ -22,8 +22,9 @@ LEFT, RIGHT = "←", "→"  # spectui.ascii stands in "<-" and "->" on an ASCII 
 
 def hidden_columns(table: DataTable[Any]) -> tuple[int, int]:
     """How many of ``table``'s scrolling columns are out of sight, to the left and to the
-    right of what it shows now; a column cut at an edge counts as out of sight. Fixed
-    columns (and the row labels) are always in sight."""
+    right of what it shows now; a column whose text is cut at an edge counts as out of sight
+    (one cut in its trailing padding alone does not). Fixed columns (and the row labels)
+    are always in sight."""
     width = table.scrollable_content_region.width
     if width <= 0:
         return 0, 0
@@ -36,7 +37,7 @@ def hidden_columns(table: DataTable[Any]) -> tuple[int, int]:
     for w in widths[fixed:]:
         if x < left_edge:
             left += 1
-        elif x + w > right_edge:
+        elif x + w - table.cell_padding > right_edge:
             right += 1
         x += w
     return left, right

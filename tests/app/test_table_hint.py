@@ -93,6 +93,23 @@ async def test_no_hint_when_every_column_fits():
         assert not app.query_one(ColumnsHint).display
 
 
+async def test_no_hint_when_only_the_last_columns_padding_is_cut():
+    """seed-576 beside the form said '→ 1 more column' with every column in sight."""
+    app = Host("cell", 0, width=120)
+    async with app.run_test(size=(130, 12)) as pilot:
+        await pilot.pause()
+        table = app.query_one(Wide)
+        chrome = table.size.width - table.scrollable_content_region.width  # the scrollbar
+        text_end = table._row_label_column_width + 8 * len(HEADERS) - table.cell_padding
+        table.styles.width = text_end + chrome
+        await pilot.pause()
+        assert _header(app) == HEADERS  # c9 whole, only its trailing space cut
+        assert _hint(app) == ""
+        table.styles.width = text_end + chrome - 1  # now c9's last letter is cut
+        await pilot.pause()
+        assert _hint(app) == "→ 1 more column (→ or End)"
+
+
 async def test_the_hint_says_tab_first_when_the_table_has_not_the_focus():
     app = Host("cell", 0)
     async with app.run_test(size=(40, 12)) as pilot:
