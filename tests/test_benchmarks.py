@@ -157,6 +157,7 @@ def scale() -> ModuleType:
     return module
 
 
+@pytest.mark.timeout(300)  # fifteen `spectui sweep` processes, six on a LocalCluster
 def test_sweep_scale_quick_prints_its_tables(
     scale: ModuleType, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -1,5 +1,9 @@
-"""The command line, through a subprocess, as a user runs it."""
+"""The command line as a user runs it: in this process through ``main([...])``
+(:func:`spectui`), and each subcommand once in a real subprocess (:func:`spectui_process`:
+the entry point, the exit status and the streams of a separate program)."""
 
+import contextlib
+import io
 import json
 import os
 import re
@@ -7,6 +11,8 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
+from unittest import mock
 
 import pandas as pd
 import pytest
@@ -31,7 +37,37 @@ ORIGINAL_EXAMPLE = [
 ]
 
 
-def spectui(*args, cwd=None, check=True, **kwargs):
+@dataclass
+class Ran:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def spectui(*args: str, cwd=None, check=True) -> Ran:
+    """``spectui ARGS`` in this process, as the program would run them: without colour, at
+    120 columns, in ``cwd``; argparse's exits are statuses too."""
+    from spectui.__main__ import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with (
+        mock.patch.dict(os.environ, {"NO_COLOR": "1", "COLUMNS": "120"}),
+        contextlib.chdir(cwd or os.getcwd()),
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(err),
+    ):
+        try:
+            status = main(list(args))
+        except SystemExit as exit_:
+            status = int(exit_.code or 0)
+    ran = Ran(int(status or 0), out.getvalue(), err.getvalue())
+    if check:
+        assert ran.returncode == 0, ran.stderr
+    return ran
+
+
+def spectui_process(*args, cwd=None, check=True, **kwargs):
+    """``python -m spectui ARGS`` in a subprocess (a smoke test of a subcommand)."""
     env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "120"}
     out = subprocess.run(
         [sys.executable, "-m", "spectui", *args],
@@ -48,7 +84,7 @@ def spectui(*args, cwd=None, check=True, **kwargs):
 
 
 def test_run_with_the_original_example_prints_mc_and_exact():
-    out = spectui("run", *ORIGINAL_EXAMPLE)
+    out = spectui_process("run", *ORIGINAL_EXAMPLE)
     m = simulate(SpecConfig()).metrics
     assert "speedup (Monte Carlo)" in out.stdout and "speedup (exact)" in out.stdout
     assert f"{m['speedup']:.3f} ± {m['speedup_ci95']:.3f}" in out.stdout
@@ -174,7 +210,7 @@ def test_sweep_then_analyze(tmp_path):
 
     bad = tmp_path / "notasweep.csv"
     bad.write_text("x,y\n1,2\n")
-    out = spectui("analyze", str(bad), check=False)
+    out = spectui_process("analyze", str(bad), check=False)
     assert out.returncode == 2 and "missing columns" in out.stderr
 
 
@@ -300,16 +336,36 @@ def test_sweep_over_batch_sizes_writes_their_column_and_analyze_shows_k_star_per
 
 
 def test_presets_lists_shipped_presets():
-    out = spectui("presets")
+    out = spectui_process("presets")
     for name in ("default", "seed-576", "tiny"):
         assert name in out.stdout
     assert "sweep of 576" in out.stdout
 
 
 def test_help_lists_every_subcommand():
-    out = spectui("--help")
+    out = spectui_process("--help")
     for command in ("run", "sweep", "analyze", "plot", "presets", "serve", "regime"):
         assert command in out.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "shown"),
+    [
+        (["regime", "--batch-sizes", "1,64", "--contexts", "0,1k", "--ks", "1,2,4"], "K*"),
+        (["arena", "--n-sequences", "50", "--tokens-per-seq", "32"], "fixed"),
+        (["calibrate", "tests/fixtures/logs/vllm_v1_mean_length.log"], "acceptance"),
+        (["tree", "--tokens-per-seq", "32", "--kary", "2,2"], "2-ary depth 2"),
+    ],
+    ids=["regime", "arena", "calibrate", "tree"],
+)
+def test_the_other_subcommands_run_as_a_program(args, shown):
+    # The rest of each one's behaviour is tested in process (tests/test_cli_<command>.py).
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parent.parent
+    args = [str(repo / a) if a.startswith("tests/") else a for a in args]
+    out = spectui_process(*args)
+    assert shown in out.stdout and "Traceback" not in out.stderr
 
 
 def test_serve_binds_loopback_and_serves_the_page():
@@ -359,7 +415,7 @@ def test_plot_writes_the_six_pngs_and_draws_in_the_terminal(tmp_path):
         data = path.read_bytes()
         assert data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 10_000
     assert out.stderr.count("wrote ") == 6
-    shown = spectui("plot", str(csv), "--terminal").stdout
+    shown = spectui_process("plot", str(csv), "--terminal").stdout
     for number in range(1, 7):
         assert f"Plot {number}/6" in shown
 

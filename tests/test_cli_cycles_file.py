@@ -13,6 +13,7 @@ import pytest
 import engine.cycles_file as cycles_file
 import engine.simulator
 from engine.config import FIELD_SPECS, SpecConfig
+from engine.cost.models import build_cost
 from engine.cycles_file import CYCLES_COLUMNS, csv_blocks, csv_header, cycles_writer
 from engine.kernel import baseline_time_us
 from engine.reference import simulate_reference
@@ -27,10 +28,33 @@ def expected_frame(records: pd.DataFrame, config: SpecConfig) -> pd.DataFrame:
         "-" if k == 0 else "A" * n + ("R" + "." * (k - n - 1) if n < k else "")
         for k, n in zip(out["k"], out["accepted"], strict=True)
     ]
-    out["running_speedup"] = baseline_time_us(config, out["cum_tokens"].to_numpy()) / out[
+    out["running_speedup"] = baseline_by_hand(config, out["cum_tokens"].to_numpy()) / out[
         "cum_time_us"
     ].to_numpy(np.float64)
     return out
+
+
+def baseline_by_hand(config: SpecConfig, tokens: np.ndarray) -> np.ndarray:
+    """The baseline's time for the first ``tokens`` tokens, from the cost model's one-token
+    steps: token t (0-based) is decoded at context prompt_len + t. Equal steps give tokens x
+    step (the original's tokens x verify_cost_us), as one product."""
+    cost = build_cost(config)
+    context = config.prompt_len + np.arange(config.tokens_per_seq)
+    steps = np.array([float(cost.verify_us(1, config.batch_size, int(c))) for c in context])
+    if (steps == steps[0]).all():
+        return tokens * steps[0]
+    return np.concatenate(([0.0], np.cumsum(steps)))[tokens]
+
+
+def test_the_running_baseline_under_a_roofline_grows_with_the_context():
+    # Under a roofline each step reads a longer KV cache than the one before: the first
+    # tokens are the cheapest, and the running baseline adds steps in decoding order.
+    config = CONFIGS["roofline"]
+    tokens = np.arange(config.tokens_per_seq + 1)
+    baseline = baseline_time_us(config, tokens)
+    assert baseline == pytest.approx(baseline_by_hand(config, tokens), rel=1e-12)
+    assert (np.diff(np.diff(baseline)) > 0).all()
+    assert baseline[1] == build_cost(config).verify_us(1, config.batch_size, config.prompt_len)
 
 
 def expected_csv(records: pd.DataFrame, config: SpecConfig) -> bytes:

@@ -150,6 +150,7 @@ def _poll(condition, timeout: float) -> bool:
     return condition()
 
 
+@pytest.mark.timeout(300)  # its own deadlines add up to more than the default timeout
 def test_stopping_the_server_leaves_no_child():
     aiohttp = pytest.importorskip("aiohttp")
     pytest.importorskip("textual_serve")

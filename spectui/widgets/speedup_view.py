@@ -14,6 +14,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.geometry import Size
 from textual.widgets import Static
 from textual.worker import Worker, get_current_worker
 
@@ -188,6 +189,8 @@ class SpeedupView(ReportsWorkerErrors, Vertical, can_focus=True):
         self.sweep_rows: Any = None
         self.dirty = True
         self.last: CurveReady | None = None
+        # (the view's size, the chart's size) when the curve was last drawn.
+        self.drawn_at: tuple[Size, Size] | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("", id="speedup-title")
@@ -292,6 +295,13 @@ class SpeedupView(ReportsWorkerErrors, Vertical, can_focus=True):
         width = max(10, self.size.width - 2)
         lines = legend_lines(drawing, width, color=not self.app.no_color)
         self.query_one("#speedup-legend", Static).update(Text.from_ansi("\n".join(lines)))
+        self.drawn_at = (self.size, self.query_one(SpeedupPlot).size)
+
+    def on_resize(self) -> None:
+        # The legend wraps at the view's width (and the chart gets the rest of its height):
+        # a curve drawn before the view had its final size is drawn again at that size.
+        if self.last is not None:
+            self.show_curve(self.last)
 
     def set_pinned(self, pinned: tuple[str, list[int], list[float]] | None) -> None:
         """Draw ``pinned`` (label, ks, exact speedups) behind the curves, or no pinned curve."""

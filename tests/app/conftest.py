@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+from pathlib import Path
 
 import pytest
 
@@ -45,3 +46,32 @@ def _notification_log(monkeypatch: pytest.MonkeyPatch) -> None:
         show(self, event)
 
     monkeypatch.setattr(App, "_on_notify", show_and_keep)
+
+
+# Each shipped preset, parsed and checked once per test process: the Sweep view lists every
+# preset when it mounts, just after each app's start, and regime-study alone is ~0.4 s of
+# checks (5,760 combinations). Only while the user's directory has no hardware.toml or
+# models.toml (their ids change what a shipped preset may name); a preset that fails to
+# load is never kept, and user presets are always read afresh.
+_SHIPPED_PRESETS: dict[tuple[str, str], object] = {}
+
+
+@pytest.fixture(autouse=True)
+def _shipped_presets_checked_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from engine import presets
+    from engine.cost.specs import HARDWARE_FILE, MODELS_FILE, user_config_dir
+
+    load = presets.load_preset_file
+
+    def load_once(path: Path) -> presets.Preset:
+        user = user_config_dir()
+        if Path(path).parent != presets.SHIPPED_DIR or any(
+            (user / name).exists() for name in (HARDWARE_FILE, MODELS_FILE)
+        ):
+            return load(path)
+        key = (str(path), Path(path).read_text(encoding="utf-8"))
+        if key not in _SHIPPED_PRESETS:
+            _SHIPPED_PRESETS[key] = load(path)
+        return _SHIPPED_PRESETS[key]  # type: ignore[return-value]
+
+    monkeypatch.setattr(presets, "load_preset_file", load_once)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 
 import pytest
 from textual.widgets import Static
@@ -45,15 +46,33 @@ async def _until(pilot, condition, rounds: int = 400) -> None:
 
 @pytest.fixture
 def simulate_calls(monkeypatch):
-    """Every simulate() call the app makes: an Event set when the call returned or raised."""
+    """Every simulate() call the app makes: an Event set when the call returned or raised.
+
+    A huge run (HUGE sequences) goes to a controllable engine instead of the real one: it
+    reports progress as simulate does and runs until ``should_stop()`` turns true (or a
+    minute has passed), then raises RunStopped, as simulate does (the engine's own stop is
+    tested in tests/engine); the real engine spent seconds of CPU on it before the app
+    could cancel."""
     calls: list[threading.Event] = []
     real = simulator.simulate
 
-    def spy(*args, **kwargs):
+    def endless(config, *, should_stop, on_progress, **_):
+        # Gives up after a minute, so that an app that never says stop fails its test's
+        # wait for the thread instead of keeping the test process alive.
+        for sequences in range(1, 12_001):
+            if should_stop():
+                break
+            on_progress(sequences, sequences * config.tokens_per_seq)
+            time.sleep(0.005)
+        raise simulator.RunStopped()
+
+    def spy(config, *args, **kwargs):
         ended = threading.Event()
         calls.append(ended)
         try:
-            return real(*args, **kwargs)
+            if config.n_sequences >= int(HUGE):
+                return endless(config, **kwargs)
+            return real(config, *args, **kwargs)
         finally:
             ended.set()
 

@@ -42,9 +42,25 @@ async def _speedup(pilot) -> None:
     await settle(pilot, pilot.app)
     await pilot.app.action_show_view("speedup")
     await settle(pilot, pilot.app)
-    await pilot.pause(0.1)  # the chart laid out at its final size, then drawn
-    await settle(pilot, pilot.app)
+    await drawn_at_final_size(pilot)
     await _quiet(pilot)
+
+
+async def drawn_at_final_size(pilot) -> None:
+    """Until the Speedup view's curve (its ticks, its legend's wrapping) was drawn at the
+    sizes the view and its chart have now: a state, not a time (under load the chart was
+    once drawn before the layout settled, and the snapshot showed it at another height)."""
+    from spectui.widgets.speedup_view import SpeedupPlot, SpeedupView
+
+    view = pilot.app.query_one(SpeedupView)
+    for _ in range(200):
+        await settle(pilot, pilot.app, rounds=1)
+        if view.last is not None and view.drawn_at == (
+            view.size,
+            view.query_one(SpeedupPlot).size,
+        ):
+            return
+    raise AssertionError(f"the curve was drawn at {view.drawn_at}, not at its size now")
 
 
 async def _sweep(pilot) -> None:

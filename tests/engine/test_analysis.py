@@ -52,6 +52,45 @@ def test_optimal_k_ties_and_losers():
     assert (0.8, 100.0) not in grid.index
 
 
+def test_equal_exact_speedups_tie_in_an_exact_only_sweep():
+    # No Monte Carlo (no noise): K=3 and K=5 have the same exact speedup, so both are K*.
+    f = frame_of(
+        [
+            ({"k": 1}, np.nan, np.nan, 1.25, 0.1),
+            ({"k": 3}, np.nan, np.nan, 1.75, 0.3),
+            ({"k": 5}, np.nan, np.nan, 1.75, 0.5),
+        ]
+    )
+    cell = A.optimal_k(f).iloc[0]
+    assert (cell["k_opt"], cell["tie"], cell["tied_ks"]) == (3, True, "3,5")
+
+
+def test_equal_speedups_without_intervals_tie():
+    # Monte Carlo speedups with no interval (NaN) and no exact values: the intervals are
+    # points, and two equal points overlap.
+    f = frame_of(
+        [
+            ({"k": 1}, 1.25, np.nan, np.nan, 0.1),
+            ({"k": 3}, 1.75, np.nan, np.nan, 0.3),
+            ({"k": 5}, 1.75, np.nan, np.nan, 0.5),
+        ]
+    )
+    cell = A.optimal_k(f).iloc[0]
+    assert (cell["k_opt"], cell["tie"], cell["tied_ks"]) == (3, True, "3,5")
+
+
+def test_a_speedup_of_exactly_one_does_not_lose():
+    # Even K* only matches the baseline: not slower, so not a losing cell.
+    f = frame_of(
+        [
+            ({"k": 1}, 1.0, 0.01, 1.0, 0.1),
+            ({"k": 2}, 0.75, 0.01, 0.75, 0.2),
+        ]
+    )
+    cell = A.optimal_k(f).iloc[0]
+    assert cell["speedup_opt"] == 1.0 and not cell["loses"]
+
+
 def test_inert_axis_is_merged_not_presented():
     # position_decay ignores acceptance_rate: two rows that differ only there are one config.
     f = frame_of(

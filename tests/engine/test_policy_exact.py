@@ -206,6 +206,23 @@ def test_brute_force_on_a_sticky_chain_with_a_wide_table():
         assert fields(result) == pytest.approx(want, rel=1e-12, abs=1e-12), policy
 
 
+def test_oracle_plans_for_a_chain_that_redraws_every_cycle():
+    # stay = 0: the next cycle's regime is drawn afresh from mix, whatever the current one,
+    # so the oracle must value what lies ahead under the chain, not under the regime it
+    # is in now (an oracle that assumed its regime persists drafts too much in the easy
+    # regime and too little in the hard one). mix is not symmetric: P(g' | g) is not its
+    # own transpose.
+    k_max, tokens = 5, 10
+    j = np.arange(k_max + 1)
+    regimes = Regimes(np.stack([0.9**j, 0.3**j]), stay=0.0, mix=np.array([0.3, 0.7]))
+    prices = np.array(np.broadcast_to(100.0 + 20.0 * j, (tokens + 1, k_max + 1)))
+    result = policy_exact(regimes, prices, tokens, policy="oracle", k_max=k_max)
+    want, choices = brute_force(regimes, prices, tokens, "oracle", 1, k_max, False)
+    assert result.oracle_k is not None
+    assert result.oracle_k.tolist() == choices
+    assert fields(result) == pytest.approx(want, rel=1e-12, abs=1e-12)
+
+
 @pytest.mark.parametrize("clamp", [False, True], ids=["full", "clamp"])
 @pytest.mark.parametrize("k_max", [0, 1])
 def test_edge_sizes_match_brute_force(k_max, clamp):
