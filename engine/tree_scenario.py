@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -25,7 +25,7 @@ import pandas as pd
 
 from .config import ConfigError, SpecConfig, rates_of
 from .cost.models import build_cost
-from .kernel import Totals, context_length, cycle_times
+from .kernel import CycleCosts, Totals, context_length, cycle_costs, cycle_times
 from .simulator import RECORD_DTYPES
 
 if TYPE_CHECKING:
@@ -106,6 +106,27 @@ def tree_cycle(config: SpecConfig) -> TreeCycle:
         else str(bound_of(tree.nodes + 1, config.batch_size, config.prompt_len))
     )
     return TreeCycle(tree.nodes, tree.depth, float(draft), float(verify), float(cycle), bound)
+
+
+def full_cycle(config: SpecConfig) -> tuple[CycleCosts, TreeCycle | None]:
+    """The scenario's full cycle at the prompt's context, as ``spectui run`` and the Exact
+    panel show it: :func:`engine.kernel.cycle_costs` with, for a token tree, the tree's own
+    draft, verify and cycle times and bound in its ``limit_*`` and ``bound`` fields, and the
+    tree's :class:`TreeCycle` (None for a chain). ConfigError as either raises it."""
+    costs = cycle_costs(config)
+    if config.shape != "tree":
+        return costs, None
+    tree = tree_cycle(config)
+    return (
+        replace(
+            costs,
+            limit_draft_us=tree.draft_us,
+            limit_verify_us=tree.verify_us,
+            limit_cycle_us=tree.cycle_us,
+            bound=tree.bound,
+        ),
+        tree,
+    )
 
 
 def tree_exact(config: SpecConfig, tree: Tree | None = None) -> dict[str, float]:

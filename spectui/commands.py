@@ -120,9 +120,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _cost_figures(config: SpecConfig) -> dict[str, Any]:
     """The cycle's times at the prompt's context (a full cycle of K drafts, or the whole
     tree with its ``tree_nodes`` and ``tree_depth``), microseconds."""
-    from engine.kernel import cycle_costs
+    from engine.tree_scenario import full_cycle
 
-    costs = cycle_costs(config)
+    costs, tree = full_cycle(config)
     figures: dict[str, Any] = {
         "draft_us": costs.limit_draft_us,
         "verify_us": costs.limit_verify_us,
@@ -131,18 +131,8 @@ def _cost_figures(config: SpecConfig) -> dict[str, Any]:
         "verify_bound": None if costs.bound == "-" else costs.bound,
         "warnings": list(costs.warnings),
     }
-    if config.shape == "tree":
-        from engine.tree_scenario import tree_cycle
-
-        tree = tree_cycle(config)
-        figures.update(
-            draft_us=tree.draft_us,
-            verify_us=tree.verify_us,
-            cycle_us=tree.cycle_us,
-            verify_bound=None if tree.bound == "-" else tree.bound,
-            tree_nodes=tree.nodes,
-            tree_depth=tree.depth,
-        )
+    if tree is not None:
+        figures.update(tree_nodes=tree.nodes, tree_depth=tree.depth)
     return figures
 
 

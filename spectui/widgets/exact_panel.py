@@ -35,10 +35,10 @@ def exact_figures(config: SpecConfig) -> dict[str, Any]:
     """
     from engine.config import ConfigError
     from engine.exact import exact_metrics
-    from engine.kernel import cycle_costs
+    from engine.tree_scenario import full_cycle
 
     try:
-        costs = cycle_costs(config)
+        costs, tree = full_cycle(config)
         figures = {
             **exact_metrics(config),
             "limit_draft_us": costs.limit_draft_us,
@@ -47,17 +47,8 @@ def exact_figures(config: SpecConfig) -> dict[str, Any]:
             "cost_ratio": costs.cost_ratio,
             "bound": costs.bound,
         }
-        if config.shape == "tree":
-            from engine.tree_scenario import tree_cycle
-
-            tree = tree_cycle(config)
-            figures.update(
-                limit_draft_us=tree.draft_us,
-                limit_verify_us=tree.verify_us,
-                bound=tree.bound,
-                tree_nodes=tree.nodes,
-                tree_depth=tree.depth,
-            )
+        if tree is not None:
+            figures.update(tree_nodes=tree.nodes, tree_depth=tree.depth)
     except ConfigError as err:
         return {ERROR_FIELD: err.field, ERROR_REASON: str(err).split(": ", 1)[-1]}
     return figures
