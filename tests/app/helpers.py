@@ -13,6 +13,17 @@ async def settle(pilot, app, rounds: int = 3) -> None:
     await pilot.pause()
 
 
+async def until(pilot, condition, rounds: int = 200) -> None:
+    """Let the app run until ``condition()`` holds: a worker's messages, a lazily mounted
+    view or a layout that follows a change of content take a few rounds of the event loop,
+    more on a loaded machine. Never asserts how long it took; fails if it never holds."""
+    for _ in range(rounds):
+        if condition():
+            return
+        await pilot.pause()
+    assert condition()
+
+
 async def type_into(pilot, app, field: str, text: str) -> Input:
     """Focus a form field, clear it and type ``text`` key by key."""
     field_input = app.query_one(f"#{field}", Input)

@@ -31,7 +31,7 @@ from engine.formatting import policy_text
 from engine.simulator import RunStopped
 from spectui.app import create_app
 from spectui.messages import ConfigChanged
-from tests.app.helpers import notifications, settle
+from tests.app.helpers import notifications, settle, until
 from tests.app.screen import region_text, screen_text
 
 MARKOV = SpecConfig(draft_model="markov", n_sequences=200, tokens_per_seq=64, seed=7)
@@ -136,16 +136,6 @@ def _status(app) -> str:
     return " ".join(region_text(app, app.query_one("#arena-status")).split())
 
 
-async def _until(pilot, done, rounds: int = 200) -> None:
-    """Let the app run until ``done()`` holds (messages from a worker thread take a few
-    rounds of the event loop); fail if it never does."""
-    for _ in range(rounds):
-        if done():
-            return
-        await pilot.pause()
-    assert done()
-
-
 async def _open_arena(pilot, app) -> None:
     await settle(pilot, app)
     app.post_message(ConfigChanged(MARKOV))
@@ -166,11 +156,11 @@ async def test_rows_appear_live_as_policies_finish_then_sort_best_first(gated):
         assert _status(app) == f"F7 runs the arena: {names}"
         await pilot.press("f7")
         running = "0/5 policies · running the best fixed K, fixed K=4…"
-        await _until(pilot, lambda: running in _status(app))
+        await until(pilot, lambda: running in _status(app))
         assert _board(app).row_count == 0
         for shown in range(1, len(FAKE_SPEEDUPS)):  # all but the last: then it sorts
             gated.release(shown - 1)
-            await _until(pilot, lambda n=shown: _board(app).row_count == n)
+            await until(pilot, lambda n=shown: _board(app).row_count == n)
             # What the board shows is what the engine says a row reads, in arrival order.
             assert _shown_rows(app) == [standing_cells(s) for s in gated.reported]
             assert _status(app).startswith(f"{shown}/5 policies · running ")
@@ -192,11 +182,11 @@ async def test_the_progress_names_the_policy_running(gated):
         await _open_arena(pilot, app)
         await pilot.press("f7")
         gated.release(0)
-        await _until(pilot, lambda: _board(app).row_count == 1)
-        await _until(pilot, lambda: "1/5 policies · running oracle…" in _status(app))
+        await until(pilot, lambda: _board(app).row_count == 1)
+        await until(pilot, lambda: "1/5 policies · running oracle…" in _status(app))
         gated.release(1)
         hf = contender_labels(default_contenders(MARKOV))[0]
-        await _until(pilot, lambda: f"2/5 policies · running {hf}…" in _status(app))
+        await until(pilot, lambda: f"2/5 policies · running {hf}…" in _status(app))
         gated.release_all()
         await settle(pilot, app)
 
@@ -208,12 +198,12 @@ async def test_escape_stops_the_arena_and_keeps_the_finished_rows(gated):
         await pilot.press("f7")
         gated.release(0)
         gated.release(1)
-        await _until(pilot, lambda: _board(app).row_count == 2)
+        await until(pilot, lambda: _board(app).row_count == 2)
         assert app.check_action("cancel", ())
         # In the Arena view escape stops the arena first, even with a sweep running.
         app._sweep_running = lambda: True
         await pilot.press("escape")
-        await _until(pilot, gated.stopped.is_set)
+        await until(pilot, gated.stopped.is_set)
         del app._sweep_running
         await settle(pilot, app)
         assert _status(app) == "stopped: 2 finished policies kept"
@@ -237,9 +227,9 @@ async def test_escape_in_another_view_stops_the_arena(gated):
     async with app.run_test(size=(80, 24)) as pilot:
         await _open_arena(pilot, app)
         await pilot.press("f7")
-        await _until(pilot, lambda: "running the best fixed K" in _status(app))
+        await until(pilot, lambda: "running the best fixed K" in _status(app))
         await pilot.press("1", "escape")  # nothing else runs: escape stops the arena
-        await _until(pilot, gated.stopped.is_set)
+        await until(pilot, gated.stopped.is_set)
         await settle(pilot, app)
         await pilot.press("7")
         await settle(pilot, app)
@@ -251,7 +241,7 @@ async def test_quitting_while_the_arena_runs_exits(gated):
     async with app.run_test(size=(80, 24)) as pilot:
         await _open_arena(pilot, app)
         await pilot.press("f7")
-        await _until(pilot, lambda: "running the best fixed K" in _status(app))
+        await until(pilot, lambda: "running the best fixed K" in _status(app))
         await pilot.press("ctrl+q")
         await pilot.pause()
     assert gated.stopped.is_set()  # the worker was told to stop, the gates never opened
@@ -476,7 +466,7 @@ async def test_the_best_fixed_k_says_how_far_it_is(gated, monkeypatch):
         await _open_arena(pilot, app)
         await pilot.press("f7")
         running = "0/5 policies · the best fixed K, fixed K=4: 42%…"
-        await _until(pilot, lambda: running in _status(app))
+        await until(pilot, lambda: running in _status(app))
         assert running in screen_text(app)  # on one line
         gated.release_all()
         await settle(pilot, app)

@@ -20,7 +20,7 @@ from engine.grid import SweepSpec
 from engine.presets import load_preset
 from spectui.widgets.heatmap import Heatmap
 from spectui.widgets.sweep_view import SweepView
-from tests.app.helpers import settle
+from tests.app.helpers import settle, until
 
 
 class Host(App):
@@ -483,6 +483,9 @@ async def test_regime_study_long_row_labels_leave_cells_in_sight(isolated_dirs):
         heatmap = app.query_one(Heatmap)
         heatmap.focus()
         await pilot.press("down")
-        await pilot.pause()
-        row = " ".join(_shown(app, "#heatmap-row").split())
-        assert row == "row: prompt=128, batch=1, gpu=a100-80gb, draft=qwen2.5-0.5b"
+
+        def row() -> str:  # the line wraps: its second row once the layout has followed
+            return " ".join(_shown(app, "#heatmap-row").split())
+
+        await until(pilot, lambda: row().endswith("draft=qwen2.5-0.5b"))
+        assert row() == "row: prompt=128, batch=1, gpu=a100-80gb, draft=qwen2.5-0.5b"

@@ -16,7 +16,7 @@ from engine.trees import parse_tree, path_probs
 from spectui.app import create_app
 from spectui.widgets.regime_view import map_config
 from spectui.widgets.tree_view import ACCEPTED_MARK, path_to, prob_text, summary_cell
-from tests.app.helpers import settle
+from tests.app.helpers import settle, until
 from tests.app.screen import region_text, screen_text, style_of
 
 TREE_TEXT = "parents=0,0,1,1,2,3 ranks=1,2,1,2,1,1"
@@ -78,7 +78,7 @@ async def test_key_8_draws_each_node_with_its_path_probability(grids):
         await _open_tree(pilot, app)
         assert app.query_one(TabbedContent).active == "trees"
         assert app.focused is app.query_one("#tree-nodes")
-        assert "8 Tree" in screen_text(app)
+        await until(pilot, lambda: "8 Tree" in screen_text(app))  # drawn whole, under load too
         tree = parse_tree(TREE_TEXT)
         probs = path_probs(tree, RANK_PROBS)
         lines = _tree_lines(app)
