@@ -74,18 +74,6 @@ class CurveReady(Message):
 
 
 @dataclass
-class SweepProgress(Message):
-    """``done`` of ``total`` configurations finished after ``elapsed`` seconds."""
-
-    done: int
-    total: int
-    elapsed: float
-
-    def can_replace(self, message: Message) -> bool:
-        return isinstance(message, SweepProgress)
-
-
-@dataclass
 class SweepRunsOn(Message):
     """The sweep runs on the Dask cluster at ``scheduler`` (an address or ``local:N``),
     ``workers`` worker threads in all; ``dashboard``: the cluster's dashboard URL, if any."""
