@@ -512,8 +512,7 @@ def simulate(
         totals.rejected_counts = np.zeros(config.k + 1, dtype=np.int64)
     priced = [_Priced.of(cycle_costs(config), totals)]
     check = _Checkpoint(should_stop, on_progress)
-    frames: list[pd.DataFrame] = []
-    kept_rows = 0
+    kept = KeptRecords(records, max_records, on_cycles)
     record_cycles = config.tokens_per_seq if max_records is None else max_records
     record_sequences = config.n_sequences
     if max_records is not None:
@@ -534,17 +533,40 @@ def simulate(
         if check.active:
             check(0, 0, force=True)
         if chunk is not None:
-            if on_cycles is not None:
-                on_cycles(chunk)
-            if records and (max_records is None or kept_rows < max_records):
-                if max_records is not None:
-                    chunk = chunk.iloc[: max_records - kept_rows]
-                frames.append(chunk)
-                kept_rows += len(chunk)
+            kept.take(chunk)
     cycles = None
     if records:
-        cycles = pd.concat(frames, ignore_index=True) if frames else _sorted_frame([])
+        cycles = kept.frame(_sorted_frame([]))
     return RunResult(config, metrics_from_totals(config, totals), cycles, totals)
+
+
+class KeptRecords:
+    """A run's cycle records as they come, in chunks: each chunk is streamed to
+    ``on_cycles`` (when given) and, when ``records``, kept up to ``max_records`` rows
+    (None: all)."""
+
+    def __init__(
+        self,
+        records: bool,
+        max_records: int | None,
+        on_cycles: Callable[[pd.DataFrame], None] | None,
+    ) -> None:
+        self.records, self.max_records, self.on_cycles = records, max_records, on_cycles
+        self.frames: list[pd.DataFrame] = []
+        self.rows = 0
+
+    def take(self, chunk: pd.DataFrame) -> None:
+        if self.on_cycles is not None:
+            self.on_cycles(chunk)
+        if self.records and (self.max_records is None or self.rows < self.max_records):
+            if self.max_records is not None:
+                chunk = chunk.iloc[: self.max_records - self.rows]
+            self.frames.append(chunk)
+            self.rows += len(chunk)
+
+    def frame(self, empty: pd.DataFrame) -> pd.DataFrame:
+        """The kept records as one frame (``empty`` when none were kept)."""
+        return pd.concat(self.frames, ignore_index=True) if self.frames else empty
 
 
 def draw_key(config: SpecConfig) -> tuple[int, list[int]]:

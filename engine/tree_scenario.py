@@ -26,7 +26,7 @@ import pandas as pd
 from .config import ConfigError, SpecConfig, rates_of
 from .cost.models import build_cost
 from .kernel import CycleCosts, Totals, context_length, cycle_costs, cycle_times
-from .simulator import RECORD_DTYPES
+from .simulator import RECORD_DTYPES, KeptRecords
 
 if TYPE_CHECKING:
     from .simulator import RunResult
@@ -219,31 +219,19 @@ def simulate_tree(
         group = n
     else:
         group = 0
-    kept: list[pd.DataFrame] = []
-    kept_rows = 0
-
-    def take(chunk: pd.DataFrame) -> None:
-        nonlocal kept_rows
-        if on_cycles is not None:
-            on_cycles(chunk)
-        if records and (max_records is None or kept_rows < max_records):
-            if max_records is not None:
-                chunk = chunk.iloc[: max_records - kept_rows]
-            kept.append(chunk)
-            kept_rows += len(chunk)
-
+    kept = KeptRecords(records, max_records, on_cycles)
     chunk = _lockstep(config, tree, totals, (0, group), should_stop, on_progress)
     if chunk is not None:
-        take(chunk)
+        kept.take(chunk)
     if on_cycles is not None:  # the other groups: the same run again, same draws
         for first in range(group, n, group):
             rerun = _lockstep(config, tree, Totals(), (first, first + group), should_stop, None)
             assert rerun is not None
-            take(rerun)
+            kept.take(rerun)
     metrics = metrics_from_totals(config, totals, _exact_metrics(config, tree))
     cycles = None
     if records:
-        cycles = pd.concat(kept, ignore_index=True) if kept else _tree_frame([], tree.nodes)
+        cycles = kept.frame(_tree_frame([], tree.nodes))
     return RunResult(config, metrics, cycles, totals)
 
 
