@@ -52,6 +52,13 @@ TREE_COLUMNS = (
     (PATH, None),
 )
 MAX_PATH = 24  # characters of a path shown; a longer one ends in "…"
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text`` in at most ``limit`` characters, a longer one ending in "…"."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 US_DIGITS = 7  # cycle times up to 9,999,999 us in full; longer ones as 1.23e+12
 
 
@@ -292,9 +299,7 @@ class CycleTable(ScrollView, can_focus=True):
         out: list[tuple] = []
         if self._paths is not None:  # a token tree's cycles
             for i, row in enumerate(part.itertuples(index=False), start=start):
-                path = self._paths[row.node]
-                if len(path) > MAX_PATH:
-                    path = path[: MAX_PATH - 1] + "…"
+                path = _cut(self._paths[row.node], MAX_PATH)
                 out.append(
                     (
                         f"{row.sequence:>{w['seq']}}",
@@ -308,9 +313,7 @@ class CycleTable(ScrollView, can_focus=True):
                 )
             return out
         for i, row in enumerate(part.itertuples(index=False), start=start):
-            pattern = accept_pattern(int(row.k), int(row.accepted))
-            if len(pattern) > MAX_GLYPHS:
-                pattern = pattern[: MAX_GLYPHS - 1] + "…"
+            pattern = _cut(accept_pattern(int(row.k), int(row.accepted)), MAX_GLYPHS)
             # Every cell exactly its column's width: the row is drawn as one line.
             out.append(
                 (

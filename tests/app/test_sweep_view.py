@@ -123,18 +123,24 @@ async def test_the_first_progress_figure_comes_before_planning_ends(
         assert text(app, "#sweep-count").startswith("24/24 done")
 
 
+async def _at_the_gate(pilot, app, gate, rows: int) -> None:
+    """Start the sweep, wait until ``rows`` rows came and the gate holds the rest, and let
+    the view's progress timer read them once."""
+    await settle(pilot, app)
+    view = app.query_one(SweepView)
+    view.action_start()
+    await _until(gate.reached.is_set)
+    await _until(lambda: view.live[1] == rows)
+    view._poll_progress()
+    await pilot.pause()
+
+
 async def test_the_eta_counts_from_the_end_of_planning(isolated_dirs, gate, monkeypatch):
     monkeypatch.delenv("SPECTUI_HIDE_TIMINGS")
     gate.planning_s, gate.per_config_s, gate.after = 100.0, 1.0, 12
     app = Host("tiny")
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot, app)
-        view = app.query_one(SweepView)
-        view.action_start()
-        await _until(gate.reached.is_set)
-        await _until(lambda: view.live[1] == 12)
-        view._poll_progress()
-        await pilot.pause()
+        await _at_the_gate(pilot, app, gate, 12)
         # 12 configurations in 12 s of work (planning's 100 s not counted): 12 s to go.
         assert text(app, "#sweep-count") == "12/24 · 1/s · ETA 12s"
         gate.release.set()
@@ -147,13 +153,7 @@ async def test_a_burst_of_rows_shows_its_last_count_not_its_first(isolated_dirs,
     gate.after = 12
     app = Host("tiny")
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot, app)
-        view = app.query_one(SweepView)
-        view.action_start()
-        await _until(gate.reached.is_set)
-        await _until(lambda: view.live[1] == 12)
-        view._poll_progress()
-        await pilot.pause()
+        await _at_the_gate(pilot, app, gate, 12)
         assert text(app, "#sweep-count") == "12/24"
         gate.release.set()
         await settle(pilot, app)
@@ -475,6 +475,8 @@ async def test_regime_study_long_row_labels_leave_cells_in_sight(isolated_dirs):
     app = BesideTheForm(small)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot, app)
+        # The grid is laid out once the plan is in: wait for its cells, under load too.
+        await until(pilot, lambda: "·" in _shown(app, "#heatmap"))
         lines = _shown(app, "#heatmap").splitlines()
         assert "roofline" in lines[0]  # the column's heading...
         assert "·" in lines[1]  # ...and its first cell (pending)
