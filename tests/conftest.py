@@ -39,6 +39,17 @@ def isolated_dirs(
     return presets, results
 
 
+@pytest.fixture(autouse=True)
+def _no_animations(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Apps made in tests jump to the end of every animation (a tab's underline, a scroll to
+    the active tab, a progress bar's pulse): an animation ends after so much wall-clock
+    time, which a test's rounds of the event loop may or may not have taken on a loaded
+    machine ("8 Tree" not yet scrolled into view at 80 columns, seen in CI)."""
+    from textual import constants
+
+    monkeypatch.setattr(constants, "TEXTUAL_ANIMATIONS", "none")
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish() -> None:
     """Collect garbage now, then freeze what is left, so that pytest's own collections at
