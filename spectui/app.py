@@ -14,7 +14,7 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
+from textual.widgets import Header, Static, TabbedContent, TabPane
 from textual.worker import Worker
 
 from engine.config import SpecConfig
@@ -33,6 +33,7 @@ from spectui.pool import SweepPool, worker_count
 from spectui.widgets.analysis_view import AnalysisView
 from spectui.widgets.common import failure_reason, report_worker_error
 from spectui.widgets.exact_panel import ERROR_FIELD, ERROR_REASON, ExactPanel, exact_figures
+from spectui.widgets.footer import KeysFooter
 from spectui.widgets.param_form import LABELS, ParamForm
 from spectui.widgets.run_view import RunView
 from spectui.widgets.sweep_view import SweepView
@@ -182,7 +183,7 @@ class SpectuiApp(App[None]):
                     yield Static("loading…", classes="lazy")
                 with TabPane("8 Tree", id="trees"):
                     yield Static("loading…", classes="lazy")
-        yield Footer()
+        yield KeysFooter()
 
     def on_load(self) -> None:
         gc.set_threshold(*STARTUP_GC_THRESHOLD)  # back to the default in _started()

@@ -40,7 +40,7 @@ from textual.containers import Horizontal, ScrollableContainer, Vertical, Vertic
 from textual.message import Message
 from textual.screen import ModalScreen
 from textual.timer import Timer
-from textual.widgets import DataTable, Footer, Input, Static, TabbedContent, TabPane, TextArea
+from textual.widgets import DataTable, Input, Static, TabbedContent, TabPane, TextArea
 from textual.worker import Worker, get_current_worker
 
 from spectui.plotting.terminal import (
@@ -52,6 +52,7 @@ from spectui.plotting.terminal import (
     spaced_ticks,
 )
 from spectui.widgets.common import ReportsWorkerErrors, failure_reason, fmt
+from spectui.widgets.footer import KeysFooter
 from spectui.widgets.plot import Plot
 
 if TYPE_CHECKING:
@@ -437,7 +438,7 @@ class CalibrateScreen(ReportsWorkerErrors, ModalScreen["SpecConfig | None"]):
                 yield Static("", id="cal-recommend")
                 yield Static("", id="cal-settings")
                 yield Static("", id="cal-details")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         table = self.query_one("#cal-windows", DataTable)

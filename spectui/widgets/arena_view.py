@@ -362,13 +362,6 @@ class ArenaView(ReportsWorkerErrors, Vertical):
         self.app.refresh_bindings()  # escape now cancels it (the footer says so)
         return True
 
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        """The footer's Cancel follows the arena: shown while it runs, gone when it ends
-        (and a failed worker is reported, as every view's)."""
-        super().on_worker_state_changed(event)
-        if event.worker is self.arena_worker:
-            self.app.refresh_bindings()
-
     def cancel(self, note: str | None = "stopping…") -> bool:
         """Stop the running arena, keeping its finished rows; False if none runs."""
         if not self.running:

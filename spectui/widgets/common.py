@@ -117,6 +117,11 @@ class ReportsWorkerErrors:
     """
 
     def on_worker_state_changed(self, event: Any) -> None:
+        if event.worker.is_finished:
+            # The keys the footer shows follow the view's busy state ("esc Cancel" while a
+            # sweep runs), which reads the worker: a message the worker posted before it
+            # returned is handled while it still counts as running.
+            self.app.refresh_bindings()  # type: ignore[attr-defined]
         if report_worker_error(self, event):
             self.worker_failed(event.worker)
 
