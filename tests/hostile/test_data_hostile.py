@@ -1,0 +1,132 @@
+"""Hostile cases for the files spectui writes and the processes it starts (issue 23, items
+5, 6, 7 and 14): a full disk under ``--summary-out``, two sweeps on one ``--out``, a sweep
+killed with SIGKILL, a scheduler address that is no scheduler."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.test_cli import spectui
+
+RUN = ("run", "--n-sequences", "5")
+
+
+# -- item 5: a full disk never tears --summary-out ------------------------------------------
+
+
+def _fake_disk_full(monkeypatch: pytest.MonkeyPatch, path: Path, how: str) -> None:
+    """os.write on ``path`` takes a few bytes for real, then comes short or fails."""
+    real_write = os.write
+
+    def write(fd: int, data: bytes) -> int:
+        if not os.path.samefile(f"/proc/self/fd/{fd}", path):
+            return real_write(fd, data)
+        taken = real_write(fd, bytes(data)[:7])
+        if how == "short":
+            return taken
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "write", write)
+
+
+@pytest.mark.parametrize("how", ["short", "raise"])
+def test_a_full_disk_leaves_the_summary_as_it_was_and_names_it(tmp_path, monkeypatch, how):
+    summary = tmp_path / "s.csv"
+    spectui(*RUN, "--summary-out", str(summary))
+    before = summary.read_bytes()
+    with monkeypatch.context() as patch:
+        _fake_disk_full(patch, summary, how)
+        out = spectui(*RUN, "--k", "2", "--summary-out", str(summary), check=False)
+    assert out.returncode == 2
+    assert out.stderr.count("\n") == 1
+    assert out.stderr.startswith(f"spectui run: error: {summary}: No space left on device")
+    assert summary.read_bytes() == before
+    spectui(*RUN, "--k", "3", "--summary-out", str(summary))  # space again: a whole row
+    frame = pd.read_csv(summary)
+    assert frame["k"].tolist() == [5, 3] and not frame.isna().any().any()
+
+
+def test_a_full_disk_leaves_no_new_summary_file(tmp_path, monkeypatch):
+    summary = tmp_path / "new.csv"
+    summary.touch()  # so that the fake knows the file; then gone again
+    summary.unlink()
+    real_open = os.open
+
+    def open_(path, flags, *args, **kwargs):
+        fd = real_open(path, flags, *args, **kwargs)
+        if Path(path) == summary:
+            _fake_disk_full(monkeypatch, summary, "short")
+        return fd
+
+    monkeypatch.setattr(os, "open", open_)
+    out = spectui(*RUN, "--summary-out", str(summary), check=False)
+    assert out.returncode == 2 and f"{summary}: No space left on device" in out.stderr
+    assert not summary.exists()
+
+
+def test_a_summary_whose_last_row_was_cut_short_is_refused(tmp_path):
+    summary = tmp_path / "s.csv"
+    spectui(*RUN, "--summary-out", str(summary))
+    torn = summary.read_bytes() + b"5,0.8,prefix"  # a row cut short by a full disk
+    summary.write_bytes(torn)
+    out = spectui(*RUN, "--summary-out", str(summary), check=False)
+    assert out.returncode == 2
+    assert out.stderr == (
+        f"spectui run: error: --summary-out: {summary} line 3 is incomplete (no line ending: "
+        "a write cut short); remove that line, or use a new file\n"
+    )
+    assert summary.read_bytes() == torn  # not glued on, and refused before the run
+
+
+@pytest.fixture
+def tiny_disk(tmp_path):
+    """A 1 MiB tmpfs (needs root and mount(8); skipped otherwise), unmounted after."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    if shutil.which("mount") is None or os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root and mount(8)")
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)],
+        capture_output=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs: {done.stderr.decode().strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True, check=False)
+
+
+def _fill(path: Path) -> None:
+    with path.open("wb", buffering=0) as handle, contextlib.suppress(OSError):
+        while handle.write(b"x" * 4096):
+            pass
+
+
+def test_a_real_full_disk_leaves_the_summary_whole(tiny_disk):
+    """The issue's case: rows up to a little short of a 4 KiB page, the disk full, one more
+    run (its row would cross into a page the disk does not have)."""
+    summary = tiny_disk / "s.csv"
+    spectui(*RUN, "--summary-out", str(summary))
+    header, row = summary.read_bytes().splitlines(keepends=True)
+    body = header + row * ((4096 - len(header)) // len(row))
+    summary.write_bytes(body)
+    assert 4096 - len(row) < len(body) < 4096
+    _fill(tiny_disk / "filler")
+    out = spectui(*RUN, "--summary-out", str(summary), check=False)
+    assert out.returncode == 2
+    assert out.stderr.startswith(f"spectui run: error: {summary}: No space left on device")
+    assert summary.read_bytes() == body
+    (tiny_disk / "filler").unlink()
+    spectui(*RUN, "--summary-out", str(summary))
+    frame = pd.read_csv(summary)
+    assert len(frame) == body.count(b"\n") and not frame.isna().any().any()
