@@ -217,6 +217,53 @@ def csv_line(values: Sequence[Any]) -> str:
     return buffer.getvalue()
 
 
+@contextmanager
+def sweep_lock(out: Path, field: str = "--out") -> Iterator[Path]:
+    """Hold the lock of the sweep that writes ``out`` for the block: ``<out>.lock``, with
+    an exclusive ``flock`` and this process's pid in it (removed at the end; one left by a
+    process that died holds no lock, and is taken over). Two sweeps never write one
+    ``out`` (nor its partial file): while one holds the lock, another gets a
+    :class:`engine.config.ConfigError` on ``field`` naming the holder's pid."""
+    out = writable_target(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    path = out.with_name(out.name + ".lock")
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: no lock
+        yield path
+        return
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+            os.close(fd)
+            who = f"pid {holder}" if holder.isdigit() else f"its lock: {path}"
+            raise ConfigError(
+                field,
+                f"{out} is being written by another sweep ({who}); wait for it to end, "
+                "or use another --out",
+            ) from None
+        except BaseException:
+            os.close(fd)
+            raise
+        try:
+            same = os.path.samestat(os.fstat(fd), os.stat(path))
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)  # its holder removed it as we took it: take the new one
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode("ascii"))
+        yield path
+    finally:
+        path.unlink(missing_ok=True)  # while locked: whoever opened it sees it is gone
+        os.close(fd)
+
+
 class SweepWriter:
     """Streams sweep rows to ``<out>.partial`` as they finish; ``finish`` writes ``out``.
 

@@ -130,3 +130,41 @@ def test_a_real_full_disk_leaves_the_summary_whole(tiny_disk):
     spectui(*RUN, "--summary-out", str(summary))
     frame = pd.read_csv(summary)
     assert len(frame) == body.count(b"\n") and not frame.isna().any().any()
+
+
+# -- item 6: two sweeps on one --out ---------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _running_sweep(out: Path, pid: int):
+    """What a running sweep on ``out`` holds: the flock of ``<out>.lock``, its pid inside."""
+    import fcntl
+
+    with open(out.with_name(out.name + ".lock"), "w") as lock:
+        lock.write(f"{pid}\n")
+        lock.flush()
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        yield
+
+
+@pytest.mark.parametrize("resume", [False, True])
+def test_a_second_sweep_on_the_same_out_is_refused_naming_the_first(tmp_path, resume):
+    out = tmp_path / "s.csv"
+    partial = tmp_path / "s.csv.partial"
+    spectui("sweep", "--preset", "tiny", "--out", str(out))
+    rows = out.read_text()
+    partial.write_text(rows[: rows.index("\n", rows.index("\n") + 1) + 1])  # one row so far
+    before = partial.read_bytes()
+    with _running_sweep(out, 4242):
+        args = ["sweep", "--preset", "tiny", "--out", str(out)] + ["--resume"] * resume
+        refused = spectui(*args, check=False)
+    assert refused.returncode == 2
+    assert refused.stderr == (
+        f"spectui sweep: error: --out: {out} is being written by another sweep (pid 4242); "
+        "wait for it to end, or use another --out\n"
+    )
+    assert partial.read_bytes() == before and out.read_text() == rows
+    # Once the first has ended, its lock file (left by a kill -9, say) is no obstacle.
+    spectui("sweep", "--preset", "tiny", "--out", str(out), "--resume")
+    assert out.read_text() == rows
+    assert not partial.exists() and not out.with_name("s.csv.lock").exists()
