@@ -8,13 +8,16 @@ import contextlib
 import errno
 import os
 import shutil
+import signal
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from tests.test_cli import spectui
+from tests.test_cli import _children, _running, spectui
 
 RUN = ("run", "--n-sequences", "5")
 
@@ -168,3 +171,80 @@ def test_a_second_sweep_on_the_same_out_is_refused_naming_the_first(tmp_path, re
     spectui("sweep", "--preset", "tiny", "--out", str(out), "--resume")
     assert out.read_text() == rows
     assert not partial.exists() and not out.with_name("s.csv.lock").exists()
+
+
+# -- item 7: workers end with their parent ---------------------------------------------------
+
+
+def _wait_until(condition, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
+def _start(command: list[str], **kwargs) -> subprocess.Popen:
+    return subprocess.Popen(
+        command,
+        env={**os.environ, "NO_COLOR": "1"},
+        start_new_session=True,  # our signals are not its, nor its ours
+        **kwargs,
+    )
+
+
+def _killed_parent_leaves_no_child(proc: subprocess.Popen, children: set[int]) -> None:
+    """SIGKILL ``proc``; its ``children`` (adopted by PID 1 or a subreaper) must end."""
+    assert children
+    proc.kill()
+    proc.wait(timeout=30)
+    try:
+        _wait_until(
+            lambda: not any(_running(pid) for pid in children),
+            10,
+            f"workers {sorted(p for p in children if _running(p))} outlived their parent",
+        )
+    finally:  # a failure leaves no orphan behind
+        for pid in [pid for pid in children if _running(pid)]:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads /proc")
+def test_sweep_workers_end_when_the_sweep_is_killed(tmp_path):
+    """The CLI's pool (forked workers): kill -9 of the sweep ends its two workers."""
+    command = [sys.executable, "-m", "spectui", "sweep", "--preset", "seed-576"]
+    command += ["--engine", "reference", "--workers", "2", "--out", str(tmp_path / "s.csv")]
+    proc = _start(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_until(lambda: len(_children(proc.pid)) >= 2, 60, "the pool's two workers")
+        _killed_parent_leaves_no_child(proc, _children(proc.pid))
+    finally:
+        proc.kill()
+
+
+APP_POOL = """
+import os, sys, threading
+from spectui.pool import SweepPool
+pool = SweepPool(1)  # the app's: spawned workers, started from a thread that then ends
+thread = threading.Thread(target=pool.warm)
+thread.start()
+thread.join()
+while str(thread.native_id) in os.listdir("/proc/self/task"):
+    pass
+print(pool.executor().submit(os.getpid).result(), flush=True)  # it outlived that thread
+sys.stdin.read()
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads /proc")
+def test_app_pool_workers_outlive_its_threads_and_end_with_it():
+    proc = _start(
+        [sys.executable, "-c", APP_POOL], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        worker = int(proc.stdout.readline())
+        assert worker in _children(proc.pid)
+        _killed_parent_leaves_no_child(proc, {worker})
+    finally:
+        proc.kill()
