@@ -36,6 +36,17 @@ def _umask() -> int:
 _NEW_FILE_MODE = 0o666 & ~_umask()
 
 
+@contextmanager
+def _naming(path: Path) -> Iterator[None]:
+    """An OSError of the block that names no file (a write on a full disk) names ``path``."""
+    try:
+        yield
+    except OSError as err:
+        if err.filename is not None:
+            raise
+        raise OSError(err.errno, err.strerror, str(path)) from None
+
+
 def writable_target(path: Path) -> Path:
     """The regular file that writing ``path`` should replace: a symlink is followed; a
     directory, device or FIFO is refused (OSError naming ``path``)."""
@@ -64,17 +75,13 @@ def atomic_open(path: Path, mode: str = "w") -> Iterator[IO[Any]]:
     except OSError as err:  # name the file the user asked for, not our temporary one
         raise type(err)(err.errno, err.strerror, str(path)) from None
     try:
-        os.chmod(tmp, path.stat().st_mode & 0o777 if path.exists() else _NEW_FILE_MODE)
-        binary = "b" in mode
-        encoding, newline = (None, None) if binary else ("utf-8", "")
-        with os.fdopen(fd, mode, encoding=encoding, newline=newline) as handle:
-            yield handle
-        os.replace(tmp, path)
-    except OSError as err:
-        Path(tmp).unlink(missing_ok=True)
-        if err.filename is None:  # a write that failed (a full disk): name the file
-            raise OSError(err.errno, err.strerror, str(path)) from None
-        raise
+        with _naming(path):  # a write that fails (a full disk) names the file
+            os.chmod(tmp, path.stat().st_mode & 0o777 if path.exists() else _NEW_FILE_MODE)
+            binary = "b" in mode
+            encoding, newline = (None, None) if binary else ("utf-8", "")
+            with os.fdopen(fd, mode, encoding=encoding, newline=newline) as handle:
+                yield handle
+            os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -124,19 +131,20 @@ def append_csv_row(
             writer.writeheader()
         writer.writerow(dict(row))
         data = buffer.getvalue().encode("utf-8")
-        try:
-            written = os.write(fd, data)
-            if written != len(data):  # a full disk (or quota) took only part of the row
-                raise OSError(
-                    errno.ENOSPC,
-                    f"{os.strerror(errno.ENOSPC)} (only {written} of {len(data)} bytes "
-                    "written; nothing was appended)",
-                )
-        except OSError as err:
-            os.ftruncate(fd, size)
-            if created:
-                path.unlink(missing_ok=True)
-            raise OSError(err.errno, err.strerror, str(path)) from None
+        with _naming(path):
+            try:
+                written = os.write(fd, data)
+                if written != len(data):  # a full disk (or quota) took only part of it
+                    raise OSError(
+                        errno.ENOSPC,
+                        f"{os.strerror(errno.ENOSPC)} (only {written} of {len(data)} bytes "
+                        "written; nothing was appended)",
+                    )
+            except OSError:
+                os.ftruncate(fd, size)
+                if created:
+                    path.unlink(missing_ok=True)
+                raise
     finally:
         os.close(fd)
 
@@ -256,8 +264,9 @@ def sweep_lock(out: Path, field: str = "--out") -> Iterator[Path]:
             break
         os.close(fd)  # its holder removed it as we took it: take the new one
     try:
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode("ascii"))
+        with _naming(path):
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode("ascii"))
         yield path
     finally:
         path.unlink(missing_ok=True)  # while locked: whoever opened it sees it is gone
@@ -307,7 +316,11 @@ class SweepWriter:
                 self.resumed_from = source
                 kept = self._read(source, header, resume, expect)
                 if source == self.out:
-                    with self.out.open("rb") as old, self.partial.open("wb") as new:
+                    with (
+                        _naming(self.partial),
+                        self.out.open("rb") as old,
+                        self.partial.open("wb") as new,
+                    ):
                         new.write(old.read(kept))
         if kept:
             self._handle: IO[bytes] | None = self.partial.open("r+b")
@@ -315,8 +328,14 @@ class SweepWriter:
             self._handle.truncate()
         else:
             self._handle = self.partial.open("wb")
-            self._handle.write(header.encode("utf-8"))
-            self._handle.flush()
+            try:
+                with _naming(self.partial):  # a full disk
+                    self._handle.write(header.encode("utf-8"))
+                    self._handle.flush()
+            except OSError:
+                self._failed = True
+                self.close()
+                raise
 
     @property
     def done(self) -> set[int]:
@@ -404,11 +423,12 @@ class SweepWriter:
         assert self._handle is not None, "SweepWriter already finished"
         self._note(int(row["config_id"]), self._handle.tell())
         try:
-            self._handle.write(csv_line([row.get(c) for c in self.columns]).encode("utf-8"))
-            self._handle.flush()
-        except OSError as err:  # a full disk: name the file (--resume drops a cut row)
+            with _naming(self.partial):  # a full disk (--resume drops a row cut short)
+                self._handle.write(csv_line([row.get(c) for c in self.columns]).encode())
+                self._handle.flush()
+        except OSError:
             self._failed = True
-            raise OSError(err.errno, err.strerror, str(self.partial)) from None
+            raise
 
     def close(self) -> None:
         if self._handle is not None:

@@ -136,6 +136,21 @@ def test_a_real_full_disk_leaves_the_summary_whole(tiny_disk):
     assert len(frame) == body.count(b"\n") and not frame.isna().any().any()
 
 
+@pytest.mark.parametrize(("pages", "file"), [(2, "s.csv.partial"), (3, "s.csv")])
+def test_a_sweep_on_a_full_disk_names_the_file_it_could_not_write(tiny_disk, pages, file):
+    """With 2 pages free the rows do not fit; with 3 they do, but not the final file."""
+    out = tiny_disk / "s.csv"
+    (tiny_disk / "filler").write_bytes(b"x" * (1024 * 1024 - pages * 4096))
+    full = spectui("sweep", "--preset", "tiny", "--out", str(out), check=False)
+    assert full.returncode == 2
+    assert full.stderr.splitlines()[-1] == (
+        f"spectui sweep: error: {tiny_disk / file}: No space left on device"
+    )
+    (tiny_disk / "filler").unlink()
+    resumed = spectui("sweep", "--preset", "tiny", "--out", str(out), "--resume")
+    assert "resuming: " in resumed.stderr and len(pd.read_csv(out)) == 24
+
+
 # -- item 6: two sweeps on one --out ---------------------------------------------------------
 
 
