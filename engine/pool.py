@@ -12,6 +12,8 @@ front ends use:
   before :meth:`SweepPool.executor` returns, so a sweep's first batch does not pay for it;
 * in a worker, Ctrl-C is ignored (the parent stops the sweep and keeps the rows finished)
   and nothing reaches the terminal (stdout and stderr go to /dev/null);
+* a worker ends with the process that started it, even one killed with SIGKILL: at once
+  on Linux, within :data:`PARENT_CHECK_S` elsewhere (:func:`_exit_with_parent`);
 * when processes cannot be started, :meth:`SweepPool.executor` returns None (run the sweep
   in the calling thread) and :attr:`SweepPool.problem` says why;
 * :meth:`SweepPool.discard` and :meth:`SweepPool.shutdown` stop the processes at once,
