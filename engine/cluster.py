@@ -133,6 +133,13 @@ def _local_worker_settings() -> Iterator[None]:
             signal.signal(signal.SIGINT, previous)
 
 
+def _close_failed(client: Any) -> None:
+    """Close a :class:`distributed.Client` whose start raised, at once."""
+    with contextlib.suppress(Exception):
+        client.close(timeout=1)
+    client.status = "closed"  # its __del__ has nothing left to do
+
+
 def _spectui_version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -234,9 +241,19 @@ class DaskRunner:
                         )
                     self.client = distributed.Client(self.cluster)
                 else:
-                    self.client = distributed.Client(
-                        self.target, timeout=self.connect_timeout, set_as_default=False
-                    )
+                    # Made, then started: if its start fails (an address Dask cannot parse,
+                    # tls:// without certificates) the client is still ours to close, while
+                    # its event loop runs. Left to the garbage collector, its __del__ closes
+                    # it on a loop that is gone: 20 s, then "Exception ignored ... TimeoutError".
+                    client = distributed.Client.__new__(distributed.Client)
+                    try:
+                        client.__init__(
+                            self.target, timeout=self.connect_timeout, set_as_default=False
+                        )
+                    except BaseException:
+                        _close_failed(client)
+                        raise
+                    self.client = client
             except Exception as err:  # refused, timed out, or not Dask speaking at all
                 self._close_locked()
                 where = self.target if self.kind == "address" else "a local cluster"

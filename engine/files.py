@@ -5,6 +5,7 @@ The engine writes a file only when a caller asks it to, through these functions.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import errno
 import functools
@@ -35,6 +36,17 @@ def _umask() -> int:
 _NEW_FILE_MODE = 0o666 & ~_umask()
 
 
+@contextmanager
+def _naming(path: Path) -> Iterator[None]:
+    """An OSError of the block that names no file (a write on a full disk) names ``path``."""
+    try:
+        yield
+    except OSError as err:
+        if err.filename is not None:
+            raise
+        raise OSError(err.errno, err.strerror, str(path)) from None
+
+
 def writable_target(path: Path) -> Path:
     """The regular file that writing ``path`` should replace: a symlink is followed; a
     directory, device or FIFO is refused (OSError naming ``path``)."""
@@ -63,12 +75,13 @@ def atomic_open(path: Path, mode: str = "w") -> Iterator[IO[Any]]:
     except OSError as err:  # name the file the user asked for, not our temporary one
         raise type(err)(err.errno, err.strerror, str(path)) from None
     try:
-        os.chmod(tmp, path.stat().st_mode & 0o777 if path.exists() else _NEW_FILE_MODE)
-        binary = "b" in mode
-        encoding, newline = (None, None) if binary else ("utf-8", "")
-        with os.fdopen(fd, mode, encoding=encoding, newline=newline) as handle:
-            yield handle
-        os.replace(tmp, path)
+        with _naming(path):  # a write that fails (a full disk) names the file
+            os.chmod(tmp, path.stat().st_mode & 0o777 if path.exists() else _NEW_FILE_MODE)
+            binary = "b" in mode
+            encoding, newline = (None, None) if binary else ("utf-8", "")
+            with os.fdopen(fd, mode, encoding=encoding, newline=newline) as handle:
+                yield handle
+            os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -93,15 +106,56 @@ def append_csv_row(
     order. A column of ``optional`` that the file lacks (one added since the file was
     begun) is left out; any other difference is a :class:`engine.config.ConfigError` on
     ``field`` that names it, and nothing is written (a row under the wrong header would
-    shift every value)."""
+    shift every value); so is a file whose last line is incomplete (see
+    :func:`check_appendable`).
+
+    The row is appended whole or not at all: it goes in one ``os.write`` (under an
+    exclusive ``flock``, so that two runs appending at once do not mix their rows); if the
+    disk takes only part of it, or none, the file is truncated back to its size before
+    (a file this call created is removed) and the OSError names ``path``."""
     path = writable_target(path)
-    header = check_appendable(path, list(row), optional, field)
-    with path.open("a", encoding="utf-8", newline="") as handle:
-        names = list(row) if header is None else header
-        writer = csv.DictWriter(handle, fieldnames=names, extrasaction="ignore")
+    names = list(row)
+    check_appendable(path, names, optional, field)  # refuse before creating anything
+    try:
+        fd, created = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o666), True
+    except FileExistsError:
+        fd, created = os.open(path, os.O_WRONLY | os.O_APPEND), False
+    try:
+        _lock(fd)
+        size = os.fstat(fd).st_size
+        # Again under the lock: another run may have begun the file meanwhile.
+        header = check_appendable(path, names, optional, field) if size else None
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=header or names, extrasaction="ignore")
         if header is None:
             writer.writeheader()
         writer.writerow(dict(row))
+        data = buffer.getvalue().encode("utf-8")
+        with _naming(path):
+            try:
+                written = os.write(fd, data)
+                if written != len(data):  # a full disk (or quota) took only part of it
+                    raise OSError(
+                        errno.ENOSPC,
+                        f"{os.strerror(errno.ENOSPC)} (only {written} of {len(data)} bytes "
+                        "written; nothing was appended)",
+                    )
+            except OSError:
+                os.ftruncate(fd, size)
+                if created:
+                    path.unlink(missing_ok=True)
+                raise
+    finally:
+        os.close(fd)
+
+
+def _lock(fd: int) -> None:
+    """An exclusive advisory lock on ``fd`` (waits for the holder; none off POSIX)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        return
+    fcntl.flock(fd, fcntl.LOCK_EX)
 
 
 def check_appendable(
@@ -109,10 +163,19 @@ def check_appendable(
 ) -> list[str] | None:
     """The header of ``path`` if rows of columns ``names`` can be appended to it (None:
     no file yet, or an empty one); :class:`engine.config.ConfigError` on ``field`` if not
-    (see :func:`append_csv_row`). A caller checks before a long run, not after it."""
+    (see :func:`append_csv_row`): other columns, or a last line without its line ending
+    (a write cut short: a row appended to it would be glued onto it). A caller checks
+    before a long run, not after it."""
     header = _header_of(path)
     if header is None:
         return None
+    incomplete = _incomplete_line(path)
+    if incomplete is not None:
+        raise ConfigError(
+            field,
+            f"{path} line {incomplete} is incomplete (no line ending: a write cut short); "
+            "remove that line, or use a new file",
+        )
     missing = [name for name in header if name not in names]
     extra = [name for name in names if name not in header and name not in optional]
     if missing or extra:
@@ -125,6 +188,16 @@ def check_appendable(
             field, f"{path} has other columns than this run ({detail}); use a new file"
         )
     return header
+
+
+def _incomplete_line(path: Path) -> int | None:
+    """The number of the last line of a non-empty ``path`` if it lacks its line ending."""
+    with path.open("rb") as handle:
+        handle.seek(-1, os.SEEK_END)
+        if handle.read(1) == b"\n":
+            return None
+        handle.seek(0)
+        return 1 + sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 20), b""))
 
 
 def _header_of(path: Path) -> list[str] | None:
@@ -150,6 +223,54 @@ def csv_line(values: Sequence[Any]) -> str:
     buffer = io.StringIO()
     csv.writer(buffer, lineterminator="\n").writerow([csv_cell(v) for v in values])
     return buffer.getvalue()
+
+
+@contextmanager
+def sweep_lock(out: Path, field: str = "--out") -> Iterator[Path]:
+    """Hold the lock of the sweep that writes ``out`` for the block: ``<out>.lock``, with
+    an exclusive ``flock`` and this process's pid in it (removed at the end; one left by a
+    process that died holds no lock, and is taken over). Two sweeps never write one
+    ``out`` (nor its partial file): while one holds the lock, another gets a
+    :class:`engine.config.ConfigError` on ``field`` naming the holder's pid."""
+    out = writable_target(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    path = out.with_name(out.name + ".lock")
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: no lock
+        yield path
+        return
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+            os.close(fd)
+            who = f"pid {holder}" if holder.isdigit() else f"its lock: {path}"
+            raise ConfigError(
+                field,
+                f"{out} is being written by another sweep ({who}); wait for it to end, "
+                "or use another --out",
+            ) from None
+        except BaseException:
+            os.close(fd)
+            raise
+        try:
+            same = os.path.samestat(os.fstat(fd), os.stat(path))
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)  # its holder removed it as we took it: take the new one
+    try:
+        with _naming(path):
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode("ascii"))
+        yield path
+    finally:
+        path.unlink(missing_ok=True)  # while locked: whoever opened it sees it is gone
+        os.close(fd)
 
 
 class SweepWriter:
@@ -185,6 +306,7 @@ class SweepWriter:
         self.out.parent.mkdir(parents=True, exist_ok=True)
         # Each row's offset in the partial file by config_id (-1: none yet): 8 bytes a row.
         self._offsets = array("q")
+        self._failed = False  # a write failed (a full disk)
         header = csv_line(self.columns)
         kept = 0
         self.resumed_from: Path | None = None  # the file a resumed sweep's rows came from
@@ -194,7 +316,11 @@ class SweepWriter:
                 self.resumed_from = source
                 kept = self._read(source, header, resume, expect)
                 if source == self.out:
-                    with self.out.open("rb") as old, self.partial.open("wb") as new:
+                    with (
+                        _naming(self.partial),
+                        self.out.open("rb") as old,
+                        self.partial.open("wb") as new,
+                    ):
                         new.write(old.read(kept))
         if kept:
             self._handle: IO[bytes] | None = self.partial.open("r+b")
@@ -202,8 +328,14 @@ class SweepWriter:
             self._handle.truncate()
         else:
             self._handle = self.partial.open("wb")
-            self._handle.write(header.encode("utf-8"))
-            self._handle.flush()
+            try:
+                with _naming(self.partial):  # a full disk
+                    self._handle.write(header.encode("utf-8"))
+                    self._handle.flush()
+            except OSError:
+                self._failed = True
+                self.close()
+                raise
 
     @property
     def done(self) -> set[int]:
@@ -290,13 +422,22 @@ class SweepWriter:
     def write(self, row: Mapping[str, Any]) -> None:
         assert self._handle is not None, "SweepWriter already finished"
         self._note(int(row["config_id"]), self._handle.tell())
-        self._handle.write(csv_line([row.get(c) for c in self.columns]).encode("utf-8"))
-        self._handle.flush()
+        try:
+            with _naming(self.partial):  # a full disk (--resume drops a row cut short)
+                self._handle.write(csv_line([row.get(c) for c in self.columns]).encode())
+                self._handle.flush()
+        except OSError:
+            self._failed = True
+            raise
 
     def close(self) -> None:
         if self._handle is not None:
-            self._handle.close()
-            self._handle = None
+            handle, self._handle = self._handle, None
+            if self._failed:  # its buffer holds the row that failed: it would fail again
+                with contextlib.suppress(OSError):
+                    handle.close()
+            else:
+                handle.close()
 
     def finish(self) -> Path:
         """Write the sweep's rows so far (all of them, or those a stopped sweep finished)

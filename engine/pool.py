@@ -12,6 +12,8 @@ front ends use:
   before :meth:`SweepPool.executor` returns, so a sweep's first batch does not pay for it;
 * in a worker, Ctrl-C is ignored (the parent stops the sweep and keeps the rows finished)
   and nothing reaches the terminal (stdout and stderr go to /dev/null);
+* a worker ends with the process that started it, even one killed with SIGKILL: at once
+  on Linux, within :data:`PARENT_CHECK_S` elsewhere (:func:`_exit_with_parent`);
 * when processes cannot be started, :meth:`SweepPool.executor` returns None (run the sweep
   in the calling thread) and :attr:`SweepPool.problem` says why;
 * :meth:`SweepPool.discard` and :meth:`SweepPool.shutdown` stop the processes at once,
@@ -30,6 +32,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -103,14 +106,69 @@ def _batch_size(tokens: float, count: int, cell: int, workers: int) -> int:
     return size // cell * cell if size >= cell else size
 
 
-def _init_worker() -> None:
-    """In each worker: Ctrl-C is the parent's business, and nothing may write on the terminal."""
+# How often a worker looks whether the process that started it is still there.
+PARENT_CHECK_S = 0.5
+# The signal the kernel sends a worker when its parent thread ends (Linux).
+_PARENT_DEATH_SIGNAL = signal.SIGUSR1
+_PR_SET_PDEATHSIG = 1
+
+
+def _init_worker(parent: int) -> None:
+    """In each worker: Ctrl-C is the parent's business, nothing may write on the terminal,
+    and the worker ends with ``parent`` (:func:`_exit_with_parent`)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _exit_with_parent(parent)
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
     os.close(devnull)
     import engine.sweep  # noqa: F401  (the first batch should not pay for the imports)
+
+
+def _exit_with_parent(parent: int) -> None:
+    """End this process as soon as ``parent`` (the process that started it) is gone.
+
+    A parent killed with SIGKILL cannot stop its workers, and a worker waiting on the
+    parent's pipe would wait forever, under PID 1. On Linux the kernel signals the worker
+    when the thread that started it ends (``PR_SET_PDEATHSIG``); that may be a thread of
+    a parent that lives on (the app starts its pool from a worker thread), so the signal
+    only makes the worker look: it exits if its parent process is another now (it was
+    adopted). Everywhere, a thread also looks every :data:`PARENT_CHECK_S` seconds (the
+    signal handler runs between two bytecodes of the main thread; and off Linux there is
+    no signal)."""
+
+    def orphaned() -> bool:
+        return os.getppid() != parent
+
+    def on_signal(signum: int, frame: object) -> None:
+        if orphaned():
+            os._exit(1)
+
+    with contextlib.suppress(ValueError, OSError):  # ValueError: not the main thread
+        signal.signal(_PARENT_DEATH_SIGNAL, on_signal)
+        _set_parent_death_signal(_PARENT_DEATH_SIGNAL)
+    if orphaned():  # the parent died before the kernel was told
+        os._exit(1)
+
+    def watch() -> None:
+        with contextlib.suppress(AttributeError, OSError):  # the signal is the main thread's
+            signal.pthread_sigmask(signal.SIG_BLOCK, {_PARENT_DEATH_SIGNAL})
+        while not orphaned():
+            time.sleep(PARENT_CHECK_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="spectui-parent-watch", daemon=True).start()
+
+
+def _set_parent_death_signal(signum: int) -> None:
+    """prctl(PR_SET_PDEATHSIG, signum) on Linux; nothing elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_PDEATHSIG, int(signum), 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
 
 
 def _ready() -> int:
@@ -177,6 +235,7 @@ class SweepPool:
                             self.workers,
                             mp_context=multiprocessing.get_context(self.start_method),
                             initializer=_init_worker,
+                            initargs=(os.getpid(),),
                         )
                 except Exception as err:  # no processes on this system: threads it is
                     self.problem = f"{type(err).__name__}: {err}"

@@ -137,9 +137,7 @@ def _cost_figures(config: SpecConfig) -> dict[str, Any]:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from engine.files import SweepWriter
-    from engine.pool import SweepPool, batch_size_for
-    from engine.sweep import plan_sweep, sampler_name, sweep_rows
+    from engine.files import sweep_lock
 
     if args.scheduler is not None and args.workers > 1:
         raise UsageError("--workers and --scheduler: give one (Dask workers run the sweep)")
@@ -148,6 +146,18 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
         parse_scheduler(args.scheduler)  # a bad address fails before anything starts
     preset = load_preset(args.preset)
+    # Before planning (minutes for millions of configurations) and before the partial file
+    # is looked at: a second sweep on this --out is refused, not told to --resume.
+    with sweep_lock(args.out):
+        return _sweep(args, preset)
+
+
+def _sweep(args: argparse.Namespace, preset: Any) -> int:
+    """:func:`cmd_sweep` once it holds the lock of ``args.out``."""
+    from engine.files import SweepWriter
+    from engine.pool import SweepPool, batch_size_for
+    from engine.sweep import plan_sweep, sampler_name, sweep_rows
+
     configs = preset.sweep.lazy()  # built as their batches go: 100,000 need not fit
     plan = plan_sweep(configs, args.engine, args.exact_only)
     partial = args.out.with_name(args.out.name + ".partial")
