@@ -134,7 +134,9 @@ class Server(TextualServer):
         return {
             "font_size": to_int(request.query.get("fontsize", "16"), 16),
             "app_websocket_url": f"{scheme}://{request.host}{router['websocket'].url_for()}",
-            "config": {"static": {"url": f"{request.scheme}://{request.host}{static}/"}},
+            "config": {
+                "static": {"url": f"{request.scheme}://{request.host}{static}".rstrip("/") + "/"}
+            },
             "application": {"name": self.title},
         }
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.test_cli import spectui
-from tests.test_serve import FAKE_APP, _free_port, _poll
+from tests.test_serve import FAKE_APP, _alive, _free_port, _poll
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
 
@@ -169,31 +169,39 @@ def test_every_request_needs_the_token_printed_once():
 
         async def browse() -> dict[str, int]:
             seen: dict[str, int] = {}
-            # A browser keeps cookies for an IP address (aiohttp's jar does not by default).
+
+            async def ws_status(session: aiohttp.ClientSession, ws_url: str) -> int:
+                try:
+                    ws = await session.ws_connect(ws_url)
+                except aiohttp.WSServerHandshakeError as err:
+                    return err.status
+                await ws.close()
+                return 101
+
+            # A browser: it keeps cookies for an IP address (aiohttp's jar does not, unless
+            # told) and asks for what the page names.
             jar = aiohttp.CookieJar(unsafe=True)
-            async with aiohttp.ClientSession(cookie_jar=jar) as session:
+            async with aiohttp.ClientSession(cookie_jar=jar) as browser:
                 for name, path in [
                     ("page, no token", "/"),
                     ("page, wrong token", "/?token=" + token[:-1] + "x"),
                     ("script, no token", "/static/js/textual.js"),
-                    ("page, token", f"/?token={token}"),
-                    ("script, cookie", "/static/js/textual.js"),
                 ]:
-                    async with session.get(base + path) as response:
+                    async with browser.get(base + path) as response:
                         seen[name] = response.status
-            async with aiohttp.ClientSession() as session:  # no cookie
-                for name, path in [
-                    ("websocket, no token", "/ws"),
-                    ("websocket, wrong token", "/ws?token=nope"),
-                    ("websocket, token", f"/ws?token={token}"),
-                ]:
-                    try:
-                        ws = await session.ws_connect(base + path)
-                    except aiohttp.WSServerHandshakeError as err:
-                        seen[name] = err.status
-                    else:
-                        seen[name] = 101
-                        await ws.close()
+                seen["websocket, no token"] = await ws_status(browser, base + "/ws")
+                seen["websocket, wrong token"] = await ws_status(browser, base + "/ws?token=no")
+                async with browser.get(url) as response:
+                    seen["page, token"] = response.status
+                    page = await response.text()
+                script = re.search(r'<script src="([^"]+)"', page)
+                socket_url = re.search(r'data-session-websocket-url="([^"]+)"', page)
+                assert script and socket_url, page
+                async with browser.get(script.group(1)) as response:
+                    seen["its script"] = response.status
+                # What the page's script opens: its websocket, with the terminal's size.
+                ws_url = socket_url.group(1) + "?width=80&height=24"
+                seen["its websocket"] = await ws_status(browser, ws_url)
             return seen
 
         seen = asyncio.run(browse())
@@ -203,11 +211,11 @@ def test_every_request_needs_the_token_printed_once():
         "page, no token": 403,
         "page, wrong token": 403,
         "script, no token": 403,
-        "page, token": 200,
-        "script, cookie": 200,
         "websocket, no token": 403,
         "websocket, wrong token": 403,
-        "websocket, token": 101,
+        "page, token": 200,
+        "its script": 200,
+        "its websocket": 101,
     }
     # Printed once (the line read above), never again: not in the access log's lines.
     assert token not in out + err and "/ws" in err, out + err
@@ -280,6 +288,61 @@ def test_sigterm_ends_server_apps_and_children_with_a_browser_connected():
         for pid in family.alive():
             os.kill(pid, signal.SIGKILL)
         _stop(server)
+
+
+STUCK_APP = """
+import os, signal, subprocess, sys
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+with open(sys.argv[1] + ".tmp", "w") as out:
+    out.write(f"{os.getpid()} {worker.pid}")
+os.replace(sys.argv[1] + ".tmp", sys.argv[1])
+sys.stdout.buffer.write(b"__GANGLION__\\n")
+sys.stdout.flush()
+while True:  # deaf to quit, and to the end of its input
+    signal.pause()
+"""
+
+
+def test_stopping_the_server_kills_an_app_that_does_not_quit_and_its_worker(tmp_path, monkeypatch):
+    # An app that ignores quit and SIGTERM, with a process of its own: the server kills
+    # its process group QUIT_GRACE_S after it was told to stop.
+    aiohttp = pytest.importorskip("aiohttp")
+    pytest.importorskip("textual_serve")
+    from aiohttp.test_utils import TestServer
+
+    import spectui.webserver
+    from spectui.webserver import Server
+
+    monkeypatch.setattr(spectui.webserver, "QUIT_GRACE_S", 0.2)
+    app_file, pids_file = tmp_path / "stuck.py", tmp_path / "pids"
+    app_file.write_text(STUCK_APP)
+    server = Server(
+        f"exec {sys.executable} {app_file} {pids_file}",
+        host="127.0.0.1",
+        port=0,
+        title="t",
+        token="T",
+    )
+
+    async def browse() -> list[int]:
+        test_server = TestServer(await server._make_app())
+        await test_server.start_server()
+        async with aiohttp.ClientSession() as session:
+            ws = await session.ws_connect(test_server.make_url("/ws?token=T"))
+            started = await asyncio.to_thread(_poll, pids_file.exists, 30)
+            assert started, "the stand-in app did not start"
+            await test_server.close()  # what SIGTERM does: the server's shutdown
+            await ws.close()
+        return [int(p) for p in pids_file.read_text().split()]
+
+    pids = asyncio.run(browse())
+    try:
+        assert _poll(lambda: not any(map(_alive, pids)), 5), "the stuck app or its worker lives"
+    finally:
+        for pid in pids:
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
 
 
 # --- item 14: a browser's bad messages, and abrupt leaving, are one line each ---------------
