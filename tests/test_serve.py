@@ -25,6 +25,7 @@ pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="ne
 
 # Start-up of the app under a busy test run takes a few seconds; leaving must be prompt.
 DEADLINE_S = 30 + EXIT_GRACE_S
+STOP_S = 5.0  # what `serve` promises: SIGTERM or SIGINT ends it and every child this soon
 
 
 def _packet(kind: bytes, meta: dict[str, object]) -> bytes:
@@ -182,11 +183,11 @@ def test_stopping_the_server_leaves_no_child():
                     return sum(_is_python(pid) for pid in children) >= 2
 
                 assert _poll(both_apps_seen, 60)
-                server.send_signal(signal.SIGINT)
-                await asyncio.to_thread(server.wait, DEADLINE_S)
+                server.send_signal(signal.SIGINT)  # a browser still connected
+                await asyncio.to_thread(server.wait, STOP_S)
 
         asyncio.run(browse())
-        assert _poll(lambda: not any(_alive(pid) for pid in children), DEADLINE_S), [
+        assert _poll(lambda: not any(_alive(pid) for pid in children), STOP_S), [
             Path(f"/proc/{pid}/cmdline").read_bytes() for pid in children if _alive(pid)
         ]
     finally:
