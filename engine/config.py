@@ -998,6 +998,16 @@ def schedule_k(text: str, batch: int) -> int:
     return [k for b, k in _schedule(text) if b <= batch][-1]
 
 
+def ascii_int(text: str) -> int:
+    """The integer ``text`` spells in ASCII digits (spaces around it allowed); ValueError
+    otherwise. Python's int() also reads other scripts' digits ("٣" is 3), which nobody
+    means in a flag or a field: every integer typed by a person is read here."""
+    text = text.strip()
+    if not text.isascii():
+        raise ValueError(f"{text!r} is not in ASCII digits")
+    return int(text)
+
+
 def parse_value(field: str, text: str) -> Any:
     """One field's value from what a person typed (CLI flag, form field), checked.
 
@@ -1016,7 +1026,7 @@ def parse_value(field: str, text: str) -> Any:
         if not text.isascii():
             noun += " (ASCII digits only)"
             raise ValueError(text)
-        value: Any = int(text) if integer else float(text)
+        value: Any = ascii_int(text) if integer else float(text)
     except ValueError:
         shown = repr(text) if text else "empty"
         raise ConfigError(field, f"{shown} is not {noun}; expected {spec.allowed()}") from None

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from engine.config import FIELD_SPECS, WORKERS_MAX, ConfigError, parse_value
-from spectui.errors import UsageError
+from spectui.errors import UsageError, bounded_int
 
 DEFAULT_SWEEP_OUT = Path("results/sweep_summary.csv")
 ENGINES = ("fast", "reference")
@@ -129,7 +129,7 @@ def build_parser() -> Parser:
     sweep.add_argument("--preset", metavar="NAME|PATH", default="seed-576")
     sweep.add_argument("--out", metavar="FILE", type=_file_path, default=DEFAULT_SWEEP_OUT)
     sweep.add_argument(
-        "--workers", metavar="N", type=_bounded_int("--workers", WORKERS_MAX), default=1
+        "--workers", metavar="N", type=bounded_int("--workers", WORKERS_MAX), default=1
     )
     sweep.add_argument("--engine", choices=ENGINES, default="fast", help=ENGINE_HELP)
     sweep.add_argument("--exact-only", action="store_true", help="exact values only, no sampling")
@@ -175,26 +175,20 @@ def build_parser() -> Parser:
     sub.add_parser("presets", help="list shipped and user presets")
 
     serve = sub.add_parser("serve", help="serve the app in a web browser (textual-serve)")
-    serve.add_argument("--host", default="127.0.0.1", help="bind address (default: 127.0.0.1)")
-    serve.add_argument("--port", type=_bounded_int("--port", 65535), default=8000)
+    serve.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="bind address (default: 127.0.0.1, this machine only); any other needs --allow-remote",
+    )
+    serve.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow a --host other machines reach (0.0.0.0, '', ::, an interface's address): "
+        "anyone with the printed URL, token included, uses the app and this machine's files",
+    )
+    serve.add_argument("--port", metavar="N", type=bounded_int("--port", 65535), default=8000)
     serve.add_argument("--preset", metavar="NAME|PATH")
     return parser
-
-
-def _bounded_int(flag: str, high: int):
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = 0
-        if not 1 <= value <= high:
-            raise argparse.ArgumentTypeError(
-                f"{text!r} is not allowed; expected an integer in [1, {high}]"
-            )
-        return value
-
-    parse.__name__ = flag
-    return parse
 
 
 def _file_path(text: str) -> Path:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.config import FIELD_SPECS, ConfigError
-from spectui.errors import UsageError
+from spectui.errors import UsageError, bounded_int
 
 # A fitted linear cost is written in microseconds of this target step (only ratios matter).
 STEP_US = 1000.0
@@ -48,11 +48,15 @@ def add_calibrate_parser(
         "plain-decoding baseline); fits the linear cost's fixed and per-token terms",
     )
     cal.add_argument(
-        "--calibrate-k-max", type=int, default=16, metavar="N", help="largest K to consider"
+        "--calibrate-k-max",
+        type=bounded_int("--calibrate-k-max", 64),
+        default=16,
+        metavar="N",
+        help="largest K to consider",
     )
     cal.add_argument(
         "--log-k",
-        type=int,
+        type=bounded_int("--log-k", 1024),
         metavar="N",
         help="the K the log was recorded at, where its lines do not say (SGLang accept len, "
         "old llama.cpp)",
@@ -156,10 +160,6 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                 "; priced as 1 + ... steps with no negative term (a speculative cycle cannot "
                 "cost less than the plain step it contains): check the points"
             )
-    if not 1 <= args.calibrate_k_max <= 64:
-        raise UsageError("--calibrate-k-max: expected an integer in [1, 64]")
-    if args.log_k is not None and not 1 <= args.log_k <= 1024:
-        raise UsageError("--log-k: expected an integer in [1, 1024]")
     try:
         cal = calibrate(parsed.windows, k=args.log_k)
     except CalibrationError as err:

@@ -7,6 +7,8 @@ import contextlib
 import json
 import logging
 import math
+import secrets
+import shlex
 import signal
 import sys
 import threading
@@ -344,11 +346,25 @@ def cmd_serve(args: argparse.Namespace) -> int:
         import textual_serve.server  # noqa: F401
     except ImportError:
         raise UsageError("textual-serve is not installed: pip install 'spectui[serve]'") from None
-    from spectui.served import serve
+    from spectui.served import is_loopback, serve
 
-    command = f"{sys.executable} -m spectui"
+    where = "every interface" if args.host in ("", "0.0.0.0", "::") else repr(args.host)
+    remote = not is_loopback(args.host)
+    if remote and not args.allow_remote:
+        raise UsageError(
+            f"--host {args.host!r} serves the app, and through it this machine's files, to "
+            "other machines: add --allow-remote to mean it (or leave --host out: loopback)"
+        )
+    command = [sys.executable, "-m", "spectui"]
     if args.preset:
         load_preset(args.preset)  # fail here, with one line, rather than in the browser
-        command += f" --preset {str(Path(args.preset))!r}"
-    serve(command, host=args.host, port=args.port, title="spectui")
+        command += ["--preset", str(Path(args.preset))]
+    if remote:
+        print(
+            f"spectui serve: warning: listening on {where}, port {args.port}: anyone who "
+            "reaches it with the URL below uses the app and this machine's files as you",
+            file=sys.stderr,
+        )
+    token = secrets.token_urlsafe(32)
+    serve(shlex.join(command), host=args.host, port=args.port, title="spectui", token=token)
     return 0

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine.config import FIELD_SPECS, ConfigError, check_value
+from engine.config import FIELD_SPECS, ConfigError, ascii_int, check_value
 from spectui.errors import UsageError
 
 if TYPE_CHECKING:
@@ -64,13 +64,6 @@ def _list_of(field: str, parse_one: Callable[[str], int]) -> Callable[[str], tup
     return parse
 
 
-def _plain_int(text: str) -> int:
-    text = text.strip()
-    if not text.isascii():
-        raise ValueError(text)
-    return int(text)
-
-
 def _context(text: str) -> int:
     from engine.regime import parse_context
 
@@ -101,7 +94,7 @@ def add_regime_parser(
     axes.add_argument(
         "--batch-sizes",
         metavar="LIST",
-        type=_list_of("workload.batch_size", _plain_int),
+        type=_list_of("workload.batch_size", ascii_int),
         help="batch sizes, comma-separated (default: 1,2,4,...,512)",
     )
     axes.add_argument(
@@ -112,11 +105,11 @@ def add_regime_parser(
         "(default: 1k,2k,4k,...,128k)",
     )
     ks = axes.add_mutually_exclusive_group()
-    ks.add_argument("--ks", metavar="LIST", type=_list_of("k", _plain_int), help="K values")
+    ks.add_argument("--ks", metavar="LIST", type=_list_of("k", ascii_int), help="K values")
     ks.add_argument(
         "--k-max",
         metavar="N",
-        type=_list_of("k", _plain_int),
+        type=_list_of("k", ascii_int),
         help="K from 1 to N (default: 16)",
     )
     out = regime.add_argument_group("output")

@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import multiprocessing
 import os
 import signal
+import socket
 import threading
 import time
 from typing import Any
@@ -36,18 +38,34 @@ EXIT_GRACE_S = 5.0
 REAP_POLL_S = 0.02
 
 
-def serve(command: str, host: str, port: int, title: str) -> None:
-    """textual-serve's server for ``command``, which waits on shutdown until every app
-    process it started has been reaped (:func:`reap_children`)."""
-    from textual_serve.server import Server
+def serve(command: str, host: str, port: int, title: str, token: str) -> None:
+    """Serve ``command`` (one process per browser) on ``host``:``port``, to requests that
+    carry ``token`` (:class:`spectui.webserver.Server`)."""
+    from spectui.webserver import Server
 
-    class _Server(Server):
-        async def _make_app(self) -> Any:
-            app = await super()._make_app()
-            app.on_cleanup.append(reap_children)
-            return app
+    Server(command, host=host, port=port, title=title, token=token).serve()
 
-    _Server(command, host=host, port=port, title=title).serve()
+
+def is_loopback(host: str) -> bool:
+    """``host`` names this machine only (``localhost``, 127.0.0.0/8, ``::1``); the empty
+    host, ``0.0.0.0`` and ``::`` are every interface."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def base_url(host: str, port: int) -> str:
+    """The address a person opens for a server bound to ``host``: every interface
+    (``""``, ``0.0.0.0``, ``::``) is reached through this machine's name; an IPv6 address
+    goes in brackets."""
+    if host in ("", "0.0.0.0", "::"):
+        host = socket.gethostname()
+    elif ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{port}"
 
 
 async def reap_children(_app: object = None) -> None:

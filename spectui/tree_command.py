@@ -15,7 +15,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from engine.config import FIELD_SPECS, ConfigError
+from engine.config import FIELD_SPECS, ConfigError, ascii_int
 from spectui.errors import UsageError
 
 DEFAULT_COST = "roofline"
@@ -23,7 +23,7 @@ DEFAULT_COST = "roofline"
 
 def _pair(text: str) -> tuple[int, int]:
     try:
-        k, d = (int(x) for x in text.split(","))
+        k, d = (ascii_int(x) for x in text.split(","))
     except ValueError:
         raise argparse.ArgumentTypeError("expected K,DEPTH (two integers)") from None
     if not (1 <= k <= 16 and 1 <= d <= 8 and k**d <= 4096):

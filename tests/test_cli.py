@@ -377,19 +377,17 @@ def test_serve_binds_loopback_and_serves_the_page():
         port = probe.getsockname()[1]
     proc = subprocess.Popen(
         [sys.executable, "-m", "spectui", "serve", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
     try:
-        deadline, body = time.monotonic() + 60, ""
-        while time.monotonic() < deadline and not body:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as reply:
-                    assert reply.status == 200
-                    body = reply.read().decode()
-            except OSError:
-                time.sleep(0.3)
+        assert proc.stdout is not None
+        url = proc.stdout.readline().split()[-1]  # printed once it listens
+        assert url.startswith(f"http://127.0.0.1:{port}/?token=")
+        with urllib.request.urlopen(url, timeout=30) as reply:
+            assert reply.status == 200
+            body = reply.read().decode()
         assert "textual" in body.lower()
         assert f"127.0.0.1:{port}" in body  # the page points back at the loopback address
     finally:

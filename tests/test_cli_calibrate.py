@@ -94,7 +94,7 @@ def test_cost_points_fit_the_linear_cost(run, tmp_path):
     ("args", "message"),
     [
         (["nope.log"], "nope.log: cannot read"),
-        (["--log-k", "0", "LOG"], "--log-k: expected an integer in [1, 1024]"),
+        (["--log-k", "0", "LOG"], "--log-k: '0' is not allowed; expected an integer in [1, 1024]"),
         (["--cost-points", "POINTS", "LOG"], "row 2: expected columns k,mean_length,tpot"),
         (["--cost-points", "NAN", "LOG"], "row 3: k >= 0, mean_length >= 1, tpot > 0"),
         (["--cost-points", "BINARY", "LOG"], "not a text file (UTF-8 CSV expected)"),

@@ -25,6 +25,7 @@ pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="ne
 
 # Start-up of the app under a busy test run takes a few seconds; leaving must be prompt.
 DEADLINE_S = 30 + EXIT_GRACE_S
+STOP_S = 5.0  # what `serve` promises: SIGTERM or SIGINT ends it and every child this soon
 
 
 def _packet(kind: bytes, meta: dict[str, object]) -> bytes:
@@ -150,31 +151,28 @@ def _poll(condition, timeout: float) -> bool:
     return condition()
 
 
-@pytest.mark.timeout(300)  # its own deadlines add up to more than the default timeout
 def test_stopping_the_server_leaves_no_child():
     aiohttp = pytest.importorskip("aiohttp")
     pytest.importorskip("textual_serve")
     port = _free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "spectui", "serve", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
+        text=True,
     )
+    assert server.stdout is not None
+    url = server.stdout.readline().split()[-1]  # Serving spectui on http://...?token=...
     children: set[int] = set()
     try:
 
         async def browse() -> None:
             async with aiohttp.ClientSession() as session:
-                for _ in range(300):
-                    try:
-                        async with session.get(f"http://127.0.0.1:{port}/") as response:
-                            await response.read()
-                        break
-                    except aiohttp.ClientError:
-                        await asyncio.sleep(0.1)
+                async with session.get(url) as response:
+                    await response.read()
                 # One browser that leaves during start-up, one that stays.
                 for stays in (False, True):
-                    ws = await session.ws_connect(f"http://127.0.0.1:{port}/ws")
+                    ws = await session.ws_connect(url.replace("/?", "/ws?"))
                     await ws.send_json(["resize", {"width": 88, "height": 28}])
                     if stays:
                         break
@@ -185,11 +183,11 @@ def test_stopping_the_server_leaves_no_child():
                     return sum(_is_python(pid) for pid in children) >= 2
 
                 assert _poll(both_apps_seen, 60)
-                server.send_signal(signal.SIGINT)
-                await asyncio.to_thread(server.wait, DEADLINE_S)
+                server.send_signal(signal.SIGINT)  # a browser still connected
+                await asyncio.to_thread(server.wait, STOP_S)
 
         asyncio.run(browse())
-        assert _poll(lambda: not any(_alive(pid) for pid in children), DEADLINE_S), [
+        assert _poll(lambda: not any(_alive(pid) for pid in children), STOP_S), [
             Path(f"/proc/{pid}/cmdline").read_bytes() for pid in children if _alive(pid)
         ]
     finally:
@@ -244,7 +242,7 @@ time.sleep(0.3)  # ...while its process still has a moment of exit ahead
 SERVER = """
 import sys, time
 from spectui.served import serve
-serve(sys.argv[1], "127.0.0.1", int(sys.argv[2]), "spectui")
+serve(sys.argv[1], "127.0.0.1", int(sys.argv[2]), "spectui", token="T")
 time.sleep(1.5)  # the server process lives on after its loop closed, as spectui's does
 """
 
@@ -271,12 +269,12 @@ def test_stopping_the_server_logs_no_closed_loop_warning(tmp_path):
             async with aiohttp.ClientSession() as session:
                 for _ in range(300):
                     try:
-                        async with session.get(f"http://127.0.0.1:{port}/") as response:
+                        async with session.get(f"http://127.0.0.1:{port}/?token=T") as response:
                             await response.read()
                         break
                     except aiohttp.ClientError:
                         await asyncio.sleep(0.1)
-                ws = await session.ws_connect(f"http://127.0.0.1:{port}/ws")
+                ws = await session.ws_connect(f"http://127.0.0.1:{port}/ws?token=T")
                 await ws.send_json(["resize", {"width": 80, "height": 24}])
                 assert _poll(lambda: any(map(_is_python, _descendants(server.pid))), 60)
                 await ws.close()  # the browser goes: the server stops its app
