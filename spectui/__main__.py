@@ -188,7 +188,22 @@ def build_parser() -> Parser:
     )
     serve.add_argument("--port", metavar="N", type=bounded_int("--port", 65535), default=8000)
     serve.add_argument("--preset", metavar="NAME|PATH")
+    serve.add_argument(
+        "--files",
+        metavar="DIR",
+        action="append",
+        type=_folder,
+        help="a folder the served app may open files in, besides the working directory and "
+        "spectui's own (repeatable); paths typed in the app that lead elsewhere are refused",
+    )
     return parser
+
+
+def _folder(text: str) -> Path:
+    path = Path(text).expanduser()
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a folder")
+    return path
 
 
 def _file_path(text: str) -> Path:

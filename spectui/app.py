@@ -651,9 +651,14 @@ class SpectuiApp(App[None]):
     # --- presets ---------------------------------------------------------------------------
     def apply_preset(self, name_or_path: str) -> bool:
         """Load a preset into the form (and the sweep picker); errors become notifications."""
+        from engine.presets import resolve_preset
+        from spectui.confined import OutsideFiles, confine, confine_config
+
         try:
+            confine(resolve_preset(name_or_path))  # a served app opens its own folders only
             preset = load_preset(name_or_path)
-        except PresetError as err:
+            confine_config(preset.config)  # nor a cost table elsewhere
+        except (PresetError, OutsideFiles) as err:
             self.notify(str(err), title="Preset not loaded", severity="error", timeout=10)
             return False
         self.preset = preset

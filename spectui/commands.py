@@ -7,6 +7,7 @@ import contextlib
 import json
 import logging
 import math
+import os
 import secrets
 import shlex
 import signal
@@ -365,6 +366,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
             "reaches it with the URL below uses the app and this machine's files as you",
             file=sys.stderr,
         )
+    from spectui import confined
+
+    # What a browser's app may open: its own folders, the working directory, --files.
+    os.environ[confined.ENV] = confined.environment(args.files or ())
     token = secrets.token_urlsafe(32)
     serve(shlex.join(command), host=args.host, port=args.port, title="spectui", token=token)
     return 0

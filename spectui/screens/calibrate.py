@@ -43,6 +43,7 @@ from textual.timer import Timer
 from textual.widgets import DataTable, Input, Static, TabbedContent, TabPane, TextArea
 from textual.worker import Worker, get_current_worker
 
+from spectui.confined import OutsideFiles, confine
 from spectui.plotting.terminal import (
     GLYPHS,
     Drawing,
@@ -498,6 +499,11 @@ class CalibrateScreen(ReportsWorkerErrors, ModalScreen["SpecConfig | None"]):
         if self._timer is not None:
             self._timer.stop()
             self._timer = None
+        try:
+            confine(path)  # a served app opens its own folders only
+        except OutsideFiles as err:
+            self._status(str(err), error=True)
+            return
         self._start(path, path=str(Path(path).expanduser()))
 
     def _log_k(self) -> int | None:

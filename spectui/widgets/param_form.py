@@ -32,6 +32,7 @@ from engine.config import (
     parse_value,
     reads,
 )
+from spectui.confined import OutsideFiles, confine
 from spectui.messages import ConfigChanged
 
 # The fields that choose a part of the scenario (draft model, cost model, policy, shape).
@@ -448,9 +449,11 @@ class ParamForm(VerticalScroll, can_focus=False):
                 continue
             try:
                 values[key] = parse_field(key, field.value)
-            except ConfigError as err:
+                if FIELD_SPECS[key].kind == "path" and values[key]:
+                    confine(values[key])  # a served app opens its own folders only
+            except (ConfigError, OutsideFiles) as err:
                 if key in visible:
-                    errors[key] = _reason(err)
+                    errors[key] = _reason(err) if isinstance(err, ConfigError) else str(err)
                 else:  # an inert, hidden field keeps its last valid value
                     values[key] = self._base.get(key)
         if errors:
