@@ -54,7 +54,12 @@ ARENA_KEYS = (
 
 
 class PresetError(ValueError):
-    """A preset cannot be found or is malformed; the message names file, key and problem."""
+    """A preset cannot be found or is malformed; the message names file, key and problem.
+    ``path``: the preset's file, where :func:`list_presets` found it."""
+
+    def __init__(self, message: str, path: Path | None = None) -> None:
+        super().__init__(message)
+        self.path = path
 
 
 def user_preset_dir() -> Path:
@@ -313,7 +318,7 @@ def list_presets() -> list[Preset | PresetError]:
         try:
             out.append(load_preset_file(path))
         except PresetError as err:
-            out.append(err)
+            out.append(PresetError(str(err), path))
     return out
 
 

@@ -236,7 +236,7 @@ def _safe(value: Any) -> Any:
 
 def _payload(parsed: Any, cal: Any, rec: Any, configs: dict[str, str], note: str) -> dict[str, Any]:
     return {
-        "windows": len(parsed.windows),
+        "windows": parsed.used,
         "rejected": [
             {"line": w.line, "source": w.source, "problems": list(w.problems)}
             for w in parsed.rejected
@@ -298,7 +298,7 @@ def _print(
     drafts = f"{cal.drafts:,.0f} drafts" if cal.drafts else "drafts unknown"
     out.print(
         Text(
-            f"Calibration: {_count(len(parsed.windows), 'window')} ({sources}), {drafts}"
+            f"Calibration: {_count(parsed.used, 'window')} ({sources}), {drafts}"
             f"{k_text}; {len(parsed.rejected)} rejected, {_count(parsed.skipped, 'line')} skipped",
             style="bold",
         )

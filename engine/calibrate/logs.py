@@ -50,6 +50,7 @@ format recognises (including ``# source:`` comments) are counted in
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import re
@@ -73,6 +74,9 @@ SOURCES = (
 # Relative slack on K = drafted / drafts: n-gram drafters sometimes propose fewer than K
 # tokens (vllm-project/vllm#24344: 4960 draft tokens in 993 drafts of K = 5).
 K_TOLERANCE = 0.02
+# Windows held one by one; past this many, those calibration pools by their counts are merged
+# as they come (_pooled): a log of millions of windows is read in bounded memory.
+POOL_AFTER = 100_000
 # The most lines a multi-line summary (vllm bench's, the offline example's) is read to.
 BLOCK_MAX_LINES = 1000
 # Slack for values computed from exact counts (float rounding only).
@@ -113,6 +117,14 @@ class ParseResult:
     rejected: list[Window]  # with problems (reported, never used)
     skipped: int  # lines recognised as none of the formats
     lines: int  # lines read
+    # Usable windows merged into others (past POOL_AFTER windows: see _pooled), so that
+    # ``used`` windows were found in all.
+    pooled: int = 0
+
+    @property
+    def used(self) -> int:
+        """The usable windows found (those listed and those pooled into them)."""
+        return len(self.windows) + self.pooled
 
 
 class LogError(ValueError):
@@ -808,8 +820,13 @@ def parse_log_lines(lines: Iterable[str], name: str = "<input>") -> ParseResult:
     previous_v0: _V0Line | None = None
     llama_requests: list[Window] = []
     llama_stats: dict[str, Window] = {}
-    skipped = 0
+    skipped = pooled = 0
+    pool_at = POOL_AFTER
     while (line := reader.take()) is not None:
+        if len(found) >= pool_at:  # a log of millions of windows: memory stays flat
+            found, merged = _pooled(found)
+            pooled += merged
+            pool_at = len(found) + POOL_AFTER
         index = reader.taken - 1
         stripped = line.strip()
         if not stripped or prometheus.feed(stripped, line, index):
@@ -850,6 +867,7 @@ def parse_log_lines(lines: Iterable[str], name: str = "<input>") -> ParseResult:
         rejected=[w for w in found if w.problems],
         skipped=skipped,
         lines=reader.taken,
+        pooled=pooled,
     )
     if not result.windows:
         if result.rejected:
@@ -859,6 +877,45 @@ def parse_log_lines(lines: Iterable[str], name: str = "<input>") -> ParseResult:
             reason = "no speculative decoding metrics (vLLM, SGLang, llama.cpp)"
         raise LogError(f"{name}: nothing usable in {reader.taken} lines: {reason}")
     return result
+
+
+def _pooled(windows: list[Window]) -> tuple[list[Window], int]:
+    """``windows`` with the usable ones that have per-position counts merged by source, K
+    and number of positions (their drafts, tokens and per-position counts summed: what
+    calibration pools), and how many were merged away. The others are kept as they are."""
+    kept: list[Window] = []
+    groups: dict[tuple[str, int | None, int], Window] = {}
+    merged = 0
+    for w in windows:
+        if (
+            w.problems
+            or not w.position_accepted
+            or not w.drafts
+            or w.drafted is None
+            or w.accepted is None
+        ):
+            kept.append(w)
+            continue
+        key = (w.source, w.k, len(w.position_accepted))
+        base = groups.get(key)
+        if base is None:
+            groups[key] = w
+            continue
+        assert base.drafts and base.drafted is not None and base.accepted is not None
+        assert base.position_accepted is not None
+        drafts, accepted = base.drafts + w.drafts, base.accepted + w.accepted
+        groups[key] = dataclasses.replace(
+            base,
+            drafts=drafts,
+            drafted=base.drafted + w.drafted,
+            accepted=accepted,
+            mean_length=1.0 + accepted / drafts,
+            position_accepted=tuple(
+                a + b for a, b in zip(base.position_accepted, w.position_accepted, strict=True)
+            ),
+        )
+        merged += 1
+    return kept + list(groups.values()), merged
 
 
 class _Reader:
