@@ -117,6 +117,11 @@ def check_appendable(
         return None
     missing = [name for name in header if name not in names]
     extra = [name for name in names if name not in header and name not in optional]
+    if len(missing) == len(header):  # no column of ours: not repeated (it may be a secret)
+        raise ConfigError(
+            field,
+            f"{path}: line 1 is not a header of these columns (a CSV of spectui's); use a new file",
+        )
     if missing or extra:
         detail = "; ".join(
             f"{what}: {', '.join(found)}"
@@ -133,8 +138,9 @@ def _header_of(path: Path) -> list[str] | None:
     """The column names of an existing, non-empty CSV file, else None."""
     if not path.exists() or path.stat().st_size == 0:
         return None
-    with path.open(encoding="utf-8", newline="") as handle:
-        return next(csv.reader(handle), None)
+    with open_input(path) as handle:  # a header's worth at most, whatever the file holds
+        first = handle.readline(LOG_LINE_MAX_BYTES).decode("utf-8", "replace")
+    return next(csv.reader([first]), None)
 
 
 def csv_cell(value: Any) -> str:
@@ -232,7 +238,7 @@ class SweepWriter:
         (the ``sampler``: rows of another engine, or exact-only ones, are not mixed in)."""
         fields = [c for c in self.columns[1:] if c in _config_keys()]
         positions = [self.columns.index(c) for c in fields]
-        with path.open("rb") as handle:
+        with open_input(path) as handle:  # a FIFO put there is refused, not waited on
             first = handle.readline()
             if not first.endswith(b"\n"):
                 return 0  # not even a header: start again

@@ -9,7 +9,6 @@ file), so that a regression fails the test instead of hanging it."""
 from __future__ import annotations
 
 import contextlib
-import io
 import os
 import re
 import threading
@@ -93,6 +92,15 @@ def test_a_spec_file_entry_that_is_not_a_table_is_not_echoed(tmp_path):
         load_hardware(tmp_path)
     assert "[gpu]: expected a table of fields, got a string" in str(caught.value)
     assert "20228" not in str(caught.value)
+
+
+def test_a_summary_file_that_is_not_one_is_named_not_echoed(tmp_path):
+    (tmp_path / "key").write_text(f"{SECRET}\nmore\n")
+    args = ("run", "--n-sequences", "2", "--tokens-per-seq", "4", "--summary-out", "key")
+    line = one_error_line(spectui(*args, check=False))
+    assert "key: line 1 is not a header of these columns" in line
+    assert "20228" not in line
+    assert (tmp_path / "key").read_text() == f"{SECRET}\nmore\n"
 
 
 # ------------------------------------------- item 8: regular files only, bounded, streamed
@@ -269,19 +277,6 @@ def test_millions_of_windows_are_pooled_to_what_calibration_uses(monkeypatch):
     for a, b in zip(one.models, other.models, strict=True):
         numbers = {k: v for k, v in a.values.items() if isinstance(v, float)}
         assert {k: b.values[k] for k in numbers} == pytest.approx(numbers)
-
-
-def test_input_lines_splits_as_splitlines_across_blocks():
-    """Lines cut across read blocks (max_line 16: blocks of 16 bytes), multi-byte characters
-    split between blocks, every separator str.splitlines knows, and a bad byte."""
-    from engine.files import input_lines
-
-    data = "ab\r\ncé\rdé\x85f\u2028g\n\nhij\n".encode() + b"\xff\xfek\nlast"
-    assert (
-        list(input_lines(io.BytesIO(data), max_line=16))
-        == data.decode("utf-8", "replace").splitlines()
-    )
-    assert list(input_lines(io.BytesIO(b"0123456789\nab\n"), max_line=4)) == ["0123", "ab"]
 
 
 # ---------------------------------------------------------- item 10: TOML nested deeply

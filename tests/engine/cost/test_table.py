@@ -111,7 +111,10 @@ def test_csv_reader(tmp_path):
     ("text", "expected"),
     [
         ("", "empty file"),
-        ("batch,tokens,verify_us\n1,1,100\n", ":1: expected the header batch_size,tokens,verify_us"),
+        (
+            "batch,tokens,verify_us\n1,1,100\n",
+            ":1: expected the header batch_size,tokens,verify_us",
+        ),
         ("batch_size,tokens,verify_us\n1,1,abc\n", ":2: field 'verify_us' must be a number > 0"),
         ("batch_size,tokens,verify_us\n1,1,100\n0,1,100\n", ":3: field 'batch_size' must be a"),
         ("batch_size,tokens,verify_us\n1,1.5,100\n", ":2: field 'tokens' must be a whole number"),
