@@ -188,7 +188,8 @@ class SweepWriter:
         expect: Callable[[SpecConfig], Mapping[str, Any]] | None = None,
     ) -> None:
         self.out = writable_target(out)
-        self.partial = self.out.with_name(self.out.name + ".partial")
+        # A FIFO or a device there is refused, not waited on (nor written to).
+        self.partial = writable_target(self.out.with_name(self.out.name + ".partial"))
         self.columns = list(columns)
         self.out.parent.mkdir(parents=True, exist_ok=True)
         # Each row's offset in the partial file by config_id (-1: none yet): 8 bytes a row.

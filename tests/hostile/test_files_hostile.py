@@ -108,19 +108,27 @@ def test_a_summary_file_that_is_not_one_is_named_not_echoed(tmp_path):
 
 @contextlib.contextmanager
 def watched_fifo(path: Path) -> Iterator[threading.Event]:
-    """A FIFO at ``path``; the event is set if anything opened it to read (a writer then
-    opens and closes it, so that a reader waiting there gets an empty file, not a hang)."""
+    """A FIFO at ``path``; the event is set if anything opened it to read or wrote to it (a
+    writer, then a reader, open and close it in turn, so that code waiting there to read
+    gets an empty file, or to write a broken pipe: a failure, not a hang)."""
     os.mkfifo(path)
     opened, done = threading.Event(), threading.Event()
 
     def release() -> None:
         while not done.wait(0.05):
             try:  # succeeds only when a reader has the FIFO open
-                fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+                os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+                opened.set()
             except OSError:
-                continue
-            opened.set()
-            os.close(fd)
+                pass
+            reader = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # lets a waiting writer on
+            try:
+                if os.read(reader, 1 << 16):
+                    opened.set()
+            except BlockingIOError:
+                pass
+            finally:
+                os.close(reader)
 
     writer = threading.Thread(target=release, daemon=True)
     writer.start()
@@ -155,6 +163,16 @@ def test_a_fifo_is_refused_without_waiting_on_it(tmp_path, case):
     assert not opened.is_set(), "the FIFO was opened for reading"
     line = one_error_line(ran)
     assert f"{fifo}: cannot read: a FIFO (named pipe), not a regular file" in line
+
+
+def test_a_fifo_in_place_of_a_sweeps_partial_file_is_refused_without_waiting(tmp_path):
+    fifo = tmp_path / "out.csv.partial"
+    for resume in ((), ("--resume",)):
+        with watched_fifo(fifo) as opened:
+            ran = spectui("sweep", "--preset", "tiny", "--out", "out.csv", *resume, check=False)
+        assert not opened.is_set()
+        assert f"{fifo.name}: not a regular file" in one_error_line(ran)
+        fifo.unlink()
 
 
 def test_a_preset_key_naming_a_fifo_is_refused_without_waiting(tmp_path):
