@@ -1,4 +1,6 @@
-"""Writing results safely: atomic replacement, appended summaries, sweeps written as they run.
+"""Writing results safely: atomic replacement, appended summaries, sweeps written as they run;
+and reading what a user names: regular files only, never waited on, read to a stated size
+(:func:`open_input`, :func:`read_input`, :func:`input_lines` for a log of any size).
 
 The engine writes a file only when a caller asks it to, through these functions.
 """
@@ -333,7 +335,7 @@ def _config_keys() -> frozenset[str]:
 # The most spectui reads of a file it reads whole; a larger one is refused unread, in one line.
 PRESET_MAX_BYTES = 1 << 20  # a preset (TOML), and the user's hardware.toml / models.toml
 TABLE_MAX_BYTES = 1 << 20  # a cost table (CSV or vLLM's JSON profile), calibrate --cost-points
-SWEEP_CSV_MAX_BYTES = 256 << 20  # a sweep's results, for analyze, plot and the app's views
+SWEEP_CSV_MAX_BYTES = 256 << 20  # a sweep's results, for analyze and plot
 # A log is streamed, line by line, at any size; a line longer than this is cut there (no
 # metrics line comes near it), so that a file without newlines is never held whole.
 LOG_LINE_MAX_BYTES = 1 << 16

@@ -75,7 +75,7 @@ SOURCES = (
 # tokens (vllm-project/vllm#24344: 4960 draft tokens in 993 drafts of K = 5).
 K_TOLERANCE = 0.02
 # Windows held one by one; past this many, those calibration pools by their counts are merged
-# as they come (_pooled): a log of millions of windows is read in bounded memory.
+# as they come (_pool): a log of millions of windows is read in bounded memory.
 POOL_AFTER = 100_000
 # The most lines a multi-line summary (vllm bench's, the offline example's) is read to.
 BLOCK_MAX_LINES = 1000
@@ -117,7 +117,7 @@ class ParseResult:
     rejected: list[Window]  # with problems (reported, never used)
     skipped: int  # lines recognised as none of the formats
     lines: int  # lines read
-    # Usable windows merged into others (past POOL_AFTER windows: see _pooled), so that
+    # Usable windows merged into others (past POOL_AFTER windows: see _pool), so that
     # ``used`` windows were found in all.
     pooled: int = 0
 
@@ -821,12 +821,13 @@ def parse_log_lines(lines: Iterable[str], name: str = "<input>") -> ParseResult:
     llama_requests: list[Window] = []
     llama_stats: dict[str, Window] = {}
     skipped = pooled = 0
-    pool_at = POOL_AFTER
+    held: list[Window] = []  # past POOL_AFTER windows: those that cannot be pooled
+    groups: dict[tuple[str, int | None, int], Window] = {}  # and the pooled ones
     while (line := reader.take()) is not None:
-        if len(found) >= pool_at:  # a log of millions of windows: memory stays flat
-            found, merged = _pooled(found)
-            pooled += merged
-            pool_at = len(found) + POOL_AFTER
+        if len(found) >= POOL_AFTER:  # a log of millions of windows: memory stays flat
+            held.extend(_pool(found, groups))
+            pooled += len(found)
+            found = []
         index = reader.taken - 1
         stripped = line.strip()
         if not stripped or prometheus.feed(stripped, line, index):
@@ -861,6 +862,9 @@ def parse_log_lines(lines: Iterable[str], name: str = "<input>") -> ParseResult:
             (llama_requests if single.source == "llama.cpp" else found).append(_finished(single))
     found.extend(prometheus.finish())
     found.extend(llama_stats.values() if llama_stats else llama_requests)
+    if pooled:
+        found = held + found + list(groups.values())
+        pooled -= len(held) + len(groups)
     found.sort(key=lambda w: w.line)
     result = ParseResult(
         windows=[w for w in found if not w.problems],
@@ -879,13 +883,11 @@ def parse_log_lines(lines: Iterable[str], name: str = "<input>") -> ParseResult:
     return result
 
 
-def _pooled(windows: list[Window]) -> tuple[list[Window], int]:
-    """``windows`` with the usable ones that have per-position counts merged by source, K
-    and number of positions (their drafts, tokens and per-position counts summed: what
-    calibration pools), and how many were merged away. The others are kept as they are."""
+def _pool(windows: list[Window], groups: dict[tuple[str, int | None, int], Window]) -> list[Window]:
+    """Merge the usable ``windows`` that have per-position counts into ``groups``, one window
+    per source, K and number of positions (drafts, tokens and per-position counts summed:
+    what calibration pools); return the others, as they are."""
     kept: list[Window] = []
-    groups: dict[tuple[str, int | None, int], Window] = {}
-    merged = 0
     for w in windows:
         if (
             w.problems
@@ -914,8 +916,7 @@ def _pooled(windows: list[Window]) -> tuple[list[Window], int]:
                 a + b for a, b in zip(base.position_accepted, w.position_accepted, strict=True)
             ),
         )
-        merged += 1
-    return kept + list(groups.values()), merged
+    return kept
 
 
 class _Reader:

@@ -297,6 +297,19 @@ def test_millions_of_windows_are_pooled_to_what_calibration_uses(monkeypatch):
         assert {k: b.values[k] for k in numbers} == pytest.approx(numbers)
 
 
+def test_windows_that_cannot_be_pooled_are_all_kept(monkeypatch):
+    """SGLang's accept len (no counts) and rejected windows, past POOL_AFTER: every one is
+    kept, in order, and counted once."""
+    bad = v1_line(100, (60, 35, 20)).replace("Accepted: 115", "Accepted: 116")
+    text = "".join(
+        f"Decode batch. #running-req: 1, accept len: {2 + i / 100:.2f}\n" + bad for i in range(12)
+    )
+    monkeypatch.setattr(logs, "POOL_AFTER", 5)
+    parsed = logs.parse_log(text)
+    assert parsed.used == len(parsed.windows) == 12 and len(parsed.rejected) == 12
+    assert [w.line for w in parsed.windows] == list(range(1, 24, 2))
+
+
 # ---------------------------------------------------------- item 10: TOML nested deeply
 
 
