@@ -26,6 +26,7 @@ from .config import (
     check_value,
 )
 from .draft_models import DRAFT_MODELS, MODEL_PARAMETERS, get_model, inert_parameters
+from .files import SWEEP_CSV_MAX_BYTES, open_input
 from .simulator import METRIC_NAMES
 
 # The parameters of the original's three models (always columns of a sweep frame).
@@ -65,10 +66,14 @@ def scenario_columns(frame: pd.DataFrame) -> list[str]:
 def read_sweep_csv(path: Path) -> pd.DataFrame:
     """Load a sweep CSV and check its columns; errors name the file and the problem."""
     try:
-        frame = pd.read_csv(path)
+        with open_input(path, SWEEP_CSV_MAX_BYTES, "a sweep file") as handle:
+            frame = pd.read_csv(handle)
     except FileNotFoundError:
         raise SweepDataError(f"{path}: no such file (run `spectui sweep` first)") from None
-    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
+    except OSError as err:
+        raise SweepDataError(f"{path}: cannot read: {err.strerror or err}") from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
+        # pandas' messages give the place (line 5, byte 0xff), never the text
         raise SweepDataError(f"{path}: cannot read as CSV: {err}") from None
     missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
     if missing:
@@ -92,9 +97,7 @@ def check_sweep_frame(frame: pd.DataFrame, where: str) -> None:
             text = column[numeric.isna() & column.notna()]
             if len(text):
                 row = int(text.index[0])
-                raise SweepDataError(
-                    f"{where}: row {row + 2}: {name}: {text.iloc[0]!r} is not a number"
-                )
+                raise SweepDataError(f"{where}: row {row + 2}: {name}: not a number")
             column = numeric
         for value in column.unique():
             problem = None
@@ -103,8 +106,12 @@ def check_sweep_frame(frame: pd.DataFrame, where: str) -> None:
             else:
                 try:
                     check_value(name, value.item() if hasattr(value, "item") else value)
-                except ConfigError as err:
-                    problem = str(err).split(": ", 1)[1]
+                except ConfigError as err:  # a text cell is not repeated (a file's secret)
+                    problem = (
+                        f"not allowed; expected {FIELD_SPECS[name].allowed()}"
+                        if isinstance(value, str)
+                        else str(err).split(": ", 1)[1]
+                    )
             if problem:
                 row = int(np.flatnonzero(column.isna() if pd.isna(value) else column == value)[0])
                 raise SweepDataError(f"{where}: row {row + 2}: {name}: {problem}")

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import FIELD_SPECS, ConfigError, SpecConfig, check_value
-from .files import atomic_write_text
+from .files import PRESET_MAX_BYTES, atomic_write_text, read_input_text, shown_value, toml_document
 from .grid import SweepSpec
 
 # Package data (pyproject.toml), so that an installed wheel finds them too.
@@ -54,7 +54,12 @@ ARENA_KEYS = (
 
 
 class PresetError(ValueError):
-    """A preset cannot be found or is malformed; the message names file, key and problem."""
+    """A preset cannot be found or is malformed; the message names file, key and problem.
+    ``path``: the preset's file, where :func:`list_presets` found it."""
+
+    def __init__(self, message: str, path: Path | None = None) -> None:
+        super().__init__(message)
+        self.path = path
 
 
 def user_preset_dir() -> Path:
@@ -112,7 +117,7 @@ def _typed(path: Path, key: str, field: str, value: Any) -> Any:
     ):
         wrong = "a number"
     if wrong:
-        raise PresetError(f"{path}: {key}: expected {wrong}, got {value!r}")
+        raise PresetError(f"{path}: {key}: expected {wrong}, got {shown_value(value)}")
     try:
         return check_value(field, value)
     except ConfigError as err:
@@ -197,7 +202,7 @@ def _scheduler(path: Path, value: Any, sweep: SweepSpec) -> str:
     from .cluster import parse_scheduler  # imports the sweep engine: only when given
 
     if not isinstance(value, str):
-        raise PresetError(f"{path}: scheduler: expected a string, got {value!r}")
+        raise PresetError(f"{path}: scheduler: expected a string, got {shown_value(value)}")
     if not sweep.grids:
         raise PresetError(f"{path}: scheduler: only a sweep ([[grid]]) runs on a scheduler")
     try:
@@ -262,9 +267,10 @@ def _arena_tables(path: Path, raw: Any, sweep: SweepSpec) -> tuple[dict[str, tup
 
 
 def load_preset_file(path: Path) -> Preset:
-    """Read and validate one preset file."""
+    """Read and validate one preset file: a regular file of at most
+    :data:`engine.files.PRESET_MAX_BYTES` (anything else is refused unread, never waited on)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_input_text(path, PRESET_MAX_BYTES, "a preset")
     except FileNotFoundError:
         raise PresetError(f"{path}: no such preset file") from None
     except UnicodeDecodeError:
@@ -272,7 +278,7 @@ def load_preset_file(path: Path) -> Preset:
     except OSError as err:
         raise PresetError(f"{path}: cannot read: {err.strerror}") from None
     try:
-        data = tomllib.loads(text)
+        data = toml_document(text)
     except tomllib.TOMLDecodeError as err:
         raise PresetError(f"{path}: not valid TOML: {err}") from None
     return parse_preset(path, data)
@@ -312,7 +318,7 @@ def list_presets() -> list[Preset | PresetError]:
         try:
             out.append(load_preset_file(path))
         except PresetError as err:
-            out.append(err)
+            out.append(PresetError(str(err), path))
     return out
 
 

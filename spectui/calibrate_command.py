@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.config import FIELD_SPECS, ConfigError
+from engine.files import TABLE_MAX_BYTES, read_input_text
 from spectui.errors import UsageError, bounded_int
 
 # A fitted linear cost is written in microseconds of this target step (only ratios matter).
@@ -75,7 +76,7 @@ def read_cost_points(path: Path) -> tuple[list[tuple[int, float, float]], float]
     """The (K, mean acceptance length, TPOT) rows of a K sweep and the baseline TPOT (the
     row with K = 0). UsageError naming the file and row when one is malformed."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_input_text(path, TABLE_MAX_BYTES, "a cost-points file")
     except OSError as err:
         raise UsageError(f"--cost-points: {path}: cannot read: {err.strerror}") from None
     except UnicodeDecodeError:
@@ -129,17 +130,20 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         linear_cost_values,
         recommend,
     )
-    from engine.calibrate.logs import LogError, parse_log
+    from engine.calibrate.logs import LogError, parse_log_file, parse_log_lines
+    from engine.files import input_lines
 
-    try:
+    try:  # streamed, a line at a time: a log of any size
         if str(args.logfile) == "-":
-            parsed = parse_log(sys.stdin.read(), "<stdin>")
+            stream = getattr(sys.stdin, "buffer", None)  # none: a text stream put there
+            lines = (
+                input_lines(stream)
+                if stream is not None
+                else (part for line in sys.stdin for part in line.splitlines())
+            )
+            parsed = parse_log_lines(lines, "<stdin>")
         else:
-            try:
-                text = args.logfile.read_text(encoding="utf-8", errors="replace")
-            except OSError as err:
-                raise UsageError(f"{args.logfile}: cannot read: {err.strerror}") from None
-            parsed = parse_log(text, str(args.logfile))
+            parsed = parse_log_file(args.logfile)
     except LogError as err:
         raise UsageError(str(err)) from None
     try:
@@ -232,7 +236,7 @@ def _safe(value: Any) -> Any:
 
 def _payload(parsed: Any, cal: Any, rec: Any, configs: dict[str, str], note: str) -> dict[str, Any]:
     return {
-        "windows": len(parsed.windows),
+        "windows": parsed.used,
         "rejected": [
             {"line": w.line, "source": w.source, "problems": list(w.problems)}
             for w in parsed.rejected
@@ -294,7 +298,7 @@ def _print(
     drafts = f"{cal.drafts:,.0f} drafts" if cal.drafts else "drafts unknown"
     out.print(
         Text(
-            f"Calibration: {_count(len(parsed.windows), 'window')} ({sources}), {drafts}"
+            f"Calibration: {_count(parsed.used, 'window')} ({sources}), {drafts}"
             f"{k_text}; {len(parsed.rejected)} rejected, {_count(parsed.skipped, 'line')} skipped",
             style="bold",
         )

@@ -290,8 +290,10 @@ def _dask_runner(scheduler: str, stop: threading.Event) -> Any:
 
 def _has_rows(path: Path) -> bool:
     """Whether a sweep's partial file holds a row (more than its header line)."""
+    from engine.files import open_input
+
     try:
-        with path.open("rb") as handle:
+        with open_input(path) as handle:  # a FIFO there is not waited on
             handle.readline()
             return bool(handle.readline())
     except OSError:

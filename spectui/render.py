@@ -245,7 +245,8 @@ def presets_table(presets: list[Preset | PresetError]) -> Table:
         table.add_column(name)
     for preset in presets:
         if isinstance(preset, PresetError):
-            table.add_row("?", "", Text(f"error: {preset}", style="red"))
+            name = preset.path.stem if preset.path is not None else "?"
+            table.add_row(name, "unreadable", Text(f"error: {preset}", style="red"))
         else:
             runs = f"sweep of {preset.size()}" if preset.is_sweep else "1 run"
             table.add_row(preset.name, runs, preset.description)

@@ -50,11 +50,16 @@ format recognises (including ``# source:`` comments) are counted in
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from engine.files import input_lines, open_input
 
 SOURCES = (
     "vllm-v1",
@@ -69,11 +74,16 @@ SOURCES = (
 # Relative slack on K = drafted / drafts: n-gram drafters sometimes propose fewer than K
 # tokens (vllm-project/vllm#24344: 4960 draft tokens in 993 drafts of K = 5).
 K_TOLERANCE = 0.02
+# Windows held one by one; past this many, those calibration pools by their counts are merged
+# as they come (_pool): a log of millions of windows is read in bounded memory.
+POOL_AFTER = 100_000
+# The most lines a multi-line summary (vllm bench's, the offline example's) is read to.
+BLOCK_MAX_LINES = 1000
 # Slack for values computed from exact counts (float rounding only).
 EXACT = 1e-9
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Window:
     """One parsed measurement window: a log line, a scrape interval, or a summary."""
 
@@ -107,6 +117,14 @@ class ParseResult:
     rejected: list[Window]  # with problems (reported, never used)
     skipped: int  # lines recognised as none of the formats
     lines: int  # lines read
+    # Usable windows merged into others (past POOL_AFTER windows: see _pool), so that
+    # ``used`` windows were found in all.
+    pooled: int = 0
+
+    @property
+    def used(self) -> int:
+        """The usable windows found (those listed and those pooled into them)."""
+        return len(self.windows) + self.pooled
 
 
 class LogError(ValueError):
@@ -412,35 +430,29 @@ def _speculative(line: str, index: int) -> _Raw | _V0Line | None:
     return _V0Line(index, line, k, drafted, emitted, problems)
 
 
-def _v0_windows(lines: list[_V0Line]) -> list[_Raw]:
-    """Difference successive v0 totals into interval windows (a drop starts a new series)."""
-    raws = []
-    previous: _V0Line | None = None
-    for current in lines:
-        drafted, emitted = current.drafted, current.emitted
-        if (
-            previous is not None
-            and previous.k == current.k
-            and previous.drafted <= current.drafted
-            and previous.emitted <= current.emitted
-        ):
-            drafted -= previous.drafted
-            emitted -= previous.emitted
-        drafts = drafted / current.k
-        raws.append(
-            _Raw(
-                "vllm-v0",
-                current.index,
-                current.text,
-                drafts=drafts,
-                drafted=drafted,
-                accepted=round(emitted - drafts),
-                k=current.k,
-                problems=list(current.problems),
-            )
-        )
-        previous = current
-    return raws
+def _v0_window(current: _V0Line, previous: _V0Line | None) -> _Raw:
+    """A v0 line's interval window: its totals less the line before's (a drop in a total, or
+    another K, starts a new series)."""
+    drafted, emitted = current.drafted, current.emitted
+    if (
+        previous is not None
+        and previous.k == current.k
+        and previous.drafted <= current.drafted
+        and previous.emitted <= current.emitted
+    ):
+        drafted -= previous.drafted
+        emitted -= previous.emitted
+    drafts = drafted / current.k
+    return _Raw(
+        "vllm-v0",
+        current.index,
+        current.text,
+        drafts=drafts,
+        drafted=drafted,
+        accepted=round(emitted - drafts),
+        k=current.k,
+        problems=list(current.problems),
+    )
 
 
 def _sglang(line: str, index: int) -> _Raw | None:
@@ -568,18 +580,21 @@ _BLOCKS = (
 )
 
 
-def _block(lines: Sequence[str], index: int) -> tuple[_Raw, int] | None:
-    """A multi-line summary starting at ``lines[index]``, and the index after its last line."""
-    stripped = lines[index].strip()
+def _block(first: str, index: int, reader: _Reader) -> tuple[_Raw, int] | None:
+    """A multi-line summary starting at ``first`` (line ``index``), and how many of the lines
+    after it are its own (looked at through ``reader``, :data:`BLOCK_MAX_LINES` at most)."""
+    stripped = first.strip()
     spec = next((b for b in _BLOCKS if b.start.match(stripped)), None)
     if spec is None:
         return None
     values: dict[str, str] = {}
     rates: dict[int, str] = {}
-    end = index + 1  # after the last line that carried something
-    for j in range(index, len(lines)):
-        text = lines[j].strip()
-        if j > index and (values or rates) and spec.start.match(text):
+    seen: list[str] = []
+    end = 1  # after the last line that carried something
+    for j, line in enumerate(itertools.chain((first,), reader.peek(BLOCK_MAX_LINES - 1))):
+        seen.append(line)
+        text = line.strip()
+        if j > 0 and (values or rates) and spec.start.match(text):
             break
         name = next((n for n, p in spec.fields.items() if p.match(text)), None)
         position = spec.position.match(text) if spec.position is not None else None
@@ -591,13 +606,13 @@ def _block(lines: Sequence[str], index: int) -> tuple[_Raw, int] | None:
         elif position is not None:
             rates[int(position.group(1))] = position.group(2)
             end = j + 1
-        elif j == index or spec.filler.match(text):
+        elif j == 0 or spec.filler.match(text):
             continue
         else:
             break
     if not values:
         return None
-    raw = _Raw(spec.source, index, "\n".join(lines[index:end]), fixed_k=spec.fixed_k)
+    raw = _Raw(spec.source, index, "\n".join(seen[:end]), fixed_k=spec.fixed_k)
     if "drafts" in values:
         raw.drafts = float(values["drafts"])
     if "drafted" in values:
@@ -615,7 +630,7 @@ def _block(lines: Sequence[str], index: int) -> tuple[_Raw, int] | None:
         printed = [rates[i] for i in sorted(rates)]
         raw.rates = tuple(float(r) * spec.scale for r in printed)
         raw.rate_step = max(_step(r, spec.scale) for r in printed)
-    return raw, end
+    return raw, end - 1
 
 
 # --- Prometheus text exposition -------------------------------------------------------
@@ -641,27 +656,32 @@ class _Scrape:
     positions: dict[int, float] = field(default_factory=dict)
 
 
-def _prometheus(lines: Sequence[str], used: list[bool]) -> list[_Raw]:
-    """Windows from every ``vllm:spec_decode_*`` sample in ``lines`` (marking them used)."""
-    scrapes: list[_Scrape] = []
-    for index, line in enumerate(lines):
-        stripped = line.strip()
+class _Prometheus:
+    """The ``vllm:spec_decode_*`` samples of a text, fed line by line: a window per scrape
+    (only the scrape being read and the one before it are held)."""
+
+    def __init__(self) -> None:
+        self.current: _Scrape | None = None
+        self.previous: _Scrape | None = None
+        self.windows: list[Window] = []
+
+    def feed(self, stripped: str, line: str, index: int) -> bool:
+        """Take the sample (or spec-decode comment) ``line``; False when it is neither."""
         if _PROMETHEUS_COMMENT.match(stripped):
-            used[index] = True
-            continue
+            return True
         match = _PROMETHEUS.match(stripped)
         if match is None:
-            continue
+            return False
         name, labels, value = match.group(1), match.group(2) or "", match.group(3)
         try:
             number = float(value)
         except ValueError:
-            continue
-        used[index] = True
+            return False
         key = (name, labels)
-        if not scrapes or key in scrapes[-1].seen:
-            scrapes.append(_Scrape(index))
-        scrape = scrapes[-1]
+        if self.current is None or key in self.current.seen:
+            self._close()
+            self.current = _Scrape(index)
+        scrape = self.current
         scrape.seen.add(key)
         scrape.lines.append(line)
         if name.endswith("_per_pos"):
@@ -675,13 +695,24 @@ def _prometheus(lines: Sequence[str], used: list[bool]) -> list[_Raw]:
             scrape.drafted += number
         else:
             scrape.accepted += number
-    raws = []
-    previous: _Scrape | None = None
-    for scrape in scrapes:
-        raw = _interval(scrape, previous)
-        raws.append(raw)
-        previous = scrape
-    return raws
+        return True
+
+    def _close(self) -> None:
+        """The window of the scrape just read (the interval since the one before it)."""
+        scrape = self.current
+        if scrape is None:
+            return
+        text = "\n".join(scrape.lines)
+        try:
+            self.windows.append(_finished(_interval(scrape, self.previous)))
+        except _READ_ERRORS as error:  # a counter that is not a number
+            self.windows.append(_unreadable(text, scrape.index, error))
+        scrape.lines, scrape.seen = [], set()
+        self.previous, self.current = scrape, None
+
+    def finish(self) -> list[Window]:
+        self._close()
+        return self.windows
 
 
 def _interval(scrape: _Scrape, previous: _Scrape | None) -> _Raw:
@@ -771,30 +802,38 @@ def _finite(window: Window) -> bool:
 
 
 def parse_log(text: str, name: str = "<input>") -> ParseResult:
-    """Every speculative-decoding measurement window in ``text``.
+    """Every speculative-decoding measurement window in ``text`` (:func:`parse_log_lines`)."""
+    return parse_log_lines(text.splitlines(), name)
+
+
+def parse_log_lines(lines: Iterable[str], name: str = "<input>") -> ParseResult:
+    """Every speculative-decoding measurement window in ``lines`` (a text's, as
+    ``str.splitlines`` gives them), read once, in order: besides the windows found, only the
+    Prometheus scrape being read and the lines of one multi-line summary are held, so that
+    memory does not grow with the lines that are not metrics.
 
     Raises :class:`LogError` (one line, naming ``name``) when no window is usable.
     """
-    lines = text.splitlines()
-    used = [False] * len(lines)
-    unreadable: list[Window] = []
-    try:
-        raws = _prometheus(lines, used)
-    except _READ_ERRORS as error:  # a counter that is not a number
-        at = next((i for i, line in enumerate(lines) if "vllm:spec_decode" in line), 0)
-        unreadable.append(_unreadable(lines[at], at, error))
-        raws = []
-    v0_lines: list[_V0Line] = []
-    llama_requests: list[_Raw] = []
-    llama_stats: dict[str, _Raw] = {}
-    index = 0
-    while index < len(lines):
-        line = lines[index]
-        if used[index] or not line.strip():
-            index += 1
+    reader = _Reader(lines)
+    prometheus = _Prometheus()
+    found: list[Window] = []
+    previous_v0: _V0Line | None = None
+    llama_requests: list[Window] = []
+    llama_stats: dict[str, Window] = {}
+    skipped = pooled = 0
+    held: list[Window] = []  # past POOL_AFTER windows: those that cannot be pooled
+    groups: dict[tuple[str, int | None, int], Window] = {}  # and the pooled ones
+    while (line := reader.take()) is not None:
+        if len(found) >= POOL_AFTER:  # a log of millions of windows: memory stays flat
+            held.extend(_pool(found, groups))
+            pooled += len(found)
+            found = []
+        index = reader.taken - 1
+        stripped = line.strip()
+        if not stripped or prometheus.feed(stripped, line, index):
             continue
         try:
-            found_block = _block(lines, index)
+            found_block = _block(line, index, reader)
             speculative = None if found_block is not None else _speculative(line, index)
             stats = (
                 _llama_stats(line, index) if found_block is None and speculative is None else None
@@ -803,40 +842,36 @@ def parse_log(text: str, name: str = "<input>") -> ParseResult:
             if found_block is None and speculative is None and stats is None:
                 single = next((r for p in _LINE_PARSERS if (r := p(line, index)) is not None), None)
         except _READ_ERRORS as error:
-            unreadable.append(_unreadable(line, index, error))
-            used[index] = True
-            index += 1
+            found.append(_unreadable(line, index, error))
             continue
         if found_block is not None:
-            raw, end = found_block
-            raws.append(raw)
-            for j in range(index, end):
-                used[j] = True
-            index = end
-            continue
-        if isinstance(speculative, _V0Line):
-            v0_lines.append(speculative)
+            raw, following = found_block
+            found.append(_finished(raw))
+            reader.skip(following)
+        elif isinstance(speculative, _V0Line):
+            found.append(_finished(_v0_window(speculative, previous_v0)))
+            previous_v0 = speculative
         elif speculative is not None:
-            raws.append(speculative)
+            found.append(_finished(speculative))
         elif stats is not None:
             drafter, raw = stats
-            llama_stats[drafter] = raw
+            llama_stats[drafter] = _finished(raw)
+        elif single is None:
+            skipped += 1
         else:
-            if single is None:
-                index += 1
-                continue
-            (llama_requests if single.source == "llama.cpp" else raws).append(single)
-        used[index] = True
-        index += 1
-    raws.extend(_v0_windows(v0_lines))
-    raws.extend(llama_stats.values() if llama_stats else llama_requests)
-    raws.sort(key=lambda r: r.line)
-    finished = sorted([*(_finished(raw) for raw in raws), *unreadable], key=lambda w: w.line)
+            (llama_requests if single.source == "llama.cpp" else found).append(_finished(single))
+    found.extend(prometheus.finish())
+    found.extend(llama_stats.values() if llama_stats else llama_requests)
+    if pooled:
+        found = held + found + list(groups.values())
+        pooled -= len(held) + len(groups)
+    found.sort(key=lambda w: w.line)
     result = ParseResult(
-        windows=[w for w in finished if not w.problems],
-        rejected=[w for w in finished if w.problems],
-        skipped=sum(1 for line, u in zip(lines, used, strict=True) if line.strip() and not u),
-        lines=len(lines),
+        windows=[w for w in found if not w.problems],
+        rejected=[w for w in found if w.problems],
+        skipped=skipped,
+        lines=reader.taken,
+        pooled=pooled,
     )
     if not result.windows:
         if result.rejected:
@@ -844,15 +879,82 @@ def parse_log(text: str, name: str = "<input>") -> ParseResult:
             reason = f"{len(result.rejected)} rejected (line {first.line}: {first.problems[0]})"
         else:
             reason = "no speculative decoding metrics (vLLM, SGLang, llama.cpp)"
-        raise LogError(f"{name}: nothing usable in {len(lines)} lines: {reason}")
+        raise LogError(f"{name}: nothing usable in {reader.taken} lines: {reason}")
     return result
 
 
+def _pool(windows: list[Window], groups: dict[tuple[str, int | None, int], Window]) -> list[Window]:
+    """Merge the usable ``windows`` that have per-position counts into ``groups``, one window
+    per source, K and number of positions (drafts, tokens and per-position counts summed:
+    what calibration pools); return the others, as they are."""
+    kept: list[Window] = []
+    for w in windows:
+        if (
+            w.problems
+            or not w.position_accepted
+            or not w.drafts
+            or w.drafted is None
+            or w.accepted is None
+        ):
+            kept.append(w)
+            continue
+        key = (w.source, w.k, len(w.position_accepted))
+        base = groups.get(key)
+        if base is None:
+            groups[key] = w
+            continue
+        assert base.drafts and base.drafted is not None and base.accepted is not None
+        assert base.position_accepted is not None
+        drafts, accepted = base.drafts + w.drafts, base.accepted + w.accepted
+        groups[key] = dataclasses.replace(
+            base,
+            drafts=drafts,
+            drafted=base.drafted + w.drafted,
+            accepted=accepted,
+            mean_length=1.0 + accepted / drafts,
+            position_accepted=tuple(
+                a + b for a, b in zip(base.position_accepted, w.position_accepted, strict=True)
+            ),
+        )
+    return kept
+
+
+class _Reader:
+    """Lines taken one at a time, with a look at those coming (a multi-line summary's)."""
+
+    def __init__(self, lines: Iterable[str]) -> None:
+        self._source = iter(lines)
+        self._ahead: deque[str] = deque()
+        self.taken = 0  # lines taken so far: the next line's 0-based index
+
+    def take(self) -> str | None:
+        line = self._ahead.popleft() if self._ahead else next(self._source, None)
+        if line is not None:
+            self.taken += 1
+        return line
+
+    def peek(self, limit: int) -> Iterator[str]:
+        """Up to ``limit`` of the lines after the last taken, without taking them."""
+        for i in range(limit):
+            if i == len(self._ahead):
+                line = next(self._source, None)
+                if line is None:
+                    return
+                self._ahead.append(line)
+            yield self._ahead[i]
+
+    def skip(self, count: int) -> None:
+        for _ in range(count):
+            self.take()
+
+
 def parse_log_file(path: str | Path) -> ParseResult:
-    """:func:`parse_log` on a file; :class:`LogError` also when it cannot be read."""
+    """:func:`parse_log_lines` on a file, streamed (a line at a time, at any size);
+    :class:`LogError` also when it cannot be read: it is not a regular file (a FIFO, a
+    device, a directory), or reading it fails."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        with open_input(path) as handle:
+            return parse_log_lines(input_lines(handle), str(path))
     except OSError as error:
         raise LogError(f"{path}: cannot read: {error.strerror or error}") from None
-    return parse_log(text, str(path))

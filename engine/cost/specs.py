@@ -21,6 +21,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from engine.files import PRESET_MAX_BYTES, read_input_text, shown_value, toml_document
+
 HARDWARE_FILE = "hardware.toml"
 MODELS_FILE = "models.toml"
 
@@ -123,27 +125,33 @@ def _check_value(where: str, field: str, kind: str, value: Any) -> Any:
     """Return ``value`` converted to its field's type, or raise one SpecError line."""
     if kind == "text":
         if not isinstance(value, str):
-            raise SpecError(f"{where}: field '{field}' must be a string, got {value!r}")
+            raise SpecError(f"{where}: field '{field}' must be a string, got {shown_value(value)}")
         return value
     if kind == "bool":
         if not isinstance(value, bool):
-            raise SpecError(f"{where}: field '{field}' must be true or false, got {value!r}")
+            raise SpecError(
+                f"{where}: field '{field}' must be true or false, got {shown_value(value)}"
+            )
         return value
     # TOML booleans are Python ints: never accept one as a number.
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise SpecError(f"{where}: field '{field}' must be a number, got {value!r}")
+        raise SpecError(f"{where}: field '{field}' must be a number, got {shown_value(value)}")
     if kind == "count":
         if isinstance(value, float) and not value.is_integer():
-            raise SpecError(f"{where}: field '{field}' must be a whole number >= 1, got {value!r}")
+            raise SpecError(
+                f"{where}: field '{field}' must be a whole number >= 1, got {shown_value(value)}"
+            )
         if value < 1:
-            raise SpecError(f"{where}: field '{field}' must be a whole number >= 1, got {value!r}")
+            raise SpecError(
+                f"{where}: field '{field}' must be a whole number >= 1, got {shown_value(value)}"
+            )
         return int(value)
     if not math.isfinite(value):
-        raise SpecError(f"{where}: field '{field}' must be finite, got {value!r}")
+        raise SpecError(f"{where}: field '{field}' must be finite, got {shown_value(value)}")
     if kind == "positive" and value <= 0:
-        raise SpecError(f"{where}: field '{field}' must be > 0, got {value!r}")
+        raise SpecError(f"{where}: field '{field}' must be > 0, got {shown_value(value)}")
     if kind == "nonnegative" and value < 0:
-        raise SpecError(f"{where}: field '{field}' must be >= 0, got {value!r}")
+        raise SpecError(f"{where}: field '{field}' must be >= 0, got {shown_value(value)}")
     return float(value)
 
 
@@ -152,7 +160,7 @@ def _parse_entries(
 ) -> dict[str, Any]:
     """Parse one TOML file's tables into ``cls`` instances keyed by id."""
     try:
-        document = tomllib.loads(text)
+        document = toml_document(text)
     except tomllib.TOMLDecodeError as error:
         raise SpecError(f"{origin}: not valid TOML: {error}") from None
     entries: dict[str, Any] = {}
@@ -160,7 +168,7 @@ def _parse_entries(
         where = f"{origin}: [{spec_id}]"
         if not isinstance(table, dict):
             raise SpecError(
-                f"{where}: expected a table of fields, got {table!r} "
+                f"{where}: expected a table of fields, got {shown_value(table)} "
                 '(quote an id that contains a dot: ["my.model"])'
             )
         unknown = sorted(set(table) - set(fields))
@@ -223,9 +231,11 @@ def _load(
     user_file = (config_dir if config_dir is not None else user_config_dir()) / file_name
     if user_file.is_file():
         try:
-            text = user_file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as error:
-            raise SpecError(f"{user_file}: cannot read: {error}") from None
+            text = read_input_text(user_file, PRESET_MAX_BYTES, file_name)
+        except UnicodeDecodeError:
+            raise SpecError(f"{user_file}: not a text file (UTF-8 expected)") from None
+        except OSError as error:
+            raise SpecError(f"{user_file}: cannot read: {error.strerror or error}") from None
         # Same id replaces the shipped entry whole (no field-by-field merge).
         entries.update(_parse_cached(file_name, text, str(user_file), fields, cls))
     return entries
@@ -246,7 +256,7 @@ def spec_ids(file_name: str, config_dir: Path | None = None) -> tuple[str, ...]:
     texts = [_shipped_text(file_name)]
     user_file = (config_dir if config_dir is not None else user_config_dir()) / file_name
     with contextlib.suppress(OSError, UnicodeDecodeError):
-        texts.append(user_file.read_text(encoding="utf-8"))
+        texts.append(read_input_text(user_file, PRESET_MAX_BYTES, file_name))
     ids = {m.group(1) or m.group(2) for text in texts for m in _HEADER.finditer(text)}
     return tuple(sorted(ids))
 

@@ -22,6 +22,7 @@ Two readers:
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 from collections.abc import Iterable, Sequence
@@ -32,9 +33,11 @@ import numpy as np
 import numpy.typing as npt
 
 from engine.cost.base import Times, as_float, scalar_or_array
+from engine.files import TABLE_MAX_BYTES, read_input_text, shown_cell, shown_value
 
 FloatArray = npt.NDArray[np.float64]
 CSV_COLUMNS = ("batch_size", "tokens", "verify_us", "draft_us")
+CSV_HEADER = "batch_size,tokens,verify_us[,draft_us]"
 
 
 class TableError(ValueError):
@@ -199,28 +202,43 @@ def _number(
         ok = value.is_integer()
     if not ok:
         kind = "a whole number" if whole else "a number"
+        shown = shown_cell(text) if isinstance(text, str) else shown_value(text)
         rule = f"> {minimum:g}" if open_low else f">= {minimum:g}"
-        raise TableError(f"{where}: field '{field}' must be {kind} {rule}, got {text!r}")
+        raise TableError(f"{where}: field '{field}' must be {kind} {rule}, got {shown}")
     return value
+
+
+def _read(path: str | Path) -> str:
+    """A table file's text: a regular file of at most :data:`engine.files.TABLE_MAX_BYTES`."""
+    try:
+        return read_input_text(path, TABLE_MAX_BYTES, "a cost table")
+    except UnicodeDecodeError:
+        raise TableError(f"{path}: not a text file (UTF-8 expected)") from None
+    except OSError as error:
+        raise TableError(f"{path}: cannot read: {error.strerror or error}") from None
+
+
+def _key(key: str) -> str:
+    """A profile's key for a message: itself if a number, else not repeated."""
+    shown = shown_cell(key)
+    return shown if shown == key.strip() else "?"
 
 
 def read_table_csv(path: str | Path) -> TableCost:
     """A :class:`TableCost` from a CSV with header ``batch_size,tokens,verify_us[,draft_us]``
     (times in microseconds). Raises TableError naming file, line and field."""
     origin = str(path)
+    text = _read(path)
     try:
-        with open(path, newline="", encoding="utf-8") as handle:
-            rows = list(csv.reader(handle))
-    except (OSError, UnicodeDecodeError) as error:
-        raise TableError(f"{origin}: cannot read: {error}") from None
+        rows = list(csv.reader(io.StringIO(text, newline="")))
+    except csv.Error:  # a NUL byte, an unclosed quote at the end: not a table
+        raise TableError(f"{origin}: not a CSV file; expected {CSV_HEADER}") from None
     if not rows:
         raise TableError(f"{origin}: empty file; expected header batch_size,tokens,verify_us")
     header = [name.strip() for name in rows[0]]
     if header not in (list(CSV_COLUMNS[:3]), list(CSV_COLUMNS)):
-        raise TableError(
-            f"{origin}: header must be batch_size,tokens,verify_us[,draft_us], "
-            f"got {','.join(header)}"
-        )
+        # Not echoed: a file that is not a table may be anything (a secret).
+        raise TableError(f"{origin}:1: expected the header {CSV_HEADER}")
     points: list[tuple[float, float, float, float | None]] = []
     for line_number, row in enumerate(rows[1:], start=2):
         if not any(cell.strip() for cell in row):
@@ -249,12 +267,13 @@ def read_vllm_profile(path: str | Path) -> TableCost:
     Each latency is a whole step, so it becomes ``verify_us`` (x 1000) at ``tokens = K + 1``
     and drafting costs nothing extra. Raises TableError naming file and entry."""
     origin = str(path)
+    text = _read(path)
     try:
-        document = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as error:
-        raise TableError(f"{origin}: cannot read: {error}") from None
-    except json.JSONDecodeError as error:
+        document = json.loads(text)
+    except json.JSONDecodeError as error:  # its message gives the place, not the text
         raise TableError(f"{origin}: not valid JSON: {error}") from None
+    except RecursionError:
+        raise TableError(f"{origin}: not valid JSON: nested too deeply") from None
     stats = document.get("batch_stats") if isinstance(document, dict) else None
     if not isinstance(stats, dict) or not stats:
         raise TableError(
@@ -263,12 +282,12 @@ def read_vllm_profile(path: str | Path) -> TableCost:
         )
     points: list[tuple[float, float, float, float | None]] = []
     for batch_key, by_drafts in stats.items():
-        where = f"{origin}: batch_stats[{batch_key}]"
+        where = f"{origin}: batch_stats[{_key(batch_key)}]"
         batch_size = _number(where, "batch size", batch_key, True, 1, False)
         if not isinstance(by_drafts, dict) or not by_drafts:
             raise TableError(f"{where}: expected an object of drafts -> latency in ms")
         for drafts_key, itl_ms in by_drafts.items():
-            entry = f"{where}[{drafts_key}]"
+            entry = f"{where}[{_key(drafts_key)}]"
             drafts = _number(entry, "number of drafts", drafts_key, True, 0, False)
             latency_ms = _number(entry, "latency_ms", itl_ms, False, 0, True)
             points.append((batch_size, drafts + 1, latency_ms * 1000.0, None))

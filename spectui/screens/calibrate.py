@@ -616,7 +616,7 @@ class CalibrateScreen(ReportsWorkerErrors, ModalScreen["SpecConfig | None"]):
     @staticmethod
     def _counts(parsed: Any) -> str:
         rejected = f", {len(parsed.rejected)} rejected" if parsed.rejected else ""
-        return f"{len(parsed.windows)} used{rejected}"
+        return f"{parsed.used:,} used{rejected}"
 
     def _summary(self, found: Analysis) -> str:
         parts = [f"{source_label(found.source)}: {self._counts(found.parsed)}"]

@@ -62,6 +62,10 @@ class FakeParse:
     skipped: int
     lines: int
 
+    @property
+    def used(self) -> int:
+        return len(self.windows)
+
 
 @dataclass(frozen=True)
 class FakeRate:

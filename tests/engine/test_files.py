@@ -1,9 +1,10 @@
 import csv
+import io
 
 import pandas as pd
 import pytest
 
-from engine.files import SweepWriter, append_csv_row, atomic_open, atomic_write_text
+from engine.files import SweepWriter, append_csv_row, atomic_open, atomic_write_text, input_lines
 
 
 def test_atomic_write_keeps_old_file_on_failure(tmp_path):
@@ -59,3 +60,14 @@ def test_atomic_write_follows_symlinks_and_refuses_non_files(tmp_path):
     with pytest.raises(FileNotFoundError) as info:
         atomic_write_text(tmp_path / "missing" / "x.csv", "x")
     assert info.value.filename == str(tmp_path / "missing" / "x.csv")
+
+
+def test_input_lines_splits_as_splitlines_across_blocks():
+    """Lines cut across read blocks (max_line 16: blocks of 16 bytes), multi-byte characters
+    split between blocks, every separator str.splitlines knows, and a bad byte."""
+    data = "ab\r\ncé\rdé\x85f\u2028g\n\nhij\n".encode() + b"\xff\xfek\nlast"
+    assert (
+        list(input_lines(io.BytesIO(data), max_line=16))
+        == data.decode("utf-8", "replace").splitlines()
+    )
+    assert list(input_lines(io.BytesIO(b"0123456789\nab\n"), max_line=4)) == ["0123", "ab"]

@@ -146,7 +146,7 @@ def test_unknown_ids_list_the_known_ones(config_dir):
         (GOOD_HARDWARE.replace('name = "Measured H100"\n', ""), "[my-gpu]: missing field 'name'"),
         (
             GOOD_HARDWARE.replace("flops_bf16 = 7.0e14", 'flops_bf16 = "fast"'),
-            "[my-gpu]: field 'flops_bf16' must be a number, got 'fast'",
+            "[my-gpu]: field 'flops_bf16' must be a number, got a string",
         ),
         (
             GOOD_HARDWARE.replace("mem_bw_bytes_s = 2.9e12", "mem_bw_bytes_s = -1"),
@@ -154,7 +154,7 @@ def test_unknown_ids_list_the_known_ones(config_dir):
         ),
         (
             GOOD_HARDWARE.replace("mem_bytes = 85_520_000_000", "mem_bytes = true"),
-            "[my-gpu]: field 'mem_bytes' must be a number, got True",
+            "[my-gpu]: field 'mem_bytes' must be a number, got a boolean",
         ),
         (
             GOOD_HARDWARE.replace("flops_bf16 = 7.0e14", "flops_bf16 = inf"),
@@ -185,7 +185,7 @@ def test_bad_hardware_entries_give_one_line_naming_file_id_field(config_dir, tex
     [
         ("layers = 32", "layers = 0", "field 'layers' must be a whole number >= 1, got 0"),
         ("head_dim = 128", "head_dim = 12.5", "field 'head_dim' must be a whole number >= 1"),
-        ("vocab = 128256", 'vocab = "big"', "field 'vocab' must be a number, got 'big'"),
+        ("vocab = 128256", 'vocab = "big"', "field 'vocab' must be a number, got a string"),
         ("bytes_per_weight = 1", "bytes_per_weight = 0", "field 'bytes_per_weight' must be > 0"),
         (
             'notes = ""',

@@ -111,7 +111,10 @@ def test_csv_reader(tmp_path):
     ("text", "expected"),
     [
         ("", "empty file"),
-        ("batch,tokens,verify_us\n1,1,100\n", "header must be batch_size,tokens,verify_us"),
+        (
+            "batch,tokens,verify_us\n1,1,100\n",
+            ":1: expected the header batch_size,tokens,verify_us",
+        ),
         ("batch_size,tokens,verify_us\n1,1,abc\n", ":2: field 'verify_us' must be a number > 0"),
         ("batch_size,tokens,verify_us\n1,1,100\n0,1,100\n", ":3: field 'batch_size' must be a"),
         ("batch_size,tokens,verify_us\n1,1.5,100\n", ":2: field 'tokens' must be a whole number"),
@@ -172,7 +175,7 @@ def test_vllm_profile_interpolates_as_vllm_does():
         ("{", "not valid JSON"),
         ("[1, 2]", "expected an object with 'batch_stats'"),
         ('{"batch_stats": {}}', "expected an object with 'batch_stats'"),
-        ('{"batch_stats": {"x": {"0": 1.0}}}', "batch_stats[x]: field 'batch size' must be"),
+        ('{"batch_stats": {"x": {"0": 1.0}}}', "batch_stats[?]: field 'batch size' must be"),
         ('{"batch_stats": {"1": 5}}', "batch_stats[1]: expected an object of drafts"),
         ('{"batch_stats": {"1": {"0": -1}}}', "batch_stats[1][0]: field 'latency_ms' must be"),
         ('{"batch_stats": {"1": {"0": 5, "2": 6}, "4": {"0": 5}}}', "missing batch_size 4"),
