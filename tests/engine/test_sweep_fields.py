@@ -192,7 +192,9 @@ def test_csv_of_a_batch_sweep_round_trips_and_is_checked(tmp_path):
     bad = back.copy()
     bad["cost.model"] = bad["cost.model"].astype(object)
     bad.loc[2, "cost.model"] = "abacus"
-    with pytest.raises(SweepDataError, match=r"row 4: cost\.model: not allowed; expected one of linear"):
+    with pytest.raises(
+        SweepDataError, match=r"row 4: cost\.model: not allowed; expected one of linear"
+    ):
         check_sweep_frame(bad, "x")
 
 
