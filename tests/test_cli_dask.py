@@ -146,7 +146,9 @@ def test_a_lost_scheduler_keeps_the_rows_for_resume(cli, preset, tmp_path, monke
 
     full = tmp_path / "full.csv"
     assert _sweep(cli, preset, full)[0] == 0
-    monkeypatch.setattr("engine.cluster.CONNECT_TIMEOUT_S", 2.0)  # also the reconnect wait
+    # Also the reconnect wait, once the scheduler has gone; the first connection may take
+    # twice this (at 2.0, 4 s were once not enough for it on a loaded machine).
+    monkeypatch.setattr("engine.cluster.CONNECT_TIMEOUT_S", 5.0)
     cluster = distributed.LocalCluster(
         n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None
     )
