@@ -7,6 +7,7 @@ import contextlib
 import json
 import logging
 import math
+import shlex
 import signal
 import sys
 import threading
@@ -336,9 +337,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise UsageError("textual-serve is not installed: pip install 'spectui[serve]'") from None
     from spectui.served import serve
 
-    command = f"{sys.executable} -m spectui"
+    # A command line for a shell: every argument quoted (a path may hold ', $ or ;).
+    command = f"{shlex.quote(sys.executable)} -m spectui"
     if args.preset:
         load_preset(args.preset)  # fail here, with one line, rather than in the browser
-        command += f" --preset {str(Path(args.preset))!r}"
+        command += f" --preset {shlex.quote(str(Path(args.preset)))}"
     serve(command, host=args.host, port=args.port, title="spectui")
     return 0
