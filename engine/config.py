@@ -35,6 +35,9 @@ COST_MAX_US = 1e9  # a thousand seconds per forward pass; beyond that totals ove
 # One nanosecond. With COST_MAX_US it bounds draft/verify by 1e12, so that every accepted
 # configuration has finite metrics (cost_ratio, compute_overhead) and a speedup > 0.
 VERIFY_MIN_US = 1e-3
+# The roofline efficiencies' floor: a pass then takes at most a million times its ideal
+# time, so that every accepted roofline configuration has finite metrics.
+EFFICIENCY_MIN = 1e-6
 SEED_MAX = 2**63 - 1
 BATCH_MAX = 4096
 WORKERS_MAX = 64  # sweep worker processes (engine.pool, spectui sweep --workers)
@@ -137,7 +140,7 @@ class FieldSpec:
 
 def _short(bound: float | None) -> str:
     """A bound as a person types it: 0, 0.001, 1e9."""
-    return f"{bound or 0:g}".replace("e+0", "e").replace("e+", "e")
+    return f"{bound or 0:g}".replace("e+0", "e").replace("e+", "e").replace("e-0", "e-")
 
 
 def _field(default: Any, key: str = "", **spec: Any) -> Any:
@@ -473,9 +476,8 @@ class SpecConfig:
         "cost.eta_w",
         label="η weights",
         kind="number",
-        low=0.0,
+        low=EFFICIENCY_MIN,
         high=1.0,
-        low_open=True,
         part=(_COST, ("roofline",)),
         help="roofline: bandwidth efficiency reading weights",
     )
@@ -484,9 +486,8 @@ class SpecConfig:
         "cost.eta_kv",
         label="η kv",
         kind="number",
-        low=0.0,
+        low=EFFICIENCY_MIN,
         high=1.0,
-        low_open=True,
         part=(_COST, ("roofline",)),
         help="roofline: bandwidth efficiency reading the KV cache",
     )
@@ -495,9 +496,8 @@ class SpecConfig:
         "cost.eta_f",
         label="η flops",
         kind="number",
-        low=0.0,
+        low=EFFICIENCY_MIN,
         high=1.0,
-        low_open=True,
         part=(_COST, ("roofline",)),
         help="roofline: efficiency of the peak FLOP/s",
     )
@@ -506,9 +506,8 @@ class SpecConfig:
         "cost.max_eta_f",
         label="η flops",
         kind="number",
-        low=0.0,
+        low=EFFICIENCY_MIN,
         high=1.0,
-        low_open=True,
         part=(_COST, ("roofline_max",)),
         help="roofline_max: fraction of the peak FLOP/s",
     )
@@ -517,9 +516,8 @@ class SpecConfig:
         "cost.max_eta_bw",
         label="η bw",
         kind="number",
-        low=0.0,
+        low=EFFICIENCY_MIN,
         high=1.0,
-        low_open=True,
         part=(_COST, ("roofline_max",)),
         help="roofline_max: fraction of the bandwidth",
     )

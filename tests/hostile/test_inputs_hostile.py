@@ -83,3 +83,114 @@ def test_serve_quotes_the_preset_path_in_the_command_it_runs(cli, tmp_path, monk
     status, _, err = cli("serve", "--preset", str(preset))
     assert status == 0, err
     assert shlex.split(seen[0]) == [sys.executable, "-m", "spectui", "--preset", str(preset)]
+
+
+# ------------------------------------------------- 11. non-finite metrics from accepted input
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--cost", "roofline", "--eta-w", "1e-308"),
+        ("--cost", "roofline", "--eta-f", "1e-310"),
+        ("--cost", "roofline_max", "--max-eta-f", "1e-310"),
+        ("--cost", "roofline_max", "--max-eta-bw", "1e-310"),
+        ("--cost", "roofline", "--eta-kv", "1e-320", "--prompt-len", "1000"),
+    ],
+)
+def test_a_vanishing_efficiency_is_refused_in_one_line(cli, args):
+    status, out, err = cli("run", *args)
+    assert (status, out) == (2, "")
+    assert err.strip().splitlines() == [
+        f"spectui run: error: argument {args[2]}: {args[3]} is not allowed; expected a number "
+        "in [1e-6, 1]"
+    ]
+
+
+def test_a_cost_table_with_absurd_times_is_refused_in_one_line(cli, tmp_path):
+    table = tmp_path / "t.csv"
+    table.write_text("batch_size,tokens,verify_us,draft_us\n1,1,1e300,1e300\n1,64,1e300,1e300\n")
+    status, out, err = cli("run", "--cost", "table", "--cost-table", str(table))
+    assert (status, out) == (2, "")
+    assert len(err.strip().splitlines()) == 1
+    assert "verify_us at batch_size 1, tokens 1 must be a number in [0.001, 1e9]" in err
+
+
+def _cost_values(model: str):
+    """Values for every field ``model`` reads, each anywhere in its field's range and often
+    at an end of it (where overflow lives), with the workload fields that scale a pass."""
+    import math
+
+    from hypothesis import strategies as st
+
+    from engine.config import FIELD_SPECS, known_spec_ids
+
+    fields = {}
+    for key, spec in FIELD_SPECS.items():
+        reads = spec.part is not None and spec.part[0] == "cost.model" and model in spec.part[1]
+        if key in ("workload.batch_size", "workload.prompt_len"):
+            reads = True
+        if not reads or spec.kind == "path":
+            continue
+        if spec.kind == "spec":
+            fields[key] = st.sampled_from(known_spec_ids(spec.choices[0]))
+        elif spec.kind == "int":
+            fields[key] = st.sampled_from([int(spec.low), int(spec.high)]) | st.integers(
+                int(spec.low), int(spec.high)
+            )
+        else:
+            low, high = float(spec.low), float(spec.high)
+            # The least accepted value: low itself, or the next float above an open low.
+            ends = [math.nextafter(low, math.inf) if spec.low_open else low, high]
+            inner = st.floats(low, high, exclude_min=spec.low_open)
+            fields[key] = st.sampled_from(ends) | inner
+    return st.fixed_dictionaries(fields)
+
+
+def _table_text():
+    """A cost table whose times are anywhere in (and often at the ends of) its range."""
+    from hypothesis import strategies as st
+
+    verify = st.sampled_from([1e-3, 1e9]) | st.floats(1e-3, 1e9)
+    draft = st.sampled_from([0.0, 1e9]) | st.floats(0.0, 1e9)
+    return st.tuples(verify, verify, draft, draft).map(
+        lambda t: (
+            f"batch_size,tokens,verify_us,draft_us\n1,1,{t[0]!r},{t[2]!r}\n1,64,{t[1]!r},{t[3]!r}\n"
+        )
+    )
+
+
+@pytest.mark.parametrize("model", ["linear", "roofline", "roofline_max", "table"])
+def test_every_accepted_cost_configuration_has_finite_metrics(model, tmp_path):
+    """Exact and Monte Carlo metrics (a short run) stay finite over every cost model's
+    fields, at the ends of their ranges too, with K and the workload at theirs."""
+    import math
+    import warnings
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from engine.config import K_MAX, SpecConfig
+    from engine.simulator import simulate
+
+    table = tmp_path / "table.csv"
+
+    @settings(max_examples=12, derandomize=True, deadline=None)
+    @given(
+        values=_cost_values(model),
+        k=st.sampled_from([1, K_MAX]),
+        text=_table_text() if model == "table" else st.just(""),
+    )
+    def check(values, k, text):
+        changes = {"cost.model": model, "k": k, "tokens_per_seq": 64, "n_sequences": 2}
+        if model == "table":
+            table.write_text(text)
+            changes["cost.table"] = str(table)
+        config = SpecConfig().replace(**changes, **values)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # an overflow's RuntimeWarning fails the test
+            metrics = simulate(config).metrics
+        bad = {n: v for n, v in metrics.items() if isinstance(v, float) and not math.isfinite(v)}
+        assert not bad, (values, k)
+
+    check()
