@@ -194,3 +194,70 @@ def test_every_accepted_cost_configuration_has_finite_metrics(model, tmp_path):
         assert not bad, (values, k)
 
     check()
+
+
+# ------------------------------------------------------------ 12. analyze and plot, odd CSVs
+
+RESULTS = Path(__file__).parent.parent.parent / "results" / "sweep_summary.csv"
+
+
+def _sweep_rows(n: int) -> list[list[str]]:
+    import csv
+
+    with RESULTS.open(newline="") as handle:
+        rows = list(csv.reader(handle))
+    return rows[: n + 1]
+
+
+def _write(path: Path, rows: list[list[str]]) -> Path:
+    import csv
+
+    with path.open("w", newline="") as handle:
+        csv.writer(handle).writerows(rows)
+    return path
+
+
+@pytest.mark.parametrize("command", [("analyze",), ("plot", "--terminal")])
+def test_an_infinite_speedup_is_refused_in_one_line(cli, tmp_path, command):
+    rows = _sweep_rows(40)
+    rows[3][rows[0].index("speedup")] = "inf"
+    path = _write(tmp_path / "inf.csv", rows)
+    status, out, err = cli(*command, str(path))
+    assert (status, out) == (2, "")
+    assert err.strip().splitlines() == [
+        f"spectui {command[0]}: error: {path}: row 4: speedup: inf is not finite (a sweep "
+        "writes finite metrics)"
+    ]
+
+
+@pytest.mark.parametrize("command", [("analyze",), ("plot", "--terminal")])
+def test_rows_shorter_than_the_header_are_refused_in_one_line(cli, tmp_path, command):
+    rows = _sweep_rows(40)
+    path = _write(tmp_path / "short.csv", [rows[0], *(row[:20] for row in rows[1:])])
+    status, out, err = cli(*command, str(path))
+    assert (status, out) == (2, "")
+    assert err.strip().splitlines() == [
+        f"spectui {command[0]}: error: {path}: row 2: 20 cells where the header has "
+        f"{len(rows[0])}: not a complete sweep result"
+    ]
+
+
+def test_a_one_row_sweep_is_analysed_without_nan(cli, tmp_path):
+    path = _write(tmp_path / "one.csv", _sweep_rows(1))
+    status, out, err = cli("analyze", str(path))
+    assert status == 0, err
+    assert "nan" not in out
+    assert "highest acceptance among losing fixed-model configurations: none loses" in " ".join(
+        out.replace("│", " ").split()
+    )
+    # The original's break-even table: this sweep has no value at cost ratio 0.1.
+    (line,) = [line for line in out.splitlines() if "│      0.100 │    2.100 │" in line]
+    assert "n/a" in line
+
+
+def test_the_heat_scale_colours_an_infinite_speedup_as_the_best():
+    import math
+
+    from spectui.colours import HEAT_SCALE, speedup_background
+
+    assert speedup_background(math.inf) == HEAT_SCALE[-1][1]
