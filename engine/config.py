@@ -55,6 +55,18 @@ WINDOW_MAX = 10**4
 BETA_MAX = 1e4
 SHAPE_NAMES = ("chain", "tree")
 TREE_TEXT_MAX = 8192  # characters of a shape.tree text
+# The most characters a typed value of each kind may have (a form field's length, checked
+# before the text is read, so that no paste costs more than this much reading); other kinds
+# (numbers, choices, ids) take TEXT_MAX. Each is above its longest valid text: 1,024 rates,
+# 4,096 batch:k pairs, a path of PATH_MAX.
+TEXT_MAX = 64
+KIND_TEXT_MAX = {
+    "probs": 32 * K_MAX,
+    "schedule": 16 * BATCH_MAX,
+    "tree": TREE_TEXT_MAX,
+    "path": 4096,
+}
+SHOWN_MAX = 60  # characters of a wrong value an error message repeats
 # Each part of a scenario: the key of the field that chooses it, and the names it may take.
 PARTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "acceptance": ("draft_model", DRAFT_MODEL_NAMES),
@@ -128,6 +140,11 @@ class FieldSpec:
                 f"K in [0, {K_MAX}]"
             )
         return f"an integer in [{int(self.low or 0)}, {int(self.high or 0)}]"
+
+    @property
+    def text_max(self) -> int:
+        """The most characters a typed value of this field may have (:data:`KIND_TEXT_MAX`)."""
+        return KIND_TEXT_MAX.get(self.kind, TEXT_MAX)
 
     @property
     def cli_flag(self) -> str:
@@ -889,7 +906,15 @@ def check_value(field: str, value: Any) -> Any:
     try:
         return _checked(spec, value)
     except _Bad:
-        raise ConfigError(field, f"{value!r} is not allowed; expected {spec.allowed()}") from None
+        raise ConfigError(
+            field, f"{_shown(value)} is not allowed; expected {spec.allowed()}"
+        ) from None
+
+
+def _shown(value: Any) -> str:
+    """A wrong value as an error message repeats it: its repr, cut to :data:`SHOWN_MAX`."""
+    text = repr(value)
+    return text if len(text) <= SHOWN_MAX else text[: SHOWN_MAX - 1] + "…"
 
 
 class _Bad(Exception):
@@ -908,7 +933,7 @@ def _checked(spec: FieldSpec, value: Any) -> Any:
         return value
     if spec.kind == "path":
         if not isinstance(value, str):
-            raise ConfigError(field, f"{value!r} is not allowed; expected a file name")
+            raise ConfigError(field, f"{_shown(value)} is not allowed; expected a file name")
         return value
     if spec.kind == "probs":
         return ",".join(_short_prob(p) for p in _probs(value))
@@ -1005,6 +1030,8 @@ def parse_value(field: str, text: str) -> Any:
     if field not in FIELD_SPECS:
         return check_value(field, text)  # the unknown-parameter error
     spec = FIELD_SPECS[field]
+    if len(text) > spec.text_max:  # refused before it is read: no text costs more than this
+        raise ConfigError(field, f"too long ({len(text):,} characters); at most {spec.text_max:,}")
     text = text.strip()
     if not spec.numeric:
         return check_value(field, text)

@@ -261,3 +261,72 @@ def test_the_heat_scale_colours_an_infinite_speedup_as_the_best():
     from spectui.colours import HEAT_SCALE, speedup_background
 
     assert speedup_background(math.inf) == HEAT_SCALE[-1][1]
+
+
+# ------------------------------------------------------------------ 13. a huge paste in the form
+
+
+def _form_host():
+    from textual.app import App
+
+    from engine.config import SpecConfig
+    from spectui.widgets.param_form import ParamForm
+
+    class Host(App[None]):
+        def __init__(self) -> None:
+            super().__init__()
+            self.toasts: list[str] = []
+
+        def compose(self):
+            yield ParamForm(SpecConfig())
+
+        def notify(self, message, **kwargs):  # type: ignore[override]
+            self.toasts.append(str(message))
+
+    return Host()
+
+
+@pytest.mark.parametrize(("field", "text"), [("k", "9"), ("acceptance_rate", "0.5,")])
+def test_a_100_kb_paste_into_a_form_field_is_refused_whole(field, text):
+    """Pasted into the focused input (a small host app; this file has no async plugin)."""
+    import asyncio
+
+    from textual import events
+    from textual.widgets import Input
+
+    from engine.config import FIELD_SPECS, SpecConfig
+    from spectui.widgets.param_form import LABELS, ParamForm
+
+    key = next(k for k, s in FIELD_SPECS.items() if s.attr == field)
+    app = _form_host()
+
+    async def paste() -> None:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            box = app.query_one(f"#{field}", Input)
+            before = box.value
+            box.focus()
+            await pilot.pause()
+            app.post_message(events.Paste(text * (100_000 // len(text))))
+            await pilot.pause()
+            assert box.value == before  # nothing of it was taken, so nothing was read
+            assert app.query_one(ParamForm).current_config() == (SpecConfig(), {})
+
+    asyncio.run(paste())
+    limit = FIELD_SPECS[key].text_max
+    assert app.toasts == [f"{LABELS[key]}: at most {limit:,} characters: the text was not taken"]
+
+
+def test_an_over_long_value_is_refused_before_it_is_read(cli):
+    status, out, err = cli("run", "--k", "9" * 100_000)
+    assert (status, out) == (2, "")
+    assert err.strip().splitlines() == [
+        "spectui run: error: argument --k: too long (100,000 characters); at most 64"
+    ]
+
+
+def test_an_error_repeats_at_most_sixty_characters_of_a_wrong_value(cli):
+    status, _, err = cli("run", "--draft-model", "per_position", "--rates", "2," * 1000)
+    assert status == 2
+    assert len(err.strip().splitlines()) == 1 and len(err) < 200
+    assert "'2,2,2,2" in err and "… is not allowed; expected 1 to 1024 numbers" in err
