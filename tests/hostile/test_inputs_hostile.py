@@ -330,3 +330,21 @@ def test_an_error_repeats_at_most_sixty_characters_of_a_wrong_value(cli):
     assert status == 2
     assert len(err.strip().splitlines()) == 1 and len(err) < 200
     assert "'2,2,2,2" in err and "… is not allowed; expected 1 to 1024 numbers" in err
+
+
+# ------------------------------------------------- 14. calibrate: a bad count rejects its window
+
+V1_LINE = (LOGS / "vllm_v1_mean_length.log").read_text().splitlines()[-1]
+
+
+@pytest.mark.parametrize("count", ["-387", "1e308", "3.5"])
+def test_a_window_with_a_bad_drafted_count_is_listed_and_never_used(cli, tmp_path, count):
+    """Two copies of the fixture's window (129 drafts each); one says ``Drafted: COUNT``.
+    Only the other is used: 129 drafts, not 258 with a count derived from the rate."""
+    assert "Drafted: 387 tokens" in V1_LINE
+    log = tmp_path / "two.log"
+    log.write_text(f"{V1_LINE}\n{V1_LINE.replace('Drafted: 387', f'Drafted: {count}')}\n")
+    status, out, err = cli("calibrate", str(log))
+    assert status == 0, err
+    assert "Calibration: 1 window (vllm-v1), 129 drafts, K = 3; 1 rejected" in out
+    assert f"rejected line 2: drafted {count} is not a token count" in out
