@@ -247,9 +247,9 @@ def _lockstep(
     of sequences ``recorded[0]`` up to ``recorded[1]`` (excluded), ordered by sequence then
     cycle (None if that range is empty)."""
     from .simulator import RunStopped, config_rng
-    from .trees import sample_cycles
+    from .trees import cycle_sampler
 
-    probs = rank_probs_of(config)
+    sample_cycles = cycle_sampler(tree, rank_probs_of(config))  # its tables, built once
     cycle, draft, _ = _prices(config, tree)
     rng = config_rng(config)
     total, n = config.tokens_per_seq, config.n_sequences
@@ -259,7 +259,7 @@ def _lockstep(
     parts: list[tuple[np.ndarray, ...]] = []
     steps = 0
     while (active := np.flatnonzero(remaining > 0)).size:
-        depth, last = sample_cycles(tree, probs, rng, active.size)
+        depth, last = sample_cycles(rng, active.size)
         r = remaining[active]
         kept = np.minimum(depth + 1, r)
         times[active] += cycle[r]
