@@ -375,8 +375,23 @@ def _row(name: str, config: SpecConfig, tree: Tree) -> ShapeRow:
     )
 
 
+# Progress of a long comparison: called with (programs done, programs in all), where a
+# program is one tree's exact speedup over the scenario's length (O(T x depth)).
+Progress = Callable[[int, int], None]
+CHAINS = range(1, 17)  # the chain K a comparison tries
+
+
+def compare_shapes_programs(budgets: Sequence[int] = BUDGETS) -> int:
+    """How many programs :func:`compare_shapes` runs."""
+    return len(CHAINS) + 2 + sum(len(_depths(b)) for b in budgets)
+
+
 def compare_shapes(
-    config: SpecConfig, *, kary: tuple[int, int] = (2, 3), budgets: Sequence[int] = BUDGETS
+    config: SpecConfig,
+    *,
+    kary: tuple[int, int] = (2, 3),
+    budgets: Sequence[int] = BUDGETS,
+    on_progress: Progress | None = None,
 ) -> list[ShapeRow]:
     """The best chain (K in 1..16, by exact speedup), a k-ary tree, EAGLE's default shape,
     and the Sequoia-optimal tree (the budget of ``budgets`` and depth up to 16 with the
@@ -384,29 +399,45 @@ def compare_shapes(
     from .trees import chain, eagle_tree
     from .trees import kary as kary_tree
 
+    total = compare_shapes_programs(budgets)
+    done = [0]
+
+    def row(name: str, config: SpecConfig, tree: Tree) -> ShapeRow:
+        found = _row(name, config, tree)
+        done[0] += 1
+        if on_progress is not None:
+            on_progress(done[0], total)
+        return found
+
     probs = rank_probs_of(config)
     tree_config = config.replace(**{"shape.name": "tree", "tail": "full", "policy.name": "fixed"})
-    chains = [_row(f"chain K={k}", tree_config, chain(k)) for k in range(1, 17)]
-    best_chain = max(chains, key=lambda row: row.speedup)
+    chains = [row(f"chain K={k}", tree_config, chain(k)) for k in CHAINS]
+    best_chain = max(chains, key=lambda found: found.speedup)
     k, d = kary
-    rows = [best_chain, _row(f"{k}-ary depth {d}", tree_config, kary_tree(k, d))]
-    rows.append(_row("EAGLE (60, 7, 10)", tree_config, eagle_tree(probs)))
-    rows.append(best_sequoia(tree_config, budgets))
+    rows = [best_chain, row(f"{k}-ary depth {d}", tree_config, kary_tree(k, d))]
+    rows.append(row("EAGLE (60, 7, 10)", tree_config, eagle_tree(probs)))
+    rows.append(best_sequoia(tree_config, budgets, row=row))
     return rows
 
 
-def best_sequoia(config: SpecConfig, budgets: Sequence[int] = BUDGETS) -> ShapeRow:
+def best_sequoia(
+    config: SpecConfig,
+    budgets: Sequence[int] = BUDGETS,
+    row: Callable[[str, SpecConfig, Tree], ShapeRow] | None = None,
+) -> ShapeRow:
     """The Sequoia-optimal tree over ``budgets`` and depths 1..16 with the best exact
-    speedup under the scenario's cost."""
+    speedup under the scenario's cost (each tree's row made by ``row``, by default
+    :func:`shape_row`'s)."""
     from .trees import sequoia_tree
 
+    make = _row if row is None else row
     probs = rank_probs_of(config)
     best: ShapeRow | None = None
     for budget in budgets:
         for depth in _depths(budget):
-            row = _row(f"Sequoia {budget}/{depth}", config, sequoia_tree(probs, budget, depth))
-            if best is None or row.speedup > best.speedup:
-                best = row
+            found = make(f"Sequoia {budget}/{depth}", config, sequoia_tree(probs, budget, depth))
+            if best is None or found.speedup > best.speedup:
+                best = found
     assert best is not None
     return best
 
@@ -430,14 +461,22 @@ class BudgetGrid:
     chain_speedup: np.ndarray
 
 
+def budget_by_batch_programs(
+    batch_sizes: Sequence[int] = BATCH_SIZES, budgets: Sequence[int] = BUDGETS
+) -> int:
+    """How many programs :func:`budget_by_batch` runs."""
+    return len(batch_sizes) * (len(CHAINS) + sum(len(_depths(b)) for b in budgets))
+
+
 def budget_by_batch(
     config: SpecConfig,
     batch_sizes: Sequence[int] = BATCH_SIZES,
     budgets: Sequence[int] = BUDGETS,
     should_stop: Callable[[], bool] | None = None,
+    on_progress: Progress | None = None,
 ) -> BudgetGrid:
     """:class:`BudgetGrid` of the scenario (its cost model; a linear cost has no batch
-    dependence, so every row is the same)."""
+    dependence, so every row is the same). ``on_progress`` after each batch size."""
     from .trees import chain, sequoia_tree
 
     probs = rank_probs_of(config)
@@ -456,9 +495,12 @@ def budget_by_batch(
             speedup[i, j] = max(
                 tree_exact(at, trees[(budget, d)])["speedup_exact"] for d in _depths(budget)
             )
-        chains = [tree_exact(at, chain(k))["speedup_exact"] for k in range(1, 17)]
+        chains = [tree_exact(at, chain(k))["speedup_exact"] for k in CHAINS]
         chain_k[i] = int(np.argmax(chains)) + 1
         chain_speedup[i] = max(chains)
+        if on_progress is not None:
+            total = budget_by_batch_programs(batch_sizes, budgets)
+            on_progress((i + 1) * total // len(batch_sizes), total)
     best = np.argmax(speedup, axis=1)
     return BudgetGrid(
         tuple(batch_sizes),

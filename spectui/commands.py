@@ -40,25 +40,37 @@ def _json_safe(value: Any) -> Any:
 RUN_PROGRESS_AFTER_S = 1.0  # a run shorter than this shows no progress bar
 
 
-def _run_progress(config: SpecConfig) -> tuple[Any, Any]:
-    """For a fast-engine run: an ``on_progress`` that shows a bar on a terminal once the run
-    has taken :data:`RUN_PROGRESS_AFTER_S`, and a function that closes it."""
+def delayed_progress(total: int, description: str) -> tuple[Any, Any]:
+    """A bar on a terminal's stderr that shows once the work has taken
+    :data:`RUN_PROGRESS_AFTER_S`: a function of the count done, and one that closes it
+    (call it in a ``finally``: a bar left open would swallow the "interrupted" line)."""
     started = time.perf_counter()
     bar: list[Any] = []
 
-    def on_progress(sequences: int, tokens: int) -> None:
+    def advance(done: int) -> None:
         if not bar:
             if not sys.stderr.isatty() or time.perf_counter() - started < RUN_PROGRESS_AFTER_S:
                 return
             from spectui.render import SweepProgressBar
 
-            bar.append(SweepProgressBar(config.n_sequences, "run: sequences"))
-            bar[0].__enter__()  # (a bar left open would swallow the "interrupted" line)
-        bar[0].advance(tokens // config.tokens_per_seq)  # whole sequences' worth of tokens
+            bar.append(SweepProgressBar(total, description))
+            bar[0].__enter__()
+        bar[0].advance(done)
 
     def close() -> None:
         if bar:
             bar[0].__exit__(None, None, None)
+
+    return advance, close
+
+
+def _run_progress(config: SpecConfig) -> tuple[Any, Any]:
+    """For a fast-engine run: an ``on_progress`` that shows a bar on a terminal once the run
+    has taken :data:`RUN_PROGRESS_AFTER_S`, and a function that closes it."""
+    advance, close = delayed_progress(config.n_sequences, "run: sequences")
+
+    def on_progress(sequences: int, tokens: int) -> None:
+        advance(tokens // config.tokens_per_seq)  # whole sequences' worth of tokens
 
     return on_progress, close
 

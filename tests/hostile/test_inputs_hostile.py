@@ -348,3 +348,81 @@ def test_a_window_with_a_bad_drafted_count_is_listed_and_never_used(cli, tmp_pat
     assert status == 0, err
     assert "Calibration: 1 window (vllm-v1), 129 drafts, K = 3; 1 rejected" in out
     assert f"rejected line 2: drafted {count} is not a token count" in out
+
+
+# ------------------------------------------------------------ 9. long work: progress, Ctrl-C
+
+
+class _Bars:
+    """Stands in for spectui.render.SweepProgressBar: keeps what each bar was told."""
+
+    def __init__(self) -> None:
+        self.shown: list[tuple[str, int, list[int], bool]] = []
+
+    def __call__(self, total: int, description: str):  # type: ignore[no-untyped-def]
+        bars = self
+
+        class Bar:
+            def __enter__(self):  # type: ignore[no-untyped-def]
+                bars.shown.append((description, total, [], False))
+                return self
+
+            def advance(self, done: int) -> None:
+                bars.shown[-1][2].append(done)
+
+            def __exit__(self, *exc) -> None:  # type: ignore[no-untyped-def]
+                name, total_, done, _ = bars.shown[-1]
+                bars.shown[-1] = (name, total_, done, True)
+
+        return Bar()
+
+
+def _on_a_terminal(monkeypatch) -> _Bars:
+    import sys
+
+    bars = _Bars()
+    monkeypatch.setattr("spectui.render.SweepProgressBar", bars)
+    monkeypatch.setattr("spectui.commands.RUN_PROGRESS_AFTER_S", 0.0)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    return bars
+
+
+def test_tree_shows_the_progress_of_both_parts_on_a_terminal(cli, monkeypatch):
+    from engine.tree_scenario import budget_by_batch_programs, compare_shapes_programs
+
+    bars = _on_a_terminal(monkeypatch)
+    status, _, err = cli("tree", "--cost", "linear")
+    assert status == 0, err
+    assert [(name, total, done[-1], closed) for name, total, done, closed in bars.shown] == [
+        ("tree: shapes", compare_shapes_programs(), compare_shapes_programs(), True),
+        ("tree: budgets by batch", budget_by_batch_programs(), budget_by_batch_programs(), True),
+    ]
+    for _, _, done, _ in bars.shown:
+        assert done == sorted(done) and len(done) > 1
+
+
+def test_ctrl_c_stops_tree_in_one_line_and_closes_its_bar(cli, monkeypatch):
+    bars = _on_a_terminal(monkeypatch)
+    advance = []
+
+    def interrupt_at_the_fifth(done: int, _total: int) -> None:
+        advance.append(done)
+        if len(advance) == 5:
+            raise KeyboardInterrupt
+
+    import engine.tree_scenario as ts
+
+    compare = ts.compare_shapes
+
+    def compare_interrupted(*args, on_progress=None, **kwargs):  # type: ignore[no-untyped-def]
+        def both(done: int, total: int) -> None:
+            on_progress(done, total)
+            interrupt_at_the_fifth(done, total)
+
+        return compare(*args, on_progress=both, **kwargs)
+
+    monkeypatch.setattr(ts, "compare_shapes", compare_interrupted)
+    status, out, err = cli("tree", "--cost", "linear")
+    assert (status, out, err) == (130, "", "interrupted\n")
+    ((name, _, done, closed),) = bars.shown
+    assert name == "tree: shapes" and closed and done[-1] == 5
