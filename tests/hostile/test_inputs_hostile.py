@@ -426,3 +426,31 @@ def test_ctrl_c_stops_tree_in_one_line_and_closes_its_bar(cli, monkeypatch):
     assert (status, out, err) == (130, "", "interrupted\n")
     ((name, _, done, closed),) = bars.shown
     assert name == "tree: shapes" and closed and done[-1] == 5
+
+
+def test_a_regime_map_too_large_for_memory_is_refused_before_any_work(cli, monkeypatch):
+    import engine.regime as regime
+
+    def never(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise AssertionError("no cell is priced before the size is checked")
+
+    monkeypatch.setattr(regime, "cycle_costs", never)
+    batches = ",".join(str(b) for b in range(1, 4097))
+    contexts = ",".join(str(100 * c) for c in range(199))
+    status, out, err = cli(
+        "regime", "--batch-sizes", batches, "--contexts", contexts, "--k-max", "1024"
+    )
+    assert (status, out) == (2, "")
+    assert err.strip().splitlines() == [
+        "spectui regime: error: map: 815,104 cells x 1,154 values (tokens_per_seq + K max + "
+        "2) = 940,630,016; a map holds at most 4,194,304 (1 GB): give fewer batch sizes, "
+        "contexts or K, or a shorter tokens_per_seq"
+    ]
+
+
+def test_regime_shows_its_progress_on_a_terminal(cli, monkeypatch):
+    bars = _on_a_terminal(monkeypatch)
+    status, _, err = cli("regime", "--batch-sizes", "1,8", "--contexts", "1k", "--ks", "1,2,3")
+    assert status == 0, err
+    ((name, total, done, closed),) = bars.shown
+    assert (name, total, done, closed) == ("regime: steps", 4, [1, 2, 3, 4], True)
