@@ -162,7 +162,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         parse_scheduler(args.scheduler)  # a bad address fails before anything starts
     preset = load_preset(args.preset)
     configs = preset.sweep.lazy()  # built as their batches go: 100,000 need not fit
-    plan = plan_sweep(configs, args.engine, args.exact_only)
+    # Planning reads every configuration once (10 million: minutes): a bar on a terminal
+    # once it takes a second; Ctrl-C here ends with "interrupted" (nothing written yet).
+    advance, close = delayed_progress(preset.sweep.size_bound(), f"{preset.name}: planning")
+    try:
+        plan = plan_sweep(configs, args.engine, args.exact_only, on_planned=advance)
+    finally:
+        close()
     partial = args.out.with_name(args.out.name + ".partial")
     if not args.resume and _has_rows(partial):
         raise UsageError(

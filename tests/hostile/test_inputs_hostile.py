@@ -454,3 +454,25 @@ def test_regime_shows_its_progress_on_a_terminal(cli, monkeypatch):
     assert status == 0, err
     ((name, total, done, closed),) = bars.shown
     assert (name, total, done, closed) == ("regime: steps", 4, [1, 2, 3, 4], True)
+
+
+def test_a_grid_axis_of_too_many_values_is_refused_before_it_is_read():
+    from engine.config import ConfigError, SpecConfig
+    from engine.grid import SweepSpec
+
+    with pytest.raises(ConfigError) as caught:
+        SweepSpec(SpecConfig(), ({"acceptance_rate": [0.5] * 100_001},))
+    assert str(caught.value) == (
+        "acceptance_rate: a grid axis of 100,001 values; at most 100,000 (a larger sweep is a "
+        "product of axes)"
+    )
+
+
+def test_sweep_shows_its_planning_on_a_terminal(cli, monkeypatch, tmp_path):
+    bars = _on_a_terminal(monkeypatch)
+    monkeypatch.setattr("engine.sweep.PLAN_PROGRESS_EVERY", 5)
+    out = tmp_path / "tiny.csv"
+    status, _, err = cli("sweep", "--preset", "tiny", "--exact-only", "--out", str(out))
+    assert status == 0, err
+    name, total, done, closed = bars.shown[0]  # then the sweep's own bar
+    assert (name, total, done, closed) == ("tiny: planning", 24, [5, 10, 15, 20, 24], True)
