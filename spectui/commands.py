@@ -38,6 +38,7 @@ def _json_safe(value: Any) -> Any:
 
 
 RUN_PROGRESS_AFTER_S = 1.0  # a run shorter than this shows no progress bar
+RUN_PROGRESS_BY_TOKENS = 100  # a run of fewer sequences counts its tokens
 
 
 def delayed_progress(total: int, description: str) -> tuple[Any, Any]:
@@ -67,10 +68,14 @@ def delayed_progress(total: int, description: str) -> tuple[Any, Any]:
 def _run_progress(config: SpecConfig) -> tuple[Any, Any]:
     """For a fast-engine run: an ``on_progress`` that shows a bar on a terminal once the run
     has taken :data:`RUN_PROGRESS_AFTER_S`, and a function that closes it."""
-    advance, close = delayed_progress(config.n_sequences, "run: sequences")
+    # Few long sequences (one of 10^6 tokens through a deep tree: a minute) count tokens.
+    by_tokens = config.n_sequences < RUN_PROGRESS_BY_TOKENS
+    total = config.n_sequences * config.tokens_per_seq if by_tokens else config.n_sequences
+    advance, close = delayed_progress(total, "run: tokens" if by_tokens else "run: sequences")
 
     def on_progress(sequences: int, tokens: int) -> None:
-        advance(tokens // config.tokens_per_seq)  # whole sequences' worth of tokens
+        # Whole sequences' worth of tokens, or the tokens themselves.
+        advance(tokens if by_tokens else tokens // config.tokens_per_seq)
 
     return on_progress, close
 

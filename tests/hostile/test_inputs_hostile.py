@@ -476,3 +476,62 @@ def test_sweep_shows_its_planning_on_a_terminal(cli, monkeypatch, tmp_path):
     assert status == 0, err
     name, total, done, closed = bars.shown[0]  # then the sweep's own bar
     assert (name, total, done, closed) == ("tiny: planning", 24, [5, 10, 15, 20, 24], True)
+
+
+def _chain_1024(tokens: int):  # type: ignore[no-untyped-def]
+    from engine.config import SpecConfig
+
+    return SpecConfig().replace(
+        **{
+            "shape.name": "tree",
+            "shape.tree": "chain:1024",
+            "tokens_per_seq": tokens,
+            "n_sequences": 1,
+        }
+    )
+
+
+def test_a_deep_trees_draft_time_holds_one_pass_per_width_not_per_level():
+    """chain:1024 priced at 4,000 contexts: a list of 1,024 passes was 33 MB (8 GB at the
+    10^6 contexts of a 10^6-token run)."""
+    import tracemalloc
+
+    import numpy as np
+
+    from engine.cost.models import build_cost
+    from engine.kernel import cycle_times
+    from engine.tree_scenario import tree_of
+
+    config = _chain_1024(4_000)
+    cost, tree, context = build_cost(config), tree_of(config), np.arange(4_001.0)
+    tracemalloc.start()
+    try:
+        draft, _, _ = cycle_times(cost, tree.depth, 1, context, tree=tree)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert draft.shape == context.shape
+    assert peak < 2**20  # a pass of 4,001 floats is 32 KB
+
+
+def test_a_tree_run_builds_its_cycle_sampler_once(monkeypatch):
+    """Its tables were built again at every step (5 ms a step for 1,024 nodes: >60 s for
+    a 10^6-token run of one sequence)."""
+    import engine.trees as trees
+    from engine.simulator import simulate
+
+    built = []
+    make = trees.cycle_sampler
+    monkeypatch.setattr(trees, "cycle_sampler", lambda *a: built.append(a) or make(*a))
+    result = simulate(_chain_1024(2_000))
+    assert result.metrics["cycles"] > 100 and len(built) == 1
+
+
+def test_a_run_of_one_long_sequence_counts_its_tokens_on_a_terminal(cli, monkeypatch):
+    bars = _on_a_terminal(monkeypatch)
+    args = ("--shape", "tree", "--tree", "chain:64", "--n-sequences", "1")
+    status, _, err = cli("run", *args, "--tokens-per-seq", "500")
+    assert status == 0, err
+    ((name, total, done, closed),) = bars.shown
+    assert (name, total, closed) == ("run: tokens", 500, True)
+    assert done == sorted(done) and len(done) > 10 and done[-1] == 500
