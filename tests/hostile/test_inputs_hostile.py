@@ -535,3 +535,20 @@ def test_a_run_of_one_long_sequence_counts_its_tokens_on_a_terminal(cli, monkeyp
     ((name, total, done, closed),) = bars.shown
     assert (name, total, closed) == ("run: tokens", 500, True)
     assert done == sorted(done) and len(done) > 10 and done[-1] == 500
+
+
+def test_a_spec_file_whose_passes_overflow_is_refused_in_one_line(cli, tmp_path):
+    """A user's hardware.toml with 1e-300 FLOP/s and bytes/s: inf us and RuntimeWarnings."""
+    spec_dir = tmp_path / "xdg-config" / "spectui"
+    spec_dir.mkdir(parents=True)
+    (spec_dir / "hardware.toml").write_text(
+        '[slow]\nname = "absurd"\nflops_bf16 = 1e-300\nmem_bw_bytes_s = 1e-300\n'
+        'mem_bytes = 80e9\nsource = "test"\nnotes = "test"\n'
+    )
+    status, out, err = cli("run", "--cost", "roofline", "--gpu", "slow")
+    assert (status, out) == (2, "")
+    assert err.strip().splitlines() == [
+        "spectui run: error: cost.target: llama-3.1-8b on slow: a pass at batch 4,096 and "
+        "context 11,000,000 would take inf us; a roofline pass must stay under 1e30 us (check "
+        "the spec files' numbers)"
+    ]
