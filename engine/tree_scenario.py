@@ -432,7 +432,7 @@ def compare_shapes(
     """The best chain (K in 1..16, by exact speedup), a k-ary tree, EAGLE's default shape,
     and the Sequoia-optimal tree (the budget of ``budgets`` and depth up to 16 with the
     best exact speedup), on the scenario's rank probabilities and cost."""
-    from .trees import chain, eagle_tree, sequoia_tree
+    from .trees import chain, eagle_tree
     from .trees import kary as kary_tree
 
     total = compare_shapes_programs(budgets)
@@ -441,11 +441,7 @@ def compare_shapes(
     k, d = kary
     named = [(f"chain K={c}", chain(c)) for c in CHAINS]
     named += [(f"{k}-ary depth {d}", kary_tree(k, d)), ("EAGLE (60, 7, 10)", eagle_tree(probs))]
-    named += [
-        (f"Sequoia {budget}/{depth}", sequoia_tree(probs, budget, depth))
-        for budget in budgets
-        for depth in _depths(budget)
-    ]
+    named += _sequoias(probs, budgets)
     speedups = tree_speedups(
         tree_config,
         [tree for _, tree in named],
@@ -461,27 +457,37 @@ def compare_shapes(
         found[len(CHAINS) + 2 :],
     )
     best_chain = max(chains, key=lambda row: row.speedup)
-    best = sequoias[0]
-    for row in sequoias[1:]:  # as best_sequoia: the first of the fastest
+    return [best_chain, *others, _first_fastest(sequoias)]
+
+
+def _sequoias(probs: np.ndarray, budgets: Sequence[int]) -> list[tuple[str, Tree]]:
+    """The Sequoia trees of ``budgets`` and depths 1..16, named, budget by budget."""
+    from .trees import sequoia_tree
+
+    return [
+        (f"Sequoia {budget}/{depth}", sequoia_tree(probs, budget, depth))
+        for budget in budgets
+        for depth in _depths(budget)
+    ]
+
+
+def _first_fastest(rows: Sequence[ShapeRow]) -> ShapeRow:
+    """The row of the best speedup, the first of those that tie."""
+    best = rows[0]
+    for row in rows[1:]:
         if row.speedup > best.speedup:
             best = row
-    return [best_chain, *others, best]
+    return best
 
 
 def best_sequoia(config: SpecConfig, budgets: Sequence[int] = BUDGETS) -> ShapeRow:
     """The Sequoia-optimal tree over ``budgets`` and depths 1..16 with the best exact
     speedup under the scenario's cost."""
-    from .trees import sequoia_tree
-
-    probs = rank_probs_of(config)
-    best: ShapeRow | None = None
-    for budget in budgets:
-        for depth in _depths(budget):
-            row = _row(f"Sequoia {budget}/{depth}", config, sequoia_tree(probs, budget, depth))
-            if best is None or row.speedup > best.speedup:
-                best = row
-    assert best is not None
-    return best
+    named = _sequoias(rank_probs_of(config), budgets)
+    speedups = tree_speedups(config, [tree for _, tree in named])
+    return _first_fastest(
+        [_row(name, config, tree, s) for (name, tree), s in zip(named, speedups, strict=True)]
+    )
 
 
 def _depths(budget: int) -> range:
