@@ -80,11 +80,28 @@ def read_sweep_csv(path: Path) -> pd.DataFrame:
         raise SweepDataError(f"{path}: not a sweep file; missing columns: {', '.join(missing)}")
     if frame.empty:
         raise SweepDataError(f"{path}: holds no configurations")
+    _check_row_lengths(path, len(frame.columns))
     for name in scenario_columns(frame):  # an empty file name is written as an empty cell
         if FIELD_SPECS[name].kind == "path":
             frame[name] = frame[name].fillna("")
     check_sweep_frame(frame, str(path))
     return frame
+
+
+def _check_row_lengths(path: Path, width: int) -> None:
+    """SweepDataError naming the first row with fewer cells than the header (pandas fills
+    them with NaN, which a sweep never writes there). Streamed: memory flat in the file."""
+    import csv
+
+    with open(path, newline="", encoding="utf-8", errors="replace") as handle:
+        reader = csv.reader(handle)
+        next(reader, None)
+        for row in reader:
+            if row and len(row) < width:
+                raise SweepDataError(
+                    f"{path}: row {reader.line_num}: {len(row)} cells where the header has "
+                    f"{width}: not a complete sweep result"
+                )
 
 
 def check_sweep_frame(frame: pd.DataFrame, where: str) -> None:
@@ -118,6 +135,13 @@ def check_sweep_frame(frame: pd.DataFrame, where: str) -> None:
     for name in METRIC_NAMES:
         if not pd.api.types.is_numeric_dtype(frame[name]):
             raise SweepDataError(f"{where}: column {name} holds non-numeric values")
+        infinite = np.flatnonzero(np.isinf(frame[name].to_numpy(dtype=float)))
+        if len(infinite):  # every accepted configuration has finite metrics
+            row = int(infinite[0])
+            raise SweepDataError(
+                f"{where}: row {row + 2}: {name}: {float(frame[name].iloc[row])!r} is not finite "
+                "(a sweep writes finite metrics)"
+            )
     missing = frame["speedup_exact"].isna()
     if "policy.name" in frame:  # a K policy may have no exact value (goodput, threshold)
         missing &= frame["policy.name"] == "fixed"

@@ -35,6 +35,9 @@ COST_MAX_US = 1e9  # a thousand seconds per forward pass; beyond that totals ove
 # One nanosecond. With COST_MAX_US it bounds draft/verify by 1e12, so that every accepted
 # configuration has finite metrics (cost_ratio, compute_overhead) and a speedup > 0.
 VERIFY_MIN_US = 1e-3
+# The roofline efficiencies' floor: a pass then takes at most a million times its ideal
+# time, so that every accepted roofline configuration has finite metrics.
+EFFICIENCY_MIN = 1e-6
 SEED_MAX = 2**63 - 1
 BATCH_MAX = 4096
 WORKERS_MAX = 64  # sweep worker processes (engine.pool, spectui sweep --workers)
@@ -52,6 +55,18 @@ WINDOW_MAX = 10**4
 BETA_MAX = 1e4
 SHAPE_NAMES = ("chain", "tree")
 TREE_TEXT_MAX = 8192  # characters of a shape.tree text
+# The most characters a typed value of each kind may have (a form field's length, checked
+# before the text is read, so that no paste costs more than this much reading); other kinds
+# (numbers, choices, ids) take TEXT_MAX. Each is above its longest valid text: 1,024 rates,
+# 4,096 batch:k pairs, a path of PATH_MAX.
+TEXT_MAX = 64
+KIND_TEXT_MAX = {
+    "probs": 32 * K_MAX,
+    "schedule": 16 * BATCH_MAX,
+    "tree": TREE_TEXT_MAX,
+    "path": 4096,
+}
+SHOWN_MAX = 60  # characters of a wrong value an error message repeats
 # Each part of a scenario: the key of the field that chooses it, and the names it may take.
 PARTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "acceptance": ("draft_model", DRAFT_MODEL_NAMES),
@@ -127,6 +142,11 @@ class FieldSpec:
         return f"an integer in [{int(self.low or 0)}, {int(self.high or 0)}]"
 
     @property
+    def text_max(self) -> int:
+        """The most characters a typed value of this field may have (:data:`KIND_TEXT_MAX`)."""
+        return KIND_TEXT_MAX.get(self.kind, TEXT_MAX)
+
+    @property
     def cli_flag(self) -> str:
         return self.flag or "--" + self.key.rsplit(".", 1)[-1].replace("_", "-")
 
@@ -137,7 +157,7 @@ class FieldSpec:
 
 def _short(bound: float | None) -> str:
     """A bound as a person types it: 0, 0.001, 1e9."""
-    return f"{bound or 0:g}".replace("e+0", "e").replace("e+", "e")
+    return f"{bound or 0:g}".replace("e+0", "e").replace("e+", "e").replace("e-0", "e-")
 
 
 def _field(default: Any, key: str = "", **spec: Any) -> Any:
@@ -473,9 +493,8 @@ class SpecConfig:
         "cost.eta_w",
         label="η weights",
         kind="number",
-        low=0.0,
+        low=EFFICIENCY_MIN,
         high=1.0,
-        low_open=True,
         part=(_COST, ("roofline",)),
         help="roofline: bandwidth efficiency reading weights",
     )
@@ -484,9 +503,8 @@ class SpecConfig:
         "cost.eta_kv",
         label="η kv",
         kind="number",
-        low=0.0,
+        low=EFFICIENCY_MIN,
         high=1.0,
-        low_open=True,
         part=(_COST, ("roofline",)),
         help="roofline: bandwidth efficiency reading the KV cache",
     )
@@ -495,9 +513,8 @@ class SpecConfig:
         "cost.eta_f",
         label="η flops",
         kind="number",
-        low=0.0,
+        low=EFFICIENCY_MIN,
         high=1.0,
-        low_open=True,
         part=(_COST, ("roofline",)),
         help="roofline: efficiency of the peak FLOP/s",
     )
@@ -506,9 +523,8 @@ class SpecConfig:
         "cost.max_eta_f",
         label="η flops",
         kind="number",
-        low=0.0,
+        low=EFFICIENCY_MIN,
         high=1.0,
-        low_open=True,
         part=(_COST, ("roofline_max",)),
         help="roofline_max: fraction of the peak FLOP/s",
     )
@@ -517,9 +533,8 @@ class SpecConfig:
         "cost.max_eta_bw",
         label="η bw",
         kind="number",
-        low=0.0,
+        low=EFFICIENCY_MIN,
         high=1.0,
-        low_open=True,
         part=(_COST, ("roofline_max",)),
         help="roofline_max: fraction of the bandwidth",
     )
@@ -891,7 +906,15 @@ def check_value(field: str, value: Any) -> Any:
     try:
         return _checked(spec, value)
     except _Bad:
-        raise ConfigError(field, f"{value!r} is not allowed; expected {spec.allowed()}") from None
+        raise ConfigError(
+            field, f"{_shown(value)} is not allowed; expected {spec.allowed()}"
+        ) from None
+
+
+def _shown(value: Any) -> str:
+    """A wrong value as an error message repeats it: its repr, cut to :data:`SHOWN_MAX`."""
+    text = repr(value)
+    return text if len(text) <= SHOWN_MAX else text[: SHOWN_MAX - 1] + "…"
 
 
 class _Bad(Exception):
@@ -910,7 +933,7 @@ def _checked(spec: FieldSpec, value: Any) -> Any:
         return value
     if spec.kind == "path":
         if not isinstance(value, str):
-            raise ConfigError(field, f"{value!r} is not allowed; expected a file name")
+            raise ConfigError(field, f"{_shown(value)} is not allowed; expected a file name")
         return value
     if spec.kind == "probs":
         return ",".join(_short_prob(p) for p in _probs(value))
@@ -1017,6 +1040,8 @@ def parse_value(field: str, text: str) -> Any:
     if field not in FIELD_SPECS:
         return check_value(field, text)  # the unknown-parameter error
     spec = FIELD_SPECS[field]
+    if len(text) > spec.text_max:  # refused before it is read: no text costs more than this
+        raise ConfigError(field, f"too long ({len(text):,} characters); at most {spec.text_max:,}")
     text = text.strip()
     if not spec.numeric:
         return check_value(field, text)

@@ -47,6 +47,25 @@ from .simulator import RunStopped
 BATCH_SIZES: tuple[int, ...] = tuple(2**i for i in range(10))  # 1, 2, 4, ..., 512
 CONTEXTS: tuple[int, ...] = tuple(1024 * 2**i for i in range(8))  # 1k, 2k, ..., 128k
 KS: tuple[int, ...] = tuple(range(1, 17))
+# A map's program holds, per cell, T + 1 cycle prices (the cell's costs, its cycle by r)
+# and K + 1 rows of the window: about 150 bytes per value at its peak. At most this many
+# values (cells x (T + K_max + 2)) in all, so that every accepted map stays under 1 GB
+# (measured: 65,536 cells at T = 128, K 1..4 peaked at 1.2 GB). The default map: 80 x 146.
+MAP_VALUES_MAX = 1 << 22
+
+
+def check_map_size(cells: int, tokens_per_seq: int, k_max: int) -> None:
+    """ConfigError (field ``map``) unless a map of ``cells`` cells fits
+    :data:`MAP_VALUES_MAX`; checked before any of its work."""
+    per_cell = tokens_per_seq + k_max + 2
+    if cells * per_cell > MAP_VALUES_MAX:
+        raise ConfigError(
+            "map",
+            f"{cells:,} cells x {per_cell:,} values (tokens_per_seq + K max + 2) = "
+            f"{cells * per_cell:,}; a map holds at most {MAP_VALUES_MAX:,} (1 GB): give fewer "
+            "batch sizes, contexts or K, or a shorter tokens_per_seq",
+        )
+
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -255,6 +274,7 @@ def regime_map(
     batches = check_axis("workload.batch_size", batch_sizes)
     prompts = check_axis("workload.prompt_len", contexts)
     k_values = check_axis("k", ks)
+    check_map_size(len(batches) * len(prompts), config.tokens_per_seq, max(k_values))
     total_steps = 1 + len(k_values)
 
     def stop_if_asked(_r: int = 0) -> None:

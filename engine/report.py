@@ -383,8 +383,13 @@ def original_findings(frame: pd.DataFrame) -> list[Section]:
                 f"this sweep: {losing['count']} of {losing['total']} ({losing['fraction']:.1%})",
                 f"cheapest losing draft: cost ratio {_fmt(losing['min_cost_ratio'])} "
                 f"({'consistent with' if ratio_ok else 'contradicts'} cost_ratio >= 0.25)",
-                f"highest acceptance among losing fixed-model configurations: {fixed_max_acc:g} "
-                f"({'consistent with' if acc_ok else 'contradicts'} acceptance <= 0.70)",
+                "highest acceptance among losing fixed-model configurations: "
+                + (
+                    "none loses (consistent with acceptance <= 0.70)"
+                    if math.isnan(fixed_max_acc)
+                    else f"{fixed_max_acc:g} "
+                    f"({'consistent with' if acc_ok else 'contradicts'} acceptance <= 0.70)"
+                ),
             ],
             verdict=_verdict(
                 ("count", count_ok),

@@ -351,15 +351,20 @@ class SweepPlan:
         return dataclasses.replace(self, units=units)
 
 
+PLAN_PROGRESS_EVERY = 10_000
+
+
 def plan_sweep(
     configs: Iterable[SpecConfig],
     engine: str = "fast",
     exact_only: bool = False,
     skip: Container[int] = (),
+    on_planned: Callable[[int], None] | None = None,
 ) -> SweepPlan:
     """The :class:`SweepPlan` of ``configs`` (an iterable: a grid's lazy sequence is built
     once, one configuration at a time), leaving out the indices in ``skip`` (those a
-    resumed sweep has)."""
+    resumed sweep has). ``on_planned(count)``: every :data:`PLAN_PROGRESS_EVERY`
+    configurations and at the end (10 million take minutes)."""
     cells: dict[tuple[Any, ...], array[int]] = {}  # 8 bytes a configuration
     group_ids: dict[tuple[Any, ...], int] = {}  # draw key -> group number
     group_of: dict[int, int] = {}  # index -> group number (fast engine)
@@ -369,6 +374,8 @@ def plan_sweep(
     shared = not exact_only and engine == "fast"
     for index, config in enumerate(configs):
         total += 1
+        if on_planned is not None and total % PLAN_PROGRESS_EVERY == 0:
+            on_planned(total)
         record = config.to_dict()
         found.update(record)
         if index in skip:
@@ -389,6 +396,8 @@ def plan_sweep(
             grouped.setdefault(group_of.get(index, ("alone", index)), []).append(index)
         # A group of one is its index alone (no list of its own: a sweep of 100,000).
         units = [members[0] if len(members) == 1 else members for members in grouped.values()]
+    if on_planned is not None:
+        on_planned(total)
     newer = tuple(key for key in SCENARIO_FIELDS if key in found)
     remaining = len(order)
     return SweepPlan(

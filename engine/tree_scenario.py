@@ -247,9 +247,9 @@ def _lockstep(
     of sequences ``recorded[0]`` up to ``recorded[1]`` (excluded), ordered by sequence then
     cycle (None if that range is empty)."""
     from .simulator import RunStopped, config_rng
-    from .trees import sample_cycles
+    from .trees import cycle_sampler
 
-    probs = rank_probs_of(config)
+    sample_cycles = cycle_sampler(tree, rank_probs_of(config))  # its tables, built once
     cycle, draft, _ = _prices(config, tree)
     rng = config_rng(config)
     total, n = config.tokens_per_seq, config.n_sequences
@@ -259,7 +259,7 @@ def _lockstep(
     parts: list[tuple[np.ndarray, ...]] = []
     steps = 0
     while (active := np.flatnonzero(remaining > 0)).size:
-        depth, last = sample_cycles(tree, probs, rng, active.size)
+        depth, last = sample_cycles(rng, active.size)
         r = remaining[active]
         kept = np.minimum(depth + 1, r)
         times[active] += cycle[r]
@@ -358,7 +358,7 @@ def shape_row(name: str, config: SpecConfig, tree: Tree) -> ShapeRow:
     return _row(name, config.replace(**{"shape.name": "tree"}), tree)
 
 
-def _row(name: str, config: SpecConfig, tree: Tree) -> ShapeRow:
+def _row(name: str, config: SpecConfig, tree: Tree, speedup: float | None = None) -> ShapeRow:
     from .trees import expected_tokens
 
     cost = build_cost(config)
@@ -371,12 +371,63 @@ def _row(name: str, config: SpecConfig, tree: Tree) -> ShapeRow:
         float(expected_tokens(tree, rank_probs_of(config))),
         tree.nodes + 1,
         float(cycle),
-        tree_exact(config, tree)["speedup_exact"],
+        tree_exact(config, tree)["speedup_exact"] if speedup is None else speedup,
     )
 
 
+# Prices ((T + 1) x trees) of the programs :func:`tree_speedups` runs together: 128 MB.
+PROGRAM_FLOATS = 1 << 24
+
+
+def tree_speedups(
+    config: SpecConfig,
+    trees: Sequence[Tree],
+    on_done: Callable[[int], None] | None = None,
+) -> list[float]:
+    """``tree_exact(config, tree)["speedup_exact"]`` of each tree, their programs run as the
+    columns of one :func:`engine.exact.expected_over_sequence` (the same terms added in the
+    same order: the same bits), in groups of at most :data:`PROGRAM_FLOATS` prices.
+    ``on_done(count)`` after each group, with the trees done so far."""
+    from .exact import expected_over_sequence
+    from .trees import depth_distribution
+
+    probs = rank_probs_of(config)
+    rows = config.tokens_per_seq + 1
+    size = max(1, PROGRAM_FLOATS // rows)
+    found: list[float] = []
+    for start in range(0, len(trees), size):
+        group = trees[start : start + size]
+        dist = np.zeros((max(tree.depth for tree in group) + 1, len(group)))
+        prices = np.empty((rows, len(group)))
+        baseline = 0.0
+        for column, tree in enumerate(group):
+            depths = depth_distribution(tree, probs)
+            dist[: depths.size, column] = depths
+            prices[:, column], _, baseline = _prices(config, tree)  # one baseline for all
+        expected = expected_over_sequence(dist, prices)[-1]
+        found.extend(baseline / float(value) for value in expected)
+        if on_done is not None:
+            on_done(len(found))
+    return found
+
+
+# Progress of a long comparison: called with (programs done, programs in all), where a
+# program is one tree's exact speedup over the scenario's length (O(T x depth)).
+Progress = Callable[[int, int], None]
+CHAINS = range(1, 17)  # the chain K a comparison tries
+
+
+def compare_shapes_programs(budgets: Sequence[int] = BUDGETS) -> int:
+    """How many programs :func:`compare_shapes` runs."""
+    return len(CHAINS) + 2 + sum(len(_depths(b)) for b in budgets)
+
+
 def compare_shapes(
-    config: SpecConfig, *, kary: tuple[int, int] = (2, 3), budgets: Sequence[int] = BUDGETS
+    config: SpecConfig,
+    *,
+    kary: tuple[int, int] = (2, 3),
+    budgets: Sequence[int] = BUDGETS,
+    on_progress: Progress | None = None,
 ) -> list[ShapeRow]:
     """The best chain (K in 1..16, by exact speedup), a k-ary tree, EAGLE's default shape,
     and the Sequoia-optimal tree (the budget of ``budgets`` and depth up to 16 with the
@@ -384,31 +435,59 @@ def compare_shapes(
     from .trees import chain, eagle_tree
     from .trees import kary as kary_tree
 
+    total = compare_shapes_programs(budgets)
     probs = rank_probs_of(config)
     tree_config = config.replace(**{"shape.name": "tree", "tail": "full", "policy.name": "fixed"})
-    chains = [_row(f"chain K={k}", tree_config, chain(k)) for k in range(1, 17)]
-    best_chain = max(chains, key=lambda row: row.speedup)
     k, d = kary
-    rows = [best_chain, _row(f"{k}-ary depth {d}", tree_config, kary_tree(k, d))]
-    rows.append(_row("EAGLE (60, 7, 10)", tree_config, eagle_tree(probs)))
-    rows.append(best_sequoia(tree_config, budgets))
-    return rows
+    named = [(f"chain K={c}", chain(c)) for c in CHAINS]
+    named += [(f"{k}-ary depth {d}", kary_tree(k, d)), ("EAGLE (60, 7, 10)", eagle_tree(probs))]
+    named += _sequoias(probs, budgets)
+    speedups = tree_speedups(
+        tree_config,
+        [tree for _, tree in named],
+        None if on_progress is None else lambda done: on_progress(done, total),
+    )
+    found = [
+        _row(name, tree_config, tree, speedup)
+        for (name, tree), speedup in zip(named, speedups, strict=True)
+    ]
+    chains, others, sequoias = (
+        found[: len(CHAINS)],
+        found[len(CHAINS) : len(CHAINS) + 2],
+        found[len(CHAINS) + 2 :],
+    )
+    best_chain = max(chains, key=lambda row: row.speedup)
+    return [best_chain, *others, _first_fastest(sequoias)]
+
+
+def _sequoias(probs: np.ndarray, budgets: Sequence[int]) -> list[tuple[str, Tree]]:
+    """The Sequoia trees of ``budgets`` and depths 1..16, named, budget by budget."""
+    from .trees import sequoia_tree
+
+    return [
+        (f"Sequoia {budget}/{depth}", sequoia_tree(probs, budget, depth))
+        for budget in budgets
+        for depth in _depths(budget)
+    ]
+
+
+def _first_fastest(rows: Sequence[ShapeRow]) -> ShapeRow:
+    """The row of the best speedup, the first of those that tie."""
+    best = rows[0]
+    for row in rows[1:]:
+        if row.speedup > best.speedup:
+            best = row
+    return best
 
 
 def best_sequoia(config: SpecConfig, budgets: Sequence[int] = BUDGETS) -> ShapeRow:
     """The Sequoia-optimal tree over ``budgets`` and depths 1..16 with the best exact
     speedup under the scenario's cost."""
-    from .trees import sequoia_tree
-
-    probs = rank_probs_of(config)
-    best: ShapeRow | None = None
-    for budget in budgets:
-        for depth in _depths(budget):
-            row = _row(f"Sequoia {budget}/{depth}", config, sequoia_tree(probs, budget, depth))
-            if best is None or row.speedup > best.speedup:
-                best = row
-    assert best is not None
-    return best
+    named = _sequoias(rank_probs_of(config), budgets)
+    speedups = tree_speedups(config, [tree for _, tree in named])
+    return _first_fastest(
+        [_row(name, config, tree, s) for (name, tree), s in zip(named, speedups, strict=True)]
+    )
 
 
 def _depths(budget: int) -> range:
@@ -430,14 +509,27 @@ class BudgetGrid:
     chain_speedup: np.ndarray
 
 
+def _offset(on_progress: Progress, before: int, total: int) -> Callable[[int], None]:
+    """``on_progress`` of the programs done so far in a part that starts after ``before``."""
+    return lambda done: on_progress(before + done, total)
+
+
+def budget_by_batch_programs(
+    batch_sizes: Sequence[int] = BATCH_SIZES, budgets: Sequence[int] = BUDGETS
+) -> int:
+    """How many programs :func:`budget_by_batch` runs."""
+    return len(batch_sizes) * (len(CHAINS) + sum(len(_depths(b)) for b in budgets))
+
+
 def budget_by_batch(
     config: SpecConfig,
     batch_sizes: Sequence[int] = BATCH_SIZES,
     budgets: Sequence[int] = BUDGETS,
     should_stop: Callable[[], bool] | None = None,
+    on_progress: Progress | None = None,
 ) -> BudgetGrid:
     """:class:`BudgetGrid` of the scenario (its cost model; a linear cost has no batch
-    dependence, so every row is the same)."""
+    dependence, so every row is the same). ``on_progress`` after each batch size."""
     from .trees import chain, sequoia_tree
 
     probs = rank_probs_of(config)
@@ -452,11 +544,18 @@ def budget_by_batch(
 
             raise RunStopped
         at = tree_config.replace(**{"workload.batch_size": batch})
+        keys = [(budget, d) for budget in budgets for d in _depths(budget)]
+        total = budget_by_batch_programs(batch_sizes, budgets)
+        before = i * total // len(batch_sizes)
+        found = tree_speedups(
+            at,
+            [trees[key] for key in keys] + [chain(k) for k in CHAINS],
+            None if on_progress is None else _offset(on_progress, before, total),
+        )
+        by_key = dict(zip(keys, found, strict=False))
         for j, budget in enumerate(budgets):
-            speedup[i, j] = max(
-                tree_exact(at, trees[(budget, d)])["speedup_exact"] for d in _depths(budget)
-            )
-        chains = [tree_exact(at, chain(k))["speedup_exact"] for k in range(1, 17)]
+            speedup[i, j] = max(by_key[(budget, d)] for d in _depths(budget))
+        chains = found[len(keys) :]
         chain_k[i] = int(np.argmax(chains)) + 1
         chain_speedup[i] = max(chains)
     best = np.argmax(speedup, axis=1)

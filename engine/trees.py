@@ -227,37 +227,72 @@ def depth_distribution(tree: Tree, rank_probs: RankProbs) -> FloatArray:
     return surv[:-1] - surv[1:]
 
 
+# Cells (sequences x children) compared at once when sampling cycles: bounds the memory of a
+# step of many sequences through a wide tree (10^7 sequences x 64 children would be 5 GB).
+_SAMPLE_CELLS = 1 << 22
+
+
+@dataclass(frozen=True)
+class CycleSampler:
+    """:func:`sample_cycles` of one tree and acceptance, its tables built once (a run
+    samples every step from the same tree). Only nodes with children have a row (row 0:
+    none), so the tables are at most nodes x widest fan-out."""
+
+    depth: int
+    row: IntArray  # the table row of each node 0..n (0 for a leaf)
+    children: IntArray  # (rows, width): the children of a row's node, in order
+    upper: FloatArray  # (rows, width): cumulative p of those children; inf beyond them
+    count: IntArray  # children of a row's node
+
+    def __call__(self, rng: np.random.Generator, size: int) -> tuple[IntArray, IntArray]:
+        last = np.zeros(size, dtype=np.int64)
+        depth = np.zeros(size, dtype=np.int64)
+        active = np.arange(size)
+        step = max(1, _SAMPLE_CELLS // self.upper.shape[1])
+        for _ in range(self.depth):
+            if active.size == 0:
+                break
+            uniform = rng.random(active.size)
+            rows = self.row[last[active]]
+            pick = np.empty(active.size, dtype=np.int64)
+            for i in range(0, active.size, step):  # first child whose bound exceeds u
+                part = slice(i, i + step)
+                pick[part] = (uniform[part, None] >= self.upper[rows[part]]).sum(axis=1)
+            hit = pick < self.count[rows]
+            active = active[hit]
+            last[active] = self.children[rows[hit], pick[hit]]
+            depth[active] += 1
+        return depth, last
+
+
+def cycle_sampler(tree: Tree, rank_probs: RankProbs) -> CycleSampler:
+    """The :class:`CycleSampler` of ``tree`` under ``rank_probs``."""
+    probs = _node_probs(tree, rank_probs)
+    width = max((sum(1 for _ in g) for _, g in itertools.groupby(tree.parents)), default=0)
+    inner = sorted(set(tree.parents))
+    row = np.zeros(tree.nodes + 1, dtype=np.int64)
+    row[inner] = np.arange(1, len(inner) + 1)
+    children = np.zeros((len(inner) + 1, max(width, 1)), dtype=np.int64)
+    upper = np.full((len(inner) + 1, max(width, 1)), np.inf)  # cumulative p; inf: no child
+    count = np.zeros(len(inner) + 1, dtype=np.int64)
+    cum = np.zeros(tree.nodes + 1)
+    for node, parent in enumerate(tree.parents, start=1):
+        cum[parent] += probs[node - 1]
+        at = row[parent]
+        children[at, count[at]] = node
+        upper[at, count[at]] = cum[parent]
+        count[at] += 1
+    return CycleSampler(tree.depth, row, children, upper, count)
+
+
 def sample_cycles(
     tree: Tree, rank_probs: RankProbs, rng: np.random.Generator, size: int
 ) -> tuple[IntArray, IntArray]:
     """The accepted depth (0..depth) and the last accepted node (0 = the root) of ``size``
     independent cycles: from the root down, one uniform per accepted node picks which child,
-    if any, is accepted (child c with probability p_rank(c))."""
-    probs = _node_probs(tree, rank_probs)
-    width = max((sum(1 for _ in g) for _, g in itertools.groupby(tree.parents)), default=0)
-    children = np.zeros((tree.nodes + 1, max(width, 1)), dtype=np.int64)
-    upper = np.full((tree.nodes + 1, max(width, 1)), np.inf)  # cumulative p; inf: no child
-    slot = np.zeros(tree.nodes + 1, dtype=np.int64)
-    cum = np.zeros(tree.nodes + 1)
-    for node, parent in enumerate(tree.parents, start=1):
-        cum[parent] += probs[node - 1]
-        children[parent, slot[parent]] = node
-        upper[parent, slot[parent]] = cum[parent]
-        slot[parent] += 1
-    last = np.zeros(size, dtype=np.int64)
-    depth = np.zeros(size, dtype=np.int64)
-    active = np.arange(size)
-    for _ in range(tree.depth):
-        if active.size == 0:
-            break
-        uniform = rng.random(active.size)
-        at = last[active]
-        pick = (uniform[:, None] >= upper[at]).sum(axis=1)  # first child whose bound exceeds u
-        hit = pick < slot[at]
-        active = active[hit]
-        last[active] = children[at[hit], pick[hit]]
-        depth[active] += 1
-    return depth, last
+    if any, is accepted (child c with probability p_rank(c)). Sampling many times from one
+    tree: :func:`cycle_sampler` builds its tables once."""
+    return cycle_sampler(tree, rank_probs)(rng, size)
 
 
 # ---- Named shapes built from the acceptance -------------------------------------------------

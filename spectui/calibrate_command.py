@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from engine.calibrate import VLLM_METHODS
 from engine.config import FIELD_SPECS, ConfigError
 from engine.files import TABLE_MAX_BYTES, read_input_text
 from spectui.errors import UsageError, bounded_int
@@ -65,8 +66,10 @@ def add_calibrate_parser(
     cal.add_argument(
         "--method",
         default="draft_model",
-        help="the speculative method to emit (vLLM's name: draft_model, eagle, eagle3, ngram, "
-        "mtp, ...; default draft_model)",
+        choices=VLLM_METHODS,
+        metavar="METHOD",
+        help=f"the speculative method to emit (vLLM's name: {', '.join(VLLM_METHODS)}; "
+        "default draft_model)",
     )
     add_scenario_flags(cal)
     cal.add_argument("--json", action="store_true", help="print everything as one JSON object")

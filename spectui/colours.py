@@ -48,7 +48,7 @@ def speedup_background(speedup: float) -> str | None:
     """The background of a speedup on :data:`HEAT_SCALE`; None for a missing value."""
     if speedup is None or math.isnan(speedup):
         return None
-    return next(colour for bound, colour in HEAT_SCALE if speedup < bound)
+    return next((colour for bound, colour in HEAT_SCALE if speedup < bound), HEAT_SCALE[-1][1])
 
 
 def ink(background: str) -> str:

@@ -40,27 +40,44 @@ def _json_safe(value: Any) -> Any:
 
 
 RUN_PROGRESS_AFTER_S = 1.0  # a run shorter than this shows no progress bar
+RUN_PROGRESS_BY_TOKENS = 100  # a run of fewer sequences counts its tokens
 
 
-def _run_progress(config: SpecConfig) -> tuple[Any, Any]:
-    """For a fast-engine run: an ``on_progress`` that shows a bar on a terminal once the run
-    has taken :data:`RUN_PROGRESS_AFTER_S`, and a function that closes it."""
+def delayed_progress(total: int, description: str) -> tuple[Any, Any]:
+    """A bar on a terminal's stderr that shows once the work has taken
+    :data:`RUN_PROGRESS_AFTER_S`: a function of the count done, and one that closes it
+    (call it in a ``finally``: a bar left open would swallow the "interrupted" line)."""
     started = time.perf_counter()
     bar: list[Any] = []
 
-    def on_progress(sequences: int, tokens: int) -> None:
+    def advance(done: int) -> None:
         if not bar:
             if not sys.stderr.isatty() or time.perf_counter() - started < RUN_PROGRESS_AFTER_S:
                 return
             from spectui.render import SweepProgressBar
 
-            bar.append(SweepProgressBar(config.n_sequences, "run: sequences"))
-            bar[0].__enter__()  # (a bar left open would swallow the "interrupted" line)
-        bar[0].advance(tokens // config.tokens_per_seq)  # whole sequences' worth of tokens
+            bar.append(SweepProgressBar(total, description))
+            bar[0].__enter__()
+        bar[0].advance(done)
 
     def close() -> None:
         if bar:
             bar[0].__exit__(None, None, None)
+
+    return advance, close
+
+
+def _run_progress(config: SpecConfig) -> tuple[Any, Any]:
+    """For a fast-engine run: an ``on_progress`` that shows a bar on a terminal once the run
+    has taken :data:`RUN_PROGRESS_AFTER_S`, and a function that closes it."""
+    # Few long sequences (one of 10^6 tokens through a deep tree: a minute) count tokens.
+    by_tokens = config.n_sequences < RUN_PROGRESS_BY_TOKENS
+    total = config.n_sequences * config.tokens_per_seq if by_tokens else config.n_sequences
+    advance, close = delayed_progress(total, "run: tokens" if by_tokens else "run: sequences")
+
+    def on_progress(sequences: int, tokens: int) -> None:
+        # Whole sequences' worth of tokens, or the tokens themselves.
+        advance(tokens if by_tokens else tokens // config.tokens_per_seq)
 
     return on_progress, close
 
@@ -162,7 +179,13 @@ def _sweep(args: argparse.Namespace, preset: Any) -> int:
     from engine.sweep import plan_sweep, sampler_name, sweep_rows
 
     configs = preset.sweep.lazy()  # built as their batches go: 100,000 need not fit
-    plan = plan_sweep(configs, args.engine, args.exact_only)
+    # Planning reads every configuration once (10 million: minutes): a bar on a terminal
+    # once it takes a second; Ctrl-C here ends with "interrupted" (nothing written yet).
+    advance, close = delayed_progress(preset.sweep.size_bound(), f"{preset.name}: planning")
+    try:
+        plan = plan_sweep(configs, args.engine, args.exact_only, on_planned=advance)
+    finally:
+        close()
     partial = args.out.with_name(args.out.name + ".partial")
     if not args.resume and _has_rows(partial):
         raise UsageError(

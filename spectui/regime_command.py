@@ -199,9 +199,17 @@ def _json_payload(regime: RegimeMap) -> dict[str, Any]:
 
 def cmd_regime(args: argparse.Namespace) -> int:
     from engine.regime import regime_map
+    from spectui.commands import delayed_progress
 
     config, notes = _config(args)
-    regime = regime_map(config, **_axes(args))
+    axes = _axes(args)
+    # A bar on a terminal once the map takes a second, by step (the cells' baselines, then
+    # each K); Ctrl-C stops it (main() prints one line, exits with 130).
+    advance, close = delayed_progress(1 + len(set(axes["ks"])), "regime: steps")
+    try:
+        regime = regime_map(config, **axes, on_progress=lambda done, _: advance(done))
+    finally:
+        close()
     if args.csv:
         import csv
 

@@ -188,8 +188,8 @@ def frame_table(frame: pd.DataFrame, index: bool = False) -> Table:
     for row in data.itertuples(index=False):
         table.add_row(
             *(
-                (_speedup(v) if is_speedup else f"{v:.3f}")
-                if isinstance(v, float) and not math.isnan(v)
+                (_num(v) if not is_speedup or math.isnan(v) else _speedup(v))
+                if isinstance(v, float)
                 else str(v)
                 for v, is_speedup in zip(row, speedups, strict=True)
             )

@@ -65,16 +65,34 @@ def _scenario(args: argparse.Namespace) -> Any:
 
 def cmd_tree(args: argparse.Namespace) -> int:
     from engine.cost.models import build_cost
-    from engine.tree_scenario import budget_by_batch, compare_shapes
+    from engine.tree_scenario import (
+        budget_by_batch,
+        budget_by_batch_programs,
+        compare_shapes,
+        compare_shapes_programs,
+    )
+    from spectui.commands import delayed_progress
 
+    # Each part a bar on a terminal once it takes a second (at 10^6 tokens, minutes); Ctrl-C
+    # stops it between two programs (main() prints one line, exits with 130).
     try:
         scenario = _scenario(args)
-        rows = compare_shapes(scenario, kary=args.kary)
+        advance, close = delayed_progress(compare_shapes_programs(), "tree: shapes")
+        try:
+            rows = compare_shapes(
+                scenario, kary=args.kary, on_progress=lambda done, _: advance(done)
+            )
+        finally:
+            close()
         if getattr(args, "shape.tree", None) is not None:  # the tree asked for, too
             from engine.tree_scenario import shape_row, tree_of
 
             rows.append(shape_row(f"given {scenario.tree}", scenario, tree_of(scenario)))
-        grid = budget_by_batch(scenario)
+        advance, close = delayed_progress(budget_by_batch_programs(), "tree: budgets by batch")
+        try:
+            grid = budget_by_batch(scenario, on_progress=lambda done, _: advance(done))
+        finally:
+            close()
         warnings = list(getattr(build_cost(scenario), "warnings", ()))
     except ConfigError as err:
         raise UsageError(str(err)) from None

@@ -100,7 +100,7 @@ def test_the_linear_default_prints_the_original_costs():
         (["--cost", "table", "--cost-table", "nope.csv"], "cost.table: nope.csv: No such file"),
         (
             ["--cost", "roofline", "--eta-w", "0"],
-            "--eta-w: 0 is not allowed; expected a number in (0, 1]",
+            "--eta-w: 0 is not allowed; expected a number in [1e-6, 1]",
         ),
         (["--batch-size", "0"], "--batch-size: 0 is not allowed; expected an integer in [1, 4096]"),
         (["--prompt-len", "-1"], "--prompt-len: -1 is not allowed"),

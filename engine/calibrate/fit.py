@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -33,6 +34,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from engine.calibrate import VLLM_METHODS
 from engine.config import BETA_MAX, SpecConfig
 from engine.draft_models import get_model
 from engine.exact import exact_metrics_many
@@ -720,8 +722,12 @@ def emit(rec: Recommendation, cal: Calibration, method: str = "draft_model") -> 
     ``tensorrt-llm`` (text to paste). ``method``: vLLM's speculative method name (eagle,
     eagle3, draft_model, ngram, mtp...), mapped to SGLang's algorithm where it has one.
     ``cal`` is the fit the recommendation came from (kept for settings that depend on it;
-    none does yet: every engine here takes a fixed K)."""
-    k = rec.k
+    none does yet: every engine here takes a fixed K). A command line's arguments are each
+    quoted for a POSIX shell (the JSON serialised, then quoted once); ValueError for a
+    ``method`` not in :data:`VLLM_METHODS`."""
+    if method not in VLLM_METHODS:
+        raise ValueError(f"method: expected one of {', '.join(VLLM_METHODS)}")
+    k = int(rec.k)
     vllm = json.dumps({"method": method, "num_speculative_tokens": k})
     sglang = (
         f"--speculative-num-steps {k} --speculative-eagle-topk 1 "
@@ -731,7 +737,7 @@ def emit(rec: Recommendation, cal: Calibration, method: str = "draft_model") -> 
     if algorithm is not None:
         sglang = f"--speculative-algorithm {algorithm} " + sglang
     return {
-        "vllm": f"--speculative-config '{vllm}'",
+        "vllm": f"--speculative-config {shlex.quote(vllm)}",
         "sglang": sglang,
         "llama.cpp": f"--draft-max {k} --draft-min 0 --draft-p-min 0",
         "tensorrt-llm": f"max_draft_len: {k}",

@@ -159,9 +159,30 @@ def _step(number: str, scale: float = 1.0) -> float:
     return 0.5 * 10.0**-decimals * scale
 
 
-def _count(number: str) -> int:
-    """A printed count ("66", "1000.0")."""
-    return round(float(number))
+# The largest token count a window may hold: beyond any serving log (a million tokens a
+# second for thirty years); a larger, negative, fractional or non-numeric count rejects it.
+COUNT_MAX = 10**15
+_COUNT = r"([^\s,;]+)"  # what a log prints where a count belongs, checked by _read_count
+
+
+def _count(number: str) -> int | None:
+    """A printed count ("66", "1000.0"); None unless a whole number in [0, COUNT_MAX]."""
+    try:
+        value = float(number)
+    except ValueError:
+        return None
+    if not (math.isfinite(value) and value.is_integer() and 0 <= value <= COUNT_MAX):
+        return None
+    return int(value)
+
+
+def _read_count(problems: list[str], name: str, number: str) -> int | None:
+    """:func:`_count`, with a problem (the window is then rejected) when it is not one: a
+    bad count is never read as a missing one, to be derived from a rate."""
+    value = _count(number)
+    if value is None:
+        problems.append(f"{name} {number} is not a token count (a whole number, 0 to 1e15)")
+    return value
 
 
 def _rate_list(text: str, scale: float = 1.0) -> tuple[tuple[float, ...], float]:
@@ -319,8 +340,8 @@ _V1_FIELDS = {
     "acceptance": re.compile(r"(?<!Avg )Draft acceptance rate:\s*" + _NUMBER + "%"),
     "avg_acceptance": re.compile(r"Avg Draft acceptance rate:\s*" + _NUMBER + "%"),
     "mean_length": re.compile(r"Mean acceptance length:\s*" + _NUMBER),
-    "accepted": re.compile(r"Accepted:\s*(\d+) tokens"),
-    "drafted": re.compile(r"Drafted:\s*(\d+) tokens"),
+    "accepted": re.compile(r"Accepted:\s*" + _COUNT + r"\s+tokens"),
+    "drafted": re.compile(r"Drafted:\s*" + _COUNT + r"\s+tokens"),
     "rates": re.compile(
         r"Per-position acceptance (?:rate|probabilities):\s*(\d[\d.]*(?:,\s*\d[\d.]*)*)"
     ),
@@ -330,8 +351,8 @@ _SPECULATIVE_FIELDS = {
     "acceptance": re.compile(r"Draft acceptance rate:\s*" + _NUMBER + r"(%?)"),
     "efficiency": re.compile(r"System efficiency:\s*" + _NUMBER),
     "k": re.compile(r"Number of speculative tokens:\s*(\d+)"),
-    "accepted": re.compile(r"Number of accepted tokens:\s*(\d+)"),
-    "drafted": re.compile(r"Number of draft tokens:\s*(\d+)"),
+    "accepted": re.compile(r"Number of accepted tokens:\s*" + _COUNT),
+    "drafted": re.compile(r"Number of draft tokens:\s*" + _COUNT),
     "emitted": re.compile(r"Number of emitted tokens:\s*(\d+)"),
 }
 _SGLANG = re.compile(r"Decode batch[.,].*?accept len:\s*" + _NUMBER)
@@ -368,10 +389,9 @@ def _vllm_v1(line: str, index: int) -> _Raw | None:
     if "mean_length" in found:
         raw.mean_length = float(found["mean_length"].group(1))
         raw.mean_step = _step(found["mean_length"].group(1))
-    if "accepted" in found:
-        raw.accepted = int(found["accepted"].group(1))
-    if "drafted" in found:
-        raw.drafted = int(found["drafted"].group(1))
+    for name in ("accepted", "drafted"):
+        if name in found:
+            setattr(raw, name, _read_count(raw.problems, name, found[name].group(1)))
     if "rates" in found:
         raw.rates, raw.rate_step = _rate_list(found["rates"].group(1))
     if raw.accepted is None and raw.mean_length is None:
@@ -398,7 +418,11 @@ def _speculative(line: str, index: int) -> _Raw | _V0Line | None:
     found = _search(_SPECULATIVE_FIELDS, line)
     if "accepted" not in found or "drafted" not in found:
         return None
-    accepted, drafted = int(found["accepted"].group(1)), int(found["drafted"].group(1))
+    problems: list[str] = []
+    accepted = _read_count(problems, "accepted", found["accepted"].group(1))
+    drafted = _read_count(problems, "drafted", found["drafted"].group(1))
+    if accepted is None or drafted is None:  # listed as rejected, never used
+        return _Raw("vllm-v1", index, line, problems=problems)
     rate = found.get("acceptance")
     if "k" not in found or "emitted" not in found:
         raw = _Raw("vllm-v1", index, line, drafted=drafted, accepted=accepted)
@@ -408,7 +432,6 @@ def _speculative(line: str, index: int) -> _Raw | _V0Line | None:
             raw.acceptance_step = _step(rate.group(1), scale)
         return raw
     k, emitted = int(found["k"].group(1)), int(found["emitted"].group(1))
-    problems: list[str] = []
     if rate is not None and drafted > 0:
         share = accepted / drafted
         if abs(share - float(rate.group(1))) > _step(rate.group(1)) + EXACT:
@@ -555,8 +578,8 @@ _BLOCKS = (
         re.compile(r"=+ Speculative Decoding Stats =+$"),
         {
             "drafts": re.compile(r"Number of drafts:\s*" + _NUMBER),
-            "drafted": re.compile(r"Draft tokens generated:\s*" + _NUMBER),
-            "accepted": re.compile(r"Accepted tokens:\s*" + _NUMBER),
+            "drafted": re.compile(r"Draft tokens generated:\s*" + _COUNT),
+            "accepted": re.compile(r"Accepted tokens:\s*" + _COUNT),
             "mean_length": re.compile(r"Mean acceptance length:\s*" + _NUMBER),
             "acceptance": re.compile(r"Draft utilization rate:\s*" + _NUMBER),
         },
@@ -568,8 +591,8 @@ _BLOCKS = (
         "llama.cpp",
         re.compile(r"n_draft\s*="),
         {
-            "drafted": re.compile(r"n_drafted\s*=\s*" + _NUMBER),
-            "accepted": re.compile(r"n_accept\s*=\s*" + _NUMBER),
+            "drafted": re.compile(r"n_drafted\s*=\s*" + _COUNT),
+            "accepted": re.compile(r"n_accept\s*=\s*" + _COUNT),
             "acceptance": re.compile(r"accept\s*=\s*" + _NUMBER + "%"),
         },
         None,
@@ -615,10 +638,9 @@ def _block(first: str, index: int, reader: _Reader) -> tuple[_Raw, int] | None:
     raw = _Raw(spec.source, index, "\n".join(seen[:end]), fixed_k=spec.fixed_k)
     if "drafts" in values:
         raw.drafts = float(values["drafts"])
-    if "drafted" in values:
-        raw.drafted = _count(values["drafted"])
-    if "accepted" in values:
-        raw.accepted = _count(values["accepted"])
+    for name in ("drafted", "accepted"):
+        if name in values:
+            setattr(raw, name, _read_count(raw.problems, name, values[name]))
     if "mean_length" in values:
         raw.mean_length, raw.mean_step = float(values["mean_length"]), _step(values["mean_length"])
     if "acceptance" in values:

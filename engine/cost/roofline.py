@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from engine.config import EFFICIENCY_MIN
 from engine.cost.base import Times, as_float, check_parameter, scalar_or_array
 from engine.cost.specs import HardwareSpec, ModelSpec
 
@@ -109,7 +110,7 @@ def pass_us_additive(
     """Microseconds of one pass, additive roofline form.
 
     ``tokens_per_seq_w >= 1`` tokens per sequence, ``batch >= 1`` sequences,
-    ``context_len >= 0`` tokens of context; efficiencies in (0, 1]; ``t0_us`` a fixed
+    ``context_len >= 0`` tokens of context; efficiencies in [EFFICIENCY_MIN, 1]; ``t0_us`` a fixed
     overhead per pass in microseconds; ``bytes_per_kv`` bytes per KV-cache element."""
     memory_s, compute_s = _additive_terms(
         model, hw, tokens_per_seq_w, batch, context_len, eta_w, eta_kv, eta_f, bytes_per_kv
@@ -200,7 +201,7 @@ class RooflineCost(_RooflineParts):
 
     def __post_init__(self) -> None:
         for name in ("eta_w", "eta_kv", "eta_f"):
-            check_parameter(f"cost.{name}", getattr(self, name), 0.0, 1.0, True)
+            check_parameter(f"cost.{name}", getattr(self, name), EFFICIENCY_MIN, 1.0, False)
         _check_common(self.t0_us, self.bytes_per_kv)
 
     def _terms(
@@ -242,7 +243,7 @@ class RooflineMaxCost(_RooflineParts):
 
     def __post_init__(self) -> None:
         for name in ("eta_f", "eta_bw"):
-            check_parameter(f"cost.{name}", getattr(self, name), 0.0, 1.0, True)
+            check_parameter(f"cost.{name}", getattr(self, name), EFFICIENCY_MIN, 1.0, False)
         _check_common(self.t0_us, self.bytes_per_kv)
 
     def _terms(

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from engine.config import FIELD_SPECS
 from engine.cost.base import Times, as_float, scalar_or_array
 from engine.files import TABLE_MAX_BYTES, read_input_text, shown_cell, shown_value
 
@@ -79,25 +80,28 @@ class TableCost:
             if axis.ndim != 1 or axis.size == 0 or np.any(axis < 1) or np.any(np.diff(axis) <= 0):
                 raise TableError(f"{origin}: {name} values must be >= 1 and strictly increasing")
         shape = (self.batch_sizes.size, self.tokens.size)
-        self.verify_table = self._grid("verify_us", verify_us, shape, positive=True)
+        self.verify_table = self._grid("verify_us", verify_us, shape, "verify_cost_us")
         self.draft_table = (
-            None if draft_us is None else self._grid("draft_us", draft_us, shape, positive=False)
+            None if draft_us is None else self._grid("draft_us", draft_us, shape, "draft_cost_us")
         )
         self._clamped: dict[tuple[str, str], str] = {}
 
     def _grid(
-        self, name: str, values: npt.ArrayLike, shape: tuple[int, int], positive: bool
+        self, name: str, values: npt.ArrayLike, shape: tuple[int, int], like: str
     ) -> FloatArray:
+        """The grid of ``name``, in the range of the linear model's field ``like`` (so that
+        every accepted table has finite metrics)."""
+        spec = FIELD_SPECS[like]
+        low, high = float(spec.low or 0.0), float(spec.high or 0.0)
         grid = np.asarray(values, dtype=np.float64)
         if grid.shape != shape:
             raise TableError(f"{self.origin}: {name} has shape {grid.shape}, expected {shape}")
-        bad = ~np.isfinite(grid) | ((grid <= 0) if positive else (grid < 0))
+        bad = ~np.isfinite(grid) | (grid < low) | (grid > high)
         if np.any(bad):
             i, j = np.argwhere(bad)[0]
-            rule = "> 0" if positive else ">= 0"
             raise TableError(
                 f"{self.origin}: {name} at batch_size {self.batch_sizes[i]:g}, tokens "
-                f"{self.tokens[j]:g} must be a finite number {rule}, got {grid[i, j]!r}"
+                f"{self.tokens[j]:g} must be {spec.allowed()}, got {float(grid[i, j])!r}"
             )
         return grid
 

@@ -176,6 +176,18 @@ def _is_select(key: str) -> bool:
     return FIELD_SPECS[key].kind in ("choice", "spec")
 
 
+class FieldInput(Input):
+    """A form field's input, at most its field's ``text_max`` characters long: a longer
+    paste (or keystroke) past it is refused whole, and a toast says so."""
+
+    def restricted(self) -> None:
+        key = _KEYS[self.id or ""]
+        self.notify(
+            f"{LABELS[key]}: at most {self.max_length:,} characters: the text was not taken",
+            severity="warning",
+        )
+
+
 class ParamForm(VerticalScroll, can_focus=False):
     """Side panel. Posts :class:`ConfigChanged` whenever the set of values changes.
 
@@ -237,9 +249,10 @@ class ParamForm(VerticalScroll, can_focus=False):
                 classes="-long-names" if long_names else "",
             )
         else:
-            field = Input(
+            field = FieldInput(
                 text,
                 id=widget_id,
+                max_length=FIELD_SPECS[key].text_max,
                 compact=True,
                 validators=[FieldValidator(key)],
                 validate_on=["changed"],

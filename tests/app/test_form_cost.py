@@ -109,7 +109,7 @@ async def test_hardware_and_models_are_chosen_from_the_known_ids():
         assert app.config is not None
         assert (app.config.gpu, app.config.target) == ("a100-80gb", "llama-3.1-70b")
         tooltip = str(app.query_one("#eta_w", Input).tooltip)
-        assert FIELD_SPECS["cost.eta_w"].help in tooltip and "(0, 1]" in tooltip
+        assert FIELD_SPECS["cost.eta_w"].help in tooltip and "[1e-6, 1]" in tooltip
         tooltip = str(app.query_one("#t0_us", Input).tooltip)
         assert "(us)" in tooltip and "[0, 1e6]" in tooltip
 
@@ -125,7 +125,7 @@ async def test_an_invalid_efficiency_is_marked_and_blocks_the_run():
         await settle(pilot, app)
         text = screen_text(app)
         assert f"✗{LABELS['cost.eta_w']}" in text, text
-        assert "▌✗ 0 is not allowed" in text and "(0, 1]" in text
+        assert "▌✗ 0 is not allowed" in text and "[1e-6, 1]" in text
         assert "▌✗ invalid: η weights" in text  # the status line stays in sight
         assert app.config is None and app.form.errors.keys() == {"cost.eta_w"}
         await pilot.press("f5")

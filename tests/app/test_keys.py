@@ -19,7 +19,7 @@ from tests.app.screen import region_text, screen_lines, screen_text
 # (field key, its label, words of its help, its unit or None, its allowed values), as a
 # person reads them in the tooltip today.
 FIELDS = (
-    ("cost.eta_kv", "η kv", "bandwidth efficiency reading the KV cache", None, "(0, 1]"),
+    ("cost.eta_kv", "η kv", "bandwidth efficiency reading the KV cache", None, "[1e-6, 1]"),
     ("cost.t0_us", "t0 us", "fixed overhead of every pass", "us", "[0, 1e6]"),
     ("cost.bytes_per_kv", "kv bytes", "bytes per KV-cache element", "bytes", "(0, 8]"),
     ("cost.verify_token_us", "verify/tk", "verify cost per drafted token", "us", "[0, 1e9]"),

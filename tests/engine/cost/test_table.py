@@ -196,5 +196,6 @@ def test_table_construction_errors():
         TableCost([4, 1], [1], [[1.0], [2.0]])
     with pytest.raises(TableError, match=r"verify_us has shape \(1, 1\), expected \(1, 2\)"):
         TableCost([1], [1, 2], [[1.0]])
-    with pytest.raises(TableError, match="verify_us at batch_size 1, tokens 2 must be a finite"):
+    range_ = r"verify_us at batch_size 1, tokens 2 must be a number in \[0.001, 1e9\]"
+    with pytest.raises(TableError, match=range_):
         TableCost([1], [1, 2], [[1.0, 0.0]])
