@@ -11,7 +11,6 @@ view) boot the whole app instead.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from textual.app import App, ComposeResult
 from textual.containers import Horizontal, Vertical
@@ -57,7 +56,3 @@ class ViewHost(App[None]):
         from textual.widgets import TabbedContent
 
         self.query_one(TabbedContent).active = pane_id
-
-
-def host(view: Widget, pane_id: str, label: str, **kwargs: Any) -> ViewHost:
-    return ViewHost(view, pane_id, label, **kwargs)

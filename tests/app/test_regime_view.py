@@ -7,10 +7,10 @@ from textual.widgets import TabbedContent
 
 from engine.config import SpecConfig
 from engine.formatting import LOSE_MARK
+from engine.presets import load_preset
 from engine.regime import regime_map
 from spectui.app import create_app
 from spectui.messages import ConfigChanged
-from engine.presets import load_preset
 from spectui.widgets.regime_view import RegimeView
 from tests.app.helpers import notifications, settle, until
 from tests.app.hosts_fast2 import ViewHost

@@ -11,11 +11,11 @@ from textual.widgets import Input, TabbedContent
 import engine.tree_scenario
 from engine.config import SpecConfig
 from engine.exact import survival
+from engine.presets import load_preset
 from engine.tree_scenario import BATCH_SIZES, BUDGETS, BudgetGrid, budget_by_batch
 from engine.trees import parse_tree, path_probs
 from spectui.app import create_app
 from spectui.widgets.regime_view import map_config
-from engine.presets import load_preset
 from spectui.widgets.tree_view import (
     ACCEPTED_MARK,
     TreeView,
