@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from engine.analysis import read_sweep_csv
-from spectui.app import create_app
-from tests.app.helpers import settle
+from spectui.widgets.plots_view import PlotsView
+from tests.app.helpers import until
+from tests.app.hosts_fast2 import ViewHost
 from tests.app.screen import region_text, screen_text
 
 SEED_576 = Path(__file__).parents[2] / "results" / "sweep_summary.csv"
@@ -21,16 +22,32 @@ def seed_576_frame():
     return read_sweep_csv(SEED_576)
 
 
+def _host() -> ViewHost:
+    """The Plots view alone, where it is in the app (beside the form)."""
+    return ViewHost(PlotsView(id="plots-view", classes="main-view"), "plots", "5 Plots")
+
+
+def _drawn(app) -> bool:
+    """The plot is drawn for the canvas's size now (a redraw waits for its final size)."""
+    canvas = app.query_one("#plots-canvas")
+    return canvas.size.area > 0 and app.query_one("#plots-view").drawn_size == canvas.size
+
+
+async def _redrawn(pilot, app) -> None:
+    await pilot.pause()
+    await until(pilot, lambda: _drawn(app))
+
+
 async def _open_plots(pilot, app, frame, plot: int = 1) -> None:
-    """The Plots view on ``frame`` (as after a sweep), showing plot number ``plot``."""
-    await settle(pilot, app)
-    app.sweep_frame = frame
-    await app.action_show_view("plots")
-    await settle(pilot, app)
+    """The Plots view on ``frame`` (as after a sweep), focused, showing plot ``plot``."""
+    view = app.query_one("#plots-view")
+    view.focus()
+    await pilot.pause()
+    view.update_results(frame)
     for _ in range(plot - 1):
         await pilot.press("n")
-    await pilot.pause(0.3)  # a redraw waits for the widget's final size
-    await pilot.pause()
+    await until(pilot, lambda: f"Plot {plot}/6" in screen_text(app))
+    await _redrawn(pilot, app)
 
 
 def _canvas(app) -> str:
@@ -51,7 +68,7 @@ def _y_ticks(canvas: str) -> list[list[float]]:
 
 
 async def test_plot_2_legend_is_under_the_plot_not_over_the_curves(seed_576_frame):
-    app = create_app("tiny")
+    app = _host()
     async with app.run_test(size=(80, 24)) as pilot:
         await _open_plots(pilot, app, seed_576_frame, plot=2)
         assert "Plot 2/6: Observed acceptance vs K" in screen_text(app)
@@ -62,7 +79,7 @@ async def test_plot_2_legend_is_under_the_plot_not_over_the_curves(seed_576_fram
 
 
 async def test_y_ticks_are_evenly_spaced_round_values(seed_576_frame):
-    app = create_app("tiny")
+    app = _host()
     async with app.run_test(size=(80, 24)) as pilot:
         await _open_plots(pilot, app, seed_576_frame, plot=1)
         for plot in range(1, 6):
@@ -73,11 +90,11 @@ async def test_y_ticks_are_evenly_spaced_round_values(seed_576_frame):
                 steps = {round(a - b, 6) for a, b in pairwise(ticks)}
                 assert len(steps) == 1, f"plot {plot}: uneven y ticks {ticks}"
             await pilot.press("n")
-            await pilot.pause(0.3)
+            await _redrawn(pilot, app)
 
 
 async def test_plot_4_x_labels_do_not_run_together(seed_576_frame):
-    app = create_app("tiny")
+    app = _host()
     async with app.run_test(size=(80, 24)) as pilot:
         await _open_plots(pilot, app, seed_576_frame, plot=4)
         canvas = _canvas(app)
@@ -87,7 +104,7 @@ async def test_plot_4_x_labels_do_not_run_together(seed_576_frame):
 
 
 async def test_plot_1_pages_through_the_draft_cost_panels(seed_576_frame):
-    app = create_app("tiny")
+    app = _host()
     async with app.run_test(size=(80, 24)) as pilot:
         await _open_plots(pilot, app, seed_576_frame, plot=1)
         view = app.query_one("#plots-view")
@@ -98,17 +115,17 @@ async def test_plot_1_pages_through_the_draft_cost_panels(seed_576_frame):
         assert "draft 50 us" not in first
         assert "draft costs 1-2 of 4 (d: next)" in _legend(app)
         await pilot.press("d")
-        await pilot.pause(0.3)
+        await _redrawn(pilot, app)
         second = _canvas(app)
         assert "draft 50 us" in second and "draft 100 us" in second
         assert "draft 10 us" not in second
         await pilot.press("d")  # wraps around
-        await pilot.pause(0.3)
+        await _redrawn(pilot, app)
         assert "draft 10 us" in _canvas(app)
 
 
 async def test_plot_1_shows_every_panel_when_they_fit(seed_576_frame):
-    app = create_app("tiny")
+    app = _host()
     async with app.run_test(size=(200, 50)) as pilot:
         await _open_plots(pilot, app, seed_576_frame, plot=1)
         canvas = _canvas(app)
@@ -120,7 +137,7 @@ async def test_plot_1_shows_every_panel_when_they_fit(seed_576_frame):
 
 async def test_without_colour_lines_differ_by_marker(seed_576_frame, monkeypatch):
     monkeypatch.setenv("NO_COLOR", "1")
-    app = create_app("tiny")
+    app = _host()
     async with app.run_test(size=(80, 24)) as pilot:
         await _open_plots(pilot, app, seed_576_frame, plot=2)
         legend = _legend(app)
@@ -182,15 +199,15 @@ def test_tick_labels_that_collide_are_dropped_the_same_way_in_every_run():
 async def test_the_pareto_plot_survives_being_drawn_again(seed_576_frame):
     """plotext's log scale took the log of its data in place: the second render of plot 5
     (a tab switch, a resize) raised 'math domain error' and took the app down."""
-    app = create_app("tiny")
+    app = _host()
     async with app.run_test(size=(80, 24)) as pilot:
         await _open_plots(pilot, app, seed_576_frame, plot=5)
         first = _canvas(app)
-        await app.action_show_view("run")
+        await app.show("run")
         await pilot.pause()
-        await app.action_show_view("plots")
+        await app.show("plots")
         app.query_one("#plots-canvas").refresh()
-        await pilot.pause(0.3)
+        await _redrawn(pilot, app)
         assert _canvas(app) == first
         labels = first.splitlines()[-2].split()
         assert labels == ["0.1", "1", "10"]
@@ -212,7 +229,7 @@ def _many_rows_frame(n: int = 30):
 async def test_the_heatmap_pages_through_rows_that_do_not_fit():
     """A sweep with more heatmap rows than lines (regime-study has 960): one row per line,
     never two rows' cells over each other, and d shows the next rows (issue 22)."""
-    app = create_app("tiny")
+    app = _host()
     async with app.run_test(size=(80, 24)) as pilot:
         await _open_plots(pilot, app, _many_rows_frame(), plot=6)
         view = app.query_one("#plots-view")
@@ -231,7 +248,7 @@ async def test_the_heatmap_pages_through_rows_that_do_not_fit():
             first, last = 1 + page * len(lines), (page + 1) * len(lines)
             assert f"rows {first}-{last} of 30 (d: next)" in _legend(app)
             await pilot.press("d")
-            await pilot.pause(0.3)
+            await _redrawn(pilot, app)
         assert seen == [round(0.5 + i / 100, 2) for i in range(len(seen))]  # in order, no gap
 
 
@@ -240,7 +257,7 @@ async def test_plot_1_titles_a_cost_ratio_in_three_figures():
     from tests.engine.test_plot_data import frame, row
 
     f = frame(*(row(k=k, draft_cost_us=19.3404, speedup=1 + k / 10) for k in (1, 2, 3)))
-    app = create_app("tiny")
+    app = _host()
     async with app.run_test(size=(80, 24)) as pilot:
         await _open_plots(pilot, app, f, plot=1)
         canvas = _canvas(app)
@@ -268,7 +285,7 @@ async def test_heatmap_rows_with_long_labels_keep_room_for_their_cells():
                         ci=0.001,
                     )
                 )
-    app = create_app("tiny")
+    app = _host()
     async with app.run_test(size=(70, 24)) as pilot:
         await _open_plots(pilot, app, frame(*rows), plot=6)
         lines = [line for line in _canvas(app).splitlines() if "┤" in line]
@@ -303,7 +320,7 @@ async def test_a_costly_plot_is_redrawn_less_often_while_a_sweep_streams(monkeyp
 
     monkeypatch.setattr(terminal, "draw", slow_draw)
     frame = _many_rows_frame(10)
-    app = create_app("tiny")
+    app = _host()
     async with app.run_test(size=(160, 30)) as pilot:  # the title's row count in sight
         await _open_plots(pilot, app, frame, plot=6)
         view = app.query_one("#plots-view")

@@ -7,10 +7,13 @@ from textual.widgets import TabbedContent
 
 from engine.config import SpecConfig
 from engine.formatting import LOSE_MARK
+from engine.presets import load_preset
 from engine.regime import regime_map
 from spectui.app import create_app
 from spectui.messages import ConfigChanged
-from tests.app.helpers import notifications, settle
+from spectui.widgets.regime_view import RegimeView
+from tests.app.helpers import notifications, settle, until
+from tests.app.hosts_fast2 import ViewHost
 from tests.app.screen import region_text, screen_text
 
 # Weak drafts on an H100: at batch 256-512 and 1k-2k context no K pays (engine.regime tests).
@@ -22,6 +25,24 @@ async def _open_regime(pilot, app) -> None:
     await pilot.press("6")
     await settle(pilot, app, rounds=4)
     await pilot.pause()
+
+
+def _host() -> ViewHost:
+    """The Regime view alone, beside the form, on the default preset's form (as key 6)."""
+    view = RegimeView(id="regime-view")
+    view.config = load_preset("default").config
+    return ViewHost(view, "regime", "6 Regime")
+
+
+async def _open_hosted(pilot, app) -> None:
+    await settle(pilot, app)
+    app.query_one("#regime-map").focus()
+    await pilot.pause()
+
+
+def _form(app, config) -> None:
+    """The form changed to ``config`` (what the app tells the view on ConfigChanged)."""
+    app.query_one("#regime-view").set_config(config)
 
 
 def _map_rows(app) -> list[str]:
@@ -58,14 +79,17 @@ async def test_key_6_shows_the_map_of_the_form_at_80x24():
         await pilot.press("down", "right")  # the cursor describes its cell
         await pilot.pause()
         assert f"batch 2 · 2k: K*={expected.k_opt[1, 1]} " in screen_text(app)
+        # The form drives the view: the app passes a changed form on to the map.
+        app.post_message(ConfigChanged(WEAK))
+        await until(pilot, lambda: "no K pays in 3 of 80 cells" in screen_text(app))
 
 
 async def test_no_pay_cells_are_marked_and_the_map_follows_the_form():
-    app = create_app("default")
+    app = _host()
     async with app.run_test(size=(80, 24)) as pilot:
-        await _open_regime(pilot, app)
+        await _open_hosted(pilot, app)
         assert LOSE_MARK not in region_text(app, app.query_one("#regime-map"))
-        app.post_message(ConfigChanged(WEAK))
+        _form(app, WEAK)
         await settle(pilot, app, rounds=4)
         text = screen_text(app)
         assert "linear cost" not in text
@@ -79,10 +103,10 @@ async def test_no_pay_cells_are_marked_and_the_map_follows_the_form():
 
 async def test_readable_without_colour(monkeypatch):
     monkeypatch.setenv("NO_COLOR", "1")
-    app = create_app("default")
+    app = _host()
     async with app.run_test(size=(80, 24)) as pilot:
-        await _open_regime(pilot, app)
-        app.post_message(ConfigChanged(WEAK))
+        await _open_hosted(pilot, app)
+        _form(app, WEAK)
         await settle(pilot, app, rounds=4)
         assert app.no_color
         rows = _map_rows(app)
@@ -90,17 +114,17 @@ async def test_readable_without_colour(monkeypatch):
 
 
 async def test_a_newer_form_wins_and_an_invalid_form_says_so():
-    app = create_app("default")
+    app = _host()
     async with app.run_test(size=(80, 24)) as pilot:
-        await _open_regime(pilot, app)
+        await _open_hosted(pilot, app)
         eagle = WEAK.replace(draft="eagle-llama-3.1-8b", acceptance_rate=0.8)
-        app.post_message(ConfigChanged(WEAK))
-        app.post_message(ConfigChanged(eagle))  # before the first map is done
+        _form(app, WEAK)
+        _form(app, eagle)  # before the first map is done
         await settle(pilot, app, rounds=4)
         view = app.query_one("#regime-view")
         assert view.shown is not None and view.shown.config == eagle
         assert "eagle-llama-3.1-8b drafts" in screen_text(app)
-        app.post_message(ConfigChanged(None))
+        _form(app, None)
         await settle(pilot, app)
         assert "form invalid: nothing to map" in screen_text(app)
 
@@ -110,10 +134,10 @@ async def test_a_map_that_cannot_be_computed_is_reported(tmp_path):
     missing.write_text("batch_size,tokens,verify_us\n1,1,100\n")
     broken = SpecConfig(cost_model="table", cost_table=str(missing))
     missing.unlink()
-    app = create_app("default")
+    app = _host()
     async with app.run_test(size=(80, 24)) as pilot:
-        await _open_regime(pilot, app)
-        app.post_message(ConfigChanged(broken))
+        await _open_hosted(pilot, app)
+        _form(app, broken)
         await settle(pilot, app, rounds=4)
         assert "could not compute the map (see the notification)" in screen_text(app)
         assert any(
@@ -125,12 +149,12 @@ async def test_a_stale_map_is_not_shown():
     """A map that arrives after the form moved on (its worker too late to cancel) is dropped."""
     from spectui.widgets.regime_view import RegimeReady
 
-    app = create_app("default")
+    app = _host()
     async with app.run_test(size=(80, 24)) as pilot:
-        await _open_regime(pilot, app)
+        await _open_hosted(pilot, app)
         view = app.query_one("#regime-view")
         eagle = WEAK.replace(draft="eagle-llama-3.1-8b", acceptance_rate=0.8)
-        app.post_message(ConfigChanged(eagle))
+        _form(app, eagle)
         await settle(pilot, app, rounds=4)
         view.post_message(RegimeReady(WEAK, regime_map(WEAK), ""))  # an older form's map
         await settle(pilot, app)
@@ -157,15 +181,15 @@ async def test_a_form_change_stops_the_running_map(monkeypatch):
         return result
 
     monkeypatch.setattr(engine.regime, "regime_map", recording)
-    app = create_app("default")
+    app = _host()
     async with app.run_test(size=(80, 24)) as pilot:
-        await _open_regime(pilot, app)
-        app.post_message(ConfigChanged(WEAK.replace(tokens_per_seq=50_000)))
+        await _open_hosted(pilot, app)
+        _form(app, WEAK.replace(tokens_per_seq=50_000))
         for _ in range(50):  # until the long map has started
             await pilot.pause()
             if "computing the map…" in screen_text(app):
                 break
-        app.post_message(ConfigChanged(WEAK))
+        _form(app, WEAK)
         await settle(pilot, app, rounds=4)
         assert "stopped T=50000" in outcomes and "done T=50000" not in outcomes
         assert outcomes.count("done T=128") == 2  # the first form's map, then the last one
@@ -176,9 +200,9 @@ async def test_at_80x24_beside_the_form_every_context_is_reached_by_keys():
     """Issue 22: the 64k and 128k columns were cut at 80 columns with no sign of them."""
     from engine.regime import CONTEXTS, context_label
 
-    app = create_app("default")
+    app = _host()
     async with app.run_test(size=(80, 24)) as pilot:
-        await _open_regime(pilot, app)
+        await _open_hosted(pilot, app)
         assert app.focused is app.query_one("#regime-map")
         headers = [context_label(c) for c in CONTEXTS]
         shown = _map_rows(app)[0].split()
@@ -201,13 +225,13 @@ async def test_at_80x24_beside_the_form_every_context_is_reached_by_keys():
 
 async def test_the_title_says_the_map_is_exact_and_of_a_roofline_when_the_form_is_linear():
     """Issue 22: the Speedup view's K* is the linear form's; the map's is a roofline's."""
-    app = create_app("default")  # linear
+    app = _host()  # linear
     async with app.run_test(size=(120, 40)) as pilot:
-        await _open_regime(pilot, app)
+        await _open_hosted(pilot, app)
         assert _text_of(app, "#regime-title") == (
             "Regime map, exact · roofline h100 (form is linear)"
         )
-        app.post_message(ConfigChanged(WEAK.replace(gpu="a100-80gb")))  # a roofline form: as is
+        _form(app, WEAK.replace(gpu="a100-80gb"))  # a roofline form: as is
         await settle(pilot, app, rounds=4)
         assert _text_of(app, "#regime-title") == "Regime map, exact · K 1..16, T=128, tail full"
         assert "roofline on a100-80gb" in _text_of(app, "#regime-scenario")

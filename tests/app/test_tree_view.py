@@ -11,12 +11,20 @@ from textual.widgets import Input, TabbedContent
 import engine.tree_scenario
 from engine.config import SpecConfig
 from engine.exact import survival
+from engine.presets import load_preset
 from engine.tree_scenario import BATCH_SIZES, BUDGETS, BudgetGrid, budget_by_batch
 from engine.trees import parse_tree, path_probs
 from spectui.app import create_app
 from spectui.widgets.regime_view import map_config
-from spectui.widgets.tree_view import ACCEPTED_MARK, path_to, prob_text, summary_cell
+from spectui.widgets.tree_view import (
+    ACCEPTED_MARK,
+    TreeView,
+    path_to,
+    prob_text,
+    summary_cell,
+)
 from tests.app.helpers import settle, until
+from tests.app.hosts_fast2 import ViewHost
 from tests.app.screen import region_text, screen_text, style_of
 
 TREE_TEXT = "parents=0,0,1,1,2,3 ranks=1,2,1,2,1,1"
@@ -66,6 +74,20 @@ async def _open_tree(pilot, app, config: SpecConfig | None = TREE, hide: bool = 
     await pilot.pause()
 
 
+def _host(config: SpecConfig | None = TREE, form: bool = False) -> ViewHost:
+    """The Tree view alone on the form's ``config`` (None: the default preset's), the form
+    hidden (ctrl+b) unless ``form``: as after key 8."""
+    view = TreeView(id="tree-view")
+    view.config = config if config is not None else load_preset("default").config
+    return ViewHost(view, "trees", "8 Tree", form=form)
+
+
+async def _open_hosted(pilot, app) -> None:
+    await settle(pilot, app, rounds=4)
+    app.query_one("#tree-nodes").focus()
+    await pilot.pause()
+
+
 def _tree_lines(app) -> list[str]:
     """The tree's rows on screen, root first."""
     lines = region_text(app, app.query_one("#tree-nodes")).splitlines()
@@ -112,9 +134,9 @@ def _row_nodes(view) -> list[int]:
 
 
 async def test_s_marks_a_root_to_node_path(grids):
-    app = create_app("default")
+    app = _host()
     async with app.run_test(size=(80, 24)) as pilot:
-        await _open_tree(pilot, app)
+        await _open_hosted(pilot, app)
         view = app.query_one("#tree-view")
         tree = view.draft
         seen = set()
@@ -133,9 +155,9 @@ async def test_s_marks_a_root_to_node_path(grids):
 
 
 async def test_the_heatmap_row_shows_the_best_budget(grids):
-    app = create_app("default")
+    app = _host()
     async with app.run_test(size=(80, 24)) as pilot:
-        await _open_tree(pilot, app)
+        await _open_hosted(pilot, app)
         grid = grids[-1]
         assert grid.batch_sizes == BATCH_SIZES and grid.budgets == BUDGETS
         lines = region_text(app, app.query_one("#tree-budgets")).splitlines()
@@ -181,10 +203,10 @@ async def test_a_bad_shape_text_says_so_in_one_line(grids):
 async def test_the_form_chain_on_the_real_engine():
     """The default form (a chain of K = 5, p = 0.8) with the real budget_by_batch: the chain's
     nodes read its survival P(n >= i); each heatmap row its best budget."""
-    app = create_app("default")
+    app = _host(config=None)
     async with app.run_test(size=(80, 24)) as pilot:
-        await _open_tree(pilot, app, config=None)
-        config = app.config
+        await _open_hosted(pilot, app)
+        config = app.query_one("#tree-view").config
         lines = _tree_lines(app)
         assert len(lines) == 1 + config.k
         for i, line in enumerate(lines[1:], start=1):
@@ -201,9 +223,9 @@ async def test_the_form_chain_on_the_real_engine():
 
 async def test_readable_without_colour(grids, monkeypatch):
     monkeypatch.setenv("NO_COLOR", "1")
-    app = create_app("default")
+    app = _host()
     async with app.run_test(size=(80, 24)) as pilot:
-        await _open_tree(pilot, app)
+        await _open_hosted(pilot, app)
         assert app.no_color
         assert f"{ACCEPTED_MARK} root" in screen_text(app)
         assert _marked(app)[0] == 0
@@ -211,9 +233,9 @@ async def test_readable_without_colour(grids, monkeypatch):
 
 async def test_at_80x24_beside_the_form_every_budget_is_reached_by_keys(grids):
     """Issue 22: the budget columns after 1 were cut at 80 columns with no sign of them."""
-    app = create_app("default")
+    app = _host(form=True)
     async with app.run_test(size=(80, 24)) as pilot:
-        await _open_tree(pilot, app, hide=False)
+        await _open_hosted(pilot, app)
         table = app.query_one("#tree-budgets")
         header = region_text(app, table).splitlines()[0].split()
         assert header[:4] == ["tree", "n*", "chain", "K*"] and str(BUDGETS[-1]) not in header
@@ -234,17 +256,17 @@ async def test_at_80x24_beside_the_form_every_budget_is_reached_by_keys(grids):
 async def test_the_heatmap_title_says_exact_its_cost_and_its_acceptance(grids):
     """Issue 22: the chain K* of the heatmap is not the Speedup view's: it is a roofline's,
     on the rank probabilities; the title says so, and that it is exact."""
-    app = create_app("default")  # a linear chain of fixed acceptance 0.8
+    app = _host(config=None)  # a linear chain of fixed acceptance 0.8
     async with app.run_test(size=(120, 40)) as pilot:
-        await _open_tree(pilot, app, config=None)
+        await _open_hosted(pilot, app)
         title = " ".join(region_text(app, app.query_one("#tree-grid-title")).split())
-        rank_probs = app.config.rank_probs
+        rank_probs = app.query_one("#tree-view").config.rank_probs
         assert title == (
             "Best tree by batch, exact · roofline h100 (form is linear) "
             f"rank p {rank_probs} · the form's chain: fixed (acceptance 0.8)"
         )
         assert "exact 3.689 tokens/cycle" in screen_text(app)
-        app.form.load_config(TREE.replace(cost_model="roofline"))
+        app.query_one("#tree-view").set_config(TREE.replace(cost_model="roofline"))
         await settle(pilot, app, rounds=4)
         title = " ".join(region_text(app, app.query_one("#tree-grid-title")).split())
         assert title == "Best tree by batch, exact rank p 0.6,0.25"
