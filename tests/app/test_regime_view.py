@@ -172,6 +172,7 @@ async def test_a_form_change_stops_the_running_map(monkeypatch):
     real = engine.regime.regime_map
 
     def recording(config, *args, **kwargs):
+        outcomes.append(f"started T={config.tokens_per_seq}")
         try:
             result = real(config, *args, **kwargs)
         except RunStopped:
@@ -185,12 +186,17 @@ async def test_a_form_change_stops_the_running_map(monkeypatch):
     async with app.run_test(size=(80, 24)) as pilot:
         await _open_hosted(pilot, app)
         _form(app, WEAK.replace(tokens_per_seq=50_000))
-        for _ in range(50):  # until the long map has started
-            await pilot.pause()
-            if "computing the map…" in screen_text(app):
-                break
+        # Until the long map has started (a state: 50 rounds were once not enough under load).
+        await until(pilot, lambda: "started T=50000" in outcomes)
         _form(app, WEAK)
-        await settle(pilot, app, rounds=4)
+        await until(
+            pilot,
+            lambda: (
+                outcomes.count("done T=128") == 2
+                and any(o.endswith("T=50000") and not o.startswith("started") for o in outcomes)
+            ),
+        )
+        await settle(pilot, app)
         assert "stopped T=50000" in outcomes and "done T=50000" not in outcomes
         assert outcomes.count("done T=128") == 2  # the first form's map, then the last one
         assert app.query_one("#regime-view").shown.config == WEAK
