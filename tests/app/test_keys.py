@@ -5,17 +5,20 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-import pytest
+from textual.app import App
 
+import spectui
 from engine.config import SpecConfig
 from engine.presets import load_preset
 from spectui.app import create_app
 from spectui.screens.help import HelpScreen
 from spectui.widgets.cycle_table import CycleTable
+from spectui.widgets.param_form import MARK_FOCUS
 from spectui.widgets.run_view import RunView
-from tests.app.helpers import notifications, settle, type_into
+from tests.app.helpers import notifications, settle, type_into, until
 from tests.app.screen import region_text, screen_lines, screen_text
 
+APP_CSS = str(Path(spectui.__file__).with_name("app.tcss"))
 # (field key, its label, words of its help, its unit or None, its allowed values), as a
 # person reads them in the tooltip today.
 FIELDS = (
@@ -30,41 +33,80 @@ FIELDS = (
 )
 
 
-@pytest.mark.parametrize("cost", ["linear", "roofline"])
-async def test_f1_on_a_focused_field_shows_its_help_unit_and_range(cost):
-    base = load_preset("tiny").config.replace(**{"cost.model": cost, "shape.name": "tree"})
+def _help_text(app) -> str:
+    return " ".join(line.strip() for line in screen_lines(app))
+
+
+def _assert_shows_the_fields_help(text: str, key, label, words, unit, allowed) -> None:
+    """The help screen's text (``_help_text``) starts with the field's section."""
+    assert f"Field {label}: {key}" in text, text
+    assert words in text, text
+    assert f"allowed: a number in {allowed}" in text or allowed in text, text
+    if unit is not None:
+        assert f"unit: {unit}" in text, text
+    else:
+        assert "unit:" not in text.split("Keys")[0], text
+
+
+class _HelpHost(App[None]):
+    """Just the help screen, styled as in the app (its frame's width wraps the text)."""
+
+    CSS_PATH = APP_CSS
+
+
+async def test_the_help_screen_of_each_field_shows_its_help_unit_and_range(monkeypatch):
+    """What F1 on a focused field shows (the screen the app pushes for it, below), for each
+    field. The page after the field's section is the app's help, checked below: here a
+    short one, since its Markdown is most of the work of showing the screen."""
+    import spectui.screens.help as help_module
+
+    monkeypatch.setattr(help_module, "HELP_TEXT", "## Keys\n\nPress `escape` to close.\n")
+    app = _HelpHost()
+    async with app.run_test(size=(80, 24)) as pilot:
+        for key, label, words, unit, allowed in FIELDS:
+            app.push_screen(HelpScreen(key))
+            await until(pilot, lambda: "Press escape to close" in _help_text(app))
+            _assert_shows_the_fields_help(_help_text(app), key, label, words, unit, allowed)
+            await pilot.press("escape")
+            await until(pilot, lambda: not isinstance(app.screen, HelpScreen))
+
+
+async def test_f1_on_a_focused_field_shows_its_help_unit_and_range():
+    """In the app: each field F1 describes is marked as focused (F1 shows the focused
+    field's help, as above); F1 in a field shows that field's help above the help page; F1
+    outside the form, the page alone. With the linear cost, then the roofline's fields."""
     app = create_app("tiny")
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot, app)
-        app.form.load_config(base)
-        await settle(pilot, app)
-        shown = [f for f in FIELDS if f[0] in app.form.visible_fields()]
-        assert len(shown) == 5
-        if cost == "roofline":  # the tree's fields were looked at with the linear cost
-            shown = [f for f in shown if not f[0].startswith("shape.")]
-        for key, label, words, unit, allowed in shown:
-            app.form.focus_field(key)
-            await pilot.pause()
+        for cost in ("linear", "roofline"):
+            base = load_preset("tiny").config.replace(**{"cost.model": cost, "shape.name": "tree"})
+            app.form.load_config(base)
+            await settle(pilot, app)
+            shown = [f for f in FIELDS if f[0] in app.form.visible_fields()]
+            assert len(shown) == 5
+            if cost == "roofline":  # the tree's fields were looked at with the linear cost
+                shown = [f for f in shown if not f[0].startswith("shape.")]
+            for key, label, *_ in shown:
+                app.form.focus_field(key)
+                marked = f"{MARK_FOCUS}{label} "
+                await until(pilot, lambda marked=marked: marked in screen_text(app))
+                assert app.form.focused_field == key
+            # F1 on the last of them: its help, then the app's help page.
+            key, label, words, unit, allowed = shown[-1]
             await pilot.press("f1")
-            await pilot.pause()
+            await until(pilot, lambda: "Field " in _help_text(app))
             assert isinstance(app.screen, HelpScreen)
-            text = " ".join(line.strip() for line in screen_lines(app))
-            assert f"Field {label}: {key}" in text, text
-            assert words in text, text
-            assert f"allowed: a number in {allowed}" in text or allowed in text, text
-            if unit is not None:
-                assert f"unit: {unit}" in text, text
-            else:
-                assert "unit:" not in text.split("Keys")[0], text
+            text = _help_text(app)
+            _assert_shows_the_fields_help(text, key, label, words, unit, allowed)
+            assert "speculative decoding, cycle by cycle" in text, text
+            assert text.index(f"Field {label}") < text.index("speculative decoding"), text
             await pilot.press("escape")
-            await pilot.pause()
-            assert not isinstance(app.screen, HelpScreen)
+            await until(pilot, lambda: not isinstance(app.screen, HelpScreen))
         # Outside the form, F1 is the general help: no field's section first.
         app.query_one("#cycle-table").focus()
         await pilot.press("f1")
-        await pilot.pause()
+        await until(pilot, lambda: "speculative decoding, cycle by cycle" in screen_text(app))
         assert "Field " not in screen_text(app)
-        assert "speculative decoding, cycle by cycle" in screen_text(app)
 
 
 async def test_form_labels_stay_whole_at_80x24_and_draft_cost_says_per_token():
