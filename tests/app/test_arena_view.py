@@ -4,7 +4,9 @@ status line, and the highlighted policy's per-cycle trace is drawn under the boa
 
 Most tests drive a fake ``engine.arena.run_arena`` that releases one policy at a time
 through gates (``threading.Event``), so a test sees the board after each row; the last one
-runs the real engine on a tiny markov scenario.
+runs the real engine on a tiny markov scenario. What is about the view alone runs it in a
+small host app (tests/app/hosts_fast1.py) at its size in the app; what is about the app
+(views, keys, escape, quitting, presets, the form's changes) boots the whole app.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from engine.simulator import RunStopped
 from spectui.app import create_app
 from spectui.messages import ConfigChanged
 from tests.app.helpers import notifications, settle, until
+from tests.app.hosts_fast1 import BESIDE_THE_FORM, WITHOUT_THE_FORM, ArenaHost
 from tests.app.screen import region_text, screen_text
 
 MARKOV = SpecConfig(draft_model="markov", n_sequences=200, tokens_per_seq=64, seed=7)
@@ -177,9 +180,9 @@ async def test_rows_appear_live_as_policies_finish_then_sort_best_first(gated):
 
 
 async def test_the_progress_names_the_policy_running(gated):
-    app = create_app("default")
-    async with app.run_test(size=(80, 24)) as pilot:
-        await _open_arena(pilot, app)
+    app = ArenaHost(MARKOV)
+    async with app.run_test(size=BESIDE_THE_FORM) as pilot:
+        await settle(pilot, app)
         await pilot.press("f7")
         gated.release(0)
         await until(pilot, lambda: _board(app).row_count == 1)
@@ -312,10 +315,9 @@ def _y_labels(drawn: str) -> list[str]:
 
 
 async def test_the_trace_follows_the_highlighted_row(gated):
-    app = create_app("default")
-    async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("ctrl+b")  # the form hidden: the trace has room
-        await _open_arena(pilot, app)
+    app = ArenaHost(MARKOV)
+    async with app.run_test(size=WITHOUT_THE_FORM) as pilot:
+        await settle(pilot, app)
         gated.release_all()
         await pilot.press("f7")
         await settle(pilot, app)
@@ -355,9 +357,9 @@ async def test_the_trace_follows_the_highlighted_row(gated):
 
 
 async def test_a_tiny_arena_on_the_real_engine_fills_every_row():
-    app = create_app("default")
-    async with app.run_test(size=(80, 24)) as pilot:
-        await _open_arena(pilot, app)
+    app = ArenaHost(MARKOV)
+    async with app.run_test(size=BESIDE_THE_FORM) as pilot:
+        await settle(pilot, app)
         await pilot.press("f7")
         await settle(pilot, app, rounds=6)
         view = app.query_one("#arena-view")
@@ -395,9 +397,9 @@ async def test_a_refusal_from_the_engine_shows_in_the_status_line(monkeypatch):
         raise ConfigError("policy.window", "a refusal only the run can see")
 
     monkeypatch.setattr(engine.arena, "run_arena", refuse)
-    app = create_app("default")
-    async with app.run_test(size=(80, 24)) as pilot:
-        await _open_arena(pilot, app)
+    app = ArenaHost(MARKOV)
+    async with app.run_test(size=BESIDE_THE_FORM) as pilot:
+        await settle(pilot, app)
         await pilot.press("f7")
         await settle(pilot, app)
         assert _status(app) == "policy.window: a refusal only the run can see"
@@ -461,9 +463,9 @@ async def test_the_best_fixed_k_says_how_far_it_is(gated, monkeypatch):
         )
 
     monkeypatch.setattr(engine.arena, "run_arena", sharing)
-    app = create_app("default")
-    async with app.run_test(size=(80, 24)) as pilot:
-        await _open_arena(pilot, app)
+    app = ArenaHost(MARKOV)
+    async with app.run_test(size=BESIDE_THE_FORM) as pilot:
+        await settle(pilot, app)
         await pilot.press("f7")
         running = "0/5 policies · the best fixed K, fixed K=4: 42%…"
         await until(pilot, lambda: running in _status(app))

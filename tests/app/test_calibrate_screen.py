@@ -1,6 +1,10 @@
 """The Calibrate screen (F8): paste or open a log, see the windows, the fit and the K to use,
 send the fitted model to the form.
 
+What is about the screen alone runs it in a small host app (tests/app/hosts_fast1.py) on
+the scenario the app's form has for the preset; what is about the app (F8, the palette, the
+form that gets the model, an invalid form) boots the whole app.
+
 Most tests stand a small fake in for the calibration engine (``engine.calibrate.logs`` and
 ``.fit``, as the screen imports them), so they test the screen and not the fit; the last
 ones run the real engine on a real log (tests/fixtures/logs/). Timers are driven: a test
@@ -22,17 +26,23 @@ from textual.widgets import TextArea
 
 from engine.calibrate.fit import model_rates
 from engine.config import FIELD_SPECS, SpecConfig
+from engine.presets import load_preset
 from spectui.app import create_app
 from spectui.screens import calibrate as calibrate_screen
 from spectui.screens.calibrate import PASTED, CalibrateScreen
 from spectui.widgets.exact_panel import ExactPanel
 from spectui.widgets.param_form import IDS, LABELS
-from tests.app.helpers import notifications, settle, type_into
+from tests.app.helpers import notifications, settle, type_into, until
+from tests.app.hosts_fast1 import CalibrateHost, shown_screen
 from tests.app.screen import region_text, screen_text
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
 # vLLM v1, one window (vllm-project/vllm issue 19254): M 2.16, 150 accepted, 387 drafted.
 V1_LOG = FIXTURES / "vllm_v1_mean_length.log"
+
+# The form's scenario in the app on the presets the tests open (what the screen is given).
+TINY = load_preset("tiny").config
+DEFAULT = load_preset("default").config
 
 PASTE = "INFO some line\nSpecDecoding metrics: ...\nSpecDecoding metrics: ...\n"
 
@@ -203,9 +213,9 @@ async def test_f8_opens_the_screen_and_escape_closes_it(monkeypatch):
 
 async def test_pasted_text_is_analysed_after_the_pause_and_its_windows_listed(monkeypatch):
     calls = fake_engine(monkeypatch)
-    app = create_app("tiny")
+    app = CalibrateHost(TINY)
     async with app.run_test(size=(80, 24)) as pilot:
-        screen = await open_screen(pilot, app)
+        screen = await shown_screen(pilot, app)
         await paste(pilot, screen, PASTE)
         # Debounced: nothing parsed until the timer fires (driven here, not waited for).
         assert screen.pending and calls["parse"] == []
@@ -217,16 +227,17 @@ async def test_pasted_text_is_analysed_after_the_pause_and_its_windows_listed(mo
         used = next(line for line in text.splitlines() if line.lstrip().startswith("2 "))
         assert used.split()[:6] == ["2", "vllm-v1", "120", "3", "2.16", "used"]
         assert "1 used, 1 rejected" in text and "1 of 3 lines skipped" in text
-        # The form's scenario is what K is recommended for.
-        assert calls["recommend"] == [app.config]
+        # The form's scenario (the screen's, from the app: see the test of f) is what K is
+        # recommended for.
+        assert calls["recommend"] == [TINY]
         assert "position_decay" in text and "K = 4" in text
 
 
 async def test_a_rejected_window_shows_why(monkeypatch):
     fake_engine(monkeypatch)
-    app = create_app("tiny")
+    app = CalibrateHost(TINY)
     async with app.run_test(size=(80, 24)) as pilot:
-        screen = await open_screen(pilot, app)
+        screen = await shown_screen(pilot, app)
         await paste(pilot, screen, PASTE)
         screen.analyse_now()
         await settle(pilot, app)
@@ -248,9 +259,9 @@ async def test_an_unusable_log_is_one_line_in_the_status_and_the_app_keeps_runni
         raise FakeLogError(f"{path}: No such file or directory")
 
     fake_engine(monkeypatch, parse_log=nothing, parse_log_file=unreadable)
-    app = create_app("tiny")
+    app = CalibrateHost(TINY)
     async with app.run_test(size=(80, 24)) as pilot:
-        screen = await open_screen(pilot, app)
+        screen = await shown_screen(pilot, app)
         await paste(pilot, screen, "hello\nworld\n")
         screen.analyse_now()
         await settle(pilot, app)
@@ -271,9 +282,9 @@ async def test_an_unexpected_failure_is_reported_and_the_screen_stays(monkeypatc
         raise RuntimeError("boom")
 
     fake_engine(monkeypatch, recommend=broken)
-    app = create_app("tiny")
+    app = CalibrateHost(TINY)
     async with app.run_test(size=(80, 24)) as pilot:
-        screen = await open_screen(pilot, app)
+        screen = await shown_screen(pilot, app)
         await paste(pilot, screen, PASTE)
         screen.analyse_now()
         await settle(pilot, app)
@@ -283,18 +294,45 @@ async def test_an_unexpected_failure_is_reported_and_the_screen_stays(monkeypatc
 
 
 @pytest.mark.parametrize(("key", "focus"), [("f", "#cal-windows"), ("ctrl+f", "#cal-text")])
-async def test_f_sends_the_fitted_model_to_the_form_and_closes(monkeypatch, key, focus):
+async def test_f_sends_the_fitted_model_and_closes(monkeypatch, key, focus):
     fake_engine(monkeypatch)
-    app = create_app("tiny")  # fixed, K = 3
+    app = CalibrateHost(TINY)  # fixed, K = 3
     async with app.run_test(size=(80, 24)) as pilot:
-        screen = await open_screen(pilot, app)
+        screen = await shown_screen(pilot, app)
         await paste(pilot, screen, PASTE)
         screen.analyse_now()
         await settle(pilot, app)
         screen.query_one(focus).focus()  # in the text area, f is a letter: ctrl+f there
         await pilot.press(key)
-        await settle(pilot, app)
+        await until(pilot, lambda: app.sent)
         assert not isinstance(app.screen, CalibrateScreen)
+        [sent] = app.sent
+        assert sent is not None
+        assert (sent.draft_model, sent.decay_base, sent.decay_factor) == (
+            "position_decay",
+            0.85,
+            0.9,
+        )
+        assert sent.k == 4  # the recommended K (the fake's)
+        assert (sent.policy, sent.shape) == ("fixed", "chain")
+
+
+async def test_f_sends_the_fitted_model_to_the_form_and_closes(monkeypatch):
+    """In the app: F8 opens the screen on the form's scenario, and what f sends is what the
+    form then shows (each key's part on the screen: the test above)."""
+    calls = fake_engine(monkeypatch)
+    app = create_app("tiny")  # fixed, K = 3
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_screen(pilot, app)
+        scenario = app.config
+        await paste(pilot, screen, PASTE)
+        screen.analyse_now()
+        await settle(pilot, app)
+        assert calls["recommend"] == [scenario]  # K is recommended for the form's scenario
+        screen.query_one("#cal-windows").focus()
+        await pilot.press("f")
+        await until(pilot, lambda: not isinstance(app.screen, CalibrateScreen))
+        await settle(pilot, app)
         assert app.form.model == "position_decay"
         assert app.query_one("#decay_base").value == "0.85"
         assert app.config is not None
@@ -311,9 +349,9 @@ async def test_the_log_k_typed_in_goes_to_the_fit(monkeypatch):
         return FakeCalibration([], [FIXED], FIXED, ["no per-position rates: fixed only"])
 
     fake_engine(monkeypatch, calibrate=calibrate)
-    app = create_app("tiny")
+    app = CalibrateHost(TINY)
     async with app.run_test(size=(80, 24)) as pilot:
-        screen = await open_screen(pilot, app)
+        screen = await shown_screen(pilot, app)
         await paste(pilot, screen, PASTE)
         screen.analyse_now()
         await settle(pilot, app)
@@ -365,9 +403,9 @@ async def test_the_palette_has_calibrate(monkeypatch):
 
 async def test_f_before_any_fit_says_so_and_stays(monkeypatch):
     fake_engine(monkeypatch)
-    app = create_app("tiny")
+    app = CalibrateHost(TINY)
     async with app.run_test(size=(80, 24)) as pilot:
-        screen = await open_screen(pilot, app)
+        screen = await shown_screen(pilot, app)
         screen.query_one("#cal-windows").focus()
         await pilot.press("f")
         await pilot.pause()
@@ -377,9 +415,9 @@ async def test_f_before_any_fit_says_so_and_stays(monkeypatch):
 
 # --- the real engine on a real log ---------------------------------------------------------
 async def test_a_real_vllm_log_file_is_parsed_fitted_and_recommended():
-    app = create_app("tiny")
+    app = CalibrateHost(TINY)
     async with app.run_test(size=(80, 24)) as pilot:
-        screen = await open_screen(pilot, app)
+        screen = await shown_screen(pilot, app)
         screen.load_file(str(V1_LOG))
         await settle(pilot, app, rounds=5)
         text = screen_text(app)
@@ -409,9 +447,9 @@ async def test_a_real_vllm_log_file_is_parsed_fitted_and_recommended():
 
 async def test_a_real_sglang_log_asks_for_its_k_and_fits_the_fixed_model_with_it():
     # SGLang logs "accept len: 3.13" per decode batch: no K, no per-position rates.
-    app = create_app("tiny")
+    app = CalibrateHost(TINY)
     async with app.run_test(size=(80, 24)) as pilot:
-        screen = await open_screen(pilot, app)
+        screen = await shown_screen(pilot, app)
         screen.load_file(str(FIXTURES / "sglang_decode.log"))
         await settle(pilot, app, rounds=5)
         assert "✗ sglang_decode.log: no K in the log: type it in 'log K'" in screen_text(app)
@@ -437,9 +475,9 @@ async def test_a_real_sglang_log_asks_for_its_k_and_fits_the_fixed_model_with_it
 async def test_a_path_typed_where_the_log_goes_loads_that_file():
     """The text area has the focus when the screen opens: a person who types a log's path
     there (and waits) gets the file, not "nothing usable in 1 line"."""
-    app = create_app("tiny")
+    app = CalibrateHost(TINY)
     async with app.run_test(size=(80, 24)) as pilot:
-        screen = await open_screen(pilot, app)
+        screen = await shown_screen(pilot, app)
         screen.query_one("#cal-text").text = str(V1_LOG)
         screen.analyse_now()
         await settle(pilot, app, rounds=5)
@@ -501,9 +539,9 @@ async def test_every_character_of_the_engines_settings_is_on_screen_at_80x24():
     """Issue 22, item 6: at 80 columns the vLLM setting was cut (``"num_speculativ``) with no
     way to see the rest. Each setting is read back from the screen, row after row of the
     Recommend pane, and must be all there (wrapped lines joined; spaces aside)."""
-    app = create_app("default")
+    app = CalibrateHost(DEFAULT)
     async with app.run_test(size=(80, 24)) as pilot:
-        screen = await open_screen(pilot, app)
+        screen = await shown_screen(pilot, app)
         screen.load_file(str(V1_LOG))
         await settle(pilot, app, rounds=5)
         screen.query_one("#cal-windows").focus()
