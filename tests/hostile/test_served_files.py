@@ -90,16 +90,13 @@ async def test_the_served_app_refuses_a_preset_and_a_cost_table_outside(served, 
 
 
 async def test_the_served_app_refuses_a_log_outside(served, outside):
-    from spectui.screens.calibrate import CalibrateScreen
+    from engine.presets import load_preset
+    from tests.app.hosts_fast1 import CalibrateHost, shown_screen
     from tests.app.screen import screen_text
 
-    app = create_app("tiny")
+    app = CalibrateHost(load_preset("tiny").config)
     async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot, app)
-        await pilot.press("f8")
-        await pilot.pause()
-        screen = app.screen
-        assert isinstance(screen, CalibrateScreen)
+        screen = await shown_screen(pilot, app)
         screen.load_file(str(outside / "shadow"))
         await settle(pilot, app)
         text = screen_text(app)
