@@ -27,10 +27,10 @@ lint: $(VENV)/.test-deps
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-# Tests run in parallel (pytest-xdist): two processes per core, since an app test spends
-# much of its time waiting for the app to go idle; idle processes take tests queued for
-# busy ones. PYTEST_WORKERS=0 runs them in one process, in file order.
-PYTEST_WORKERS ?= $(shell echo $$(( 2 * $$(nproc) )))
+# Tests run in parallel (pytest-xdist): one process per core, idle ones take tests queued
+# for busy ones. PYTEST_WORKERS=0 runs them in one process, in file order. (Two per core
+# did not shorten a clean-clone run: it added CPU, e.g. module fixtures built twice.)
+PYTEST_WORKERS ?= auto
 
 test: lint
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist worksteal

@@ -7,7 +7,6 @@ import contextlib
 import json
 import logging
 import math
-import os
 import secrets
 import shlex
 import signal
@@ -393,8 +392,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         )
     from spectui import confined
 
-    # What a browser's app may open: its own folders, the working directory, --files.
-    os.environ[confined.ENV] = confined.environment(args.files or ())
+    # What a browser's app may open: its own folders, the working directory, --files; set
+    # for the app's shell command only (this process's environment stays as it was).
+    folders = f"{confined.ENV}={shlex.quote(confined.environment(args.files or ()))}"
     token = secrets.token_urlsafe(32)
-    serve(shlex.join(command), host=args.host, port=args.port, title="spectui", token=token)
+    line = f"{folders} {shlex.join(command)}"
+    serve(line, host=args.host, port=args.port, title="spectui", token=token)
     return 0

@@ -72,19 +72,6 @@ def test_emit_refuses_a_method_a_shell_would_run():
         emit(rec, cal, HOSTILE)
 
 
-def test_serve_quotes_the_preset_path_in_the_command_it_runs(cli, tmp_path, monkeypatch):
-    """textual-serve runs the command through a shell: a preset whose file name holds a
-    quote and a command substitution must reach spectui as one argument."""
-    pytest.importorskip("textual_serve.server")
-    preset = tmp_path / 'it\'s "$(touch PWNED)".toml'
-    preset.write_text("[config]\nk = 3\n")
-    seen: list[str] = []
-    monkeypatch.setattr("spectui.served.serve", lambda command, **_: seen.append(command))
-    status, _, err = cli("serve", "--preset", str(preset))
-    assert status == 0, err
-    assert shlex.split(seen[0]) == [sys.executable, "-m", "spectui", "--preset", str(preset)]
-
-
 # ------------------------------------------------- 11. non-finite metrics from accepted input
 
 
@@ -378,7 +365,6 @@ class _Bars:
 
 
 def _on_a_terminal(monkeypatch) -> _Bars:
-    import sys
 
     bars = _Bars()
     monkeypatch.setattr("spectui.render.SweepProgressBar", bars)

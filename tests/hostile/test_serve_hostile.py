@@ -84,10 +84,12 @@ def test_the_app_command_quotes_a_preset_path_for_the_shell(served, tmp_path):
     (call,) = served.calls
     app = f"{sys.executable} -m spectui"
     command = str(call["command"])
-    assert command.startswith(app + " ")
+    # The folders the app may open, set for its command only (spectui.confined), then it.
+    folders, rest = command.split(app + " ", 1)
+    assert folders.startswith("SPECTUI_FILES=")
     # The same command line with printf in place of the app: what the shell passes on.
     echo = subprocess.run(
-        ["sh", "-c", "printf '%s\\n' " + command[len(app) :]],
+        ["sh", "-c", folders + "printf '%s\\n' " + rest],
         cwd=tmp_path,
         capture_output=True,
         text=True,

@@ -54,18 +54,22 @@ def test_an_app_in_a_terminal_opens_any_path(monkeypatch, outside):
 def test_serve_gives_its_apps_the_working_directory_and_each_files_folder(
     cli, monkeypatch, tmp_path, outside
 ):
+    import shlex
+
     import spectui.served
 
-    seen: dict[str, str] = {}
-    monkeypatch.setattr(
-        spectui.served, "serve", lambda *a, **k: seen.update(env=os.environ[confined.ENV])
-    )
+    commands: list[str] = []
+    monkeypatch.setattr(spectui.served, "serve", lambda command, **_: commands.append(command))
     monkeypatch.delenv(confined.ENV, raising=False)
     status, _, err = cli("serve", "--files", str(outside))
     assert status == 0, err
-    folders = seen["env"].split(os.pathsep)
+    # The app's shell command sets the folders; this process's environment is untouched.
+    assignment, *app = shlex.split(commands[0])
+    name, _, value = assignment.partition("=")
+    assert name == confined.ENV and app[1:3] == ["-m", "spectui"]
+    folders = value.split(os.pathsep)
     assert str(tmp_path.resolve()) in folders and str(outside.resolve()) in folders
-    os.environ.pop(confined.ENV, None)  # this process is not a served app after all
+    assert confined.ENV not in os.environ
 
     status, out, err = cli("serve", "--files", str(outside / "shadow"))
     assert status == 2 and out == "" and len(err.strip().splitlines()) == 1
