@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from textual.widgets import Input
+
+import spectui
+
+# The app's own stylesheet, for the small host apps that show one of its views or screens.
+APP_CSS = str(Path(spectui.__file__).with_name("app.tcss"))
 
 
 async def settle(pilot, app, rounds: int = 3) -> None:

@@ -5,7 +5,7 @@ status line, and the highlighted policy's per-cycle trace is drawn under the boa
 Most tests drive a fake ``engine.arena.run_arena`` that releases one policy at a time
 through gates (``threading.Event``), so a test sees the board after each row; the last one
 runs the real engine on a tiny markov scenario. What is about the view alone runs it in a
-small host app (tests/app/hosts_fast1.py) at its size in the app; what is about the app
+small host app (tests/app/hosts_screens.py) at its size in the app; what is about the app
 (views, keys, escape, quitting, presets, the form's changes) boots the whole app.
 """
 
@@ -34,7 +34,7 @@ from engine.simulator import RunStopped
 from spectui.app import create_app
 from spectui.messages import ConfigChanged
 from tests.app.helpers import notifications, settle, until
-from tests.app.hosts_fast1 import BESIDE_THE_FORM, WITHOUT_THE_FORM, ArenaHost
+from tests.app.hosts_screens import BESIDE_THE_FORM, WITHOUT_THE_FORM, ArenaHost
 from tests.app.screen import region_text, screen_text
 
 MARKOV = SpecConfig(draft_model="markov", n_sequences=200, tokens_per_seq=64, seed=7)

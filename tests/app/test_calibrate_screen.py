@@ -1,7 +1,7 @@
 """The Calibrate screen (F8): paste or open a log, see the windows, the fit and the K to use,
 send the fitted model to the form.
 
-What is about the screen alone runs it in a small host app (tests/app/hosts_fast1.py) on
+What is about the screen alone runs it in a small host app (tests/app/hosts_screens.py) on
 the scenario the app's form has for the preset; what is about the app (F8, the palette, the
 form that gets the model, an invalid form) boots the whole app.
 
@@ -33,7 +33,7 @@ from spectui.screens.calibrate import PASTED, CalibrateScreen
 from spectui.widgets.exact_panel import ExactPanel
 from spectui.widgets.param_form import IDS, LABELS
 from tests.app.helpers import notifications, settle, type_into, until
-from tests.app.hosts_fast1 import CalibrateHost, shown_screen
+from tests.app.hosts_screens import CalibrateHost, shown_screen
 from tests.app.screen import region_text, screen_text
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "logs"

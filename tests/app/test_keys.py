@@ -7,7 +7,6 @@ from pathlib import Path
 
 from textual.app import App
 
-import spectui
 from engine.config import SpecConfig
 from engine.presets import load_preset
 from spectui.app import create_app
@@ -15,10 +14,9 @@ from spectui.screens.help import HelpScreen
 from spectui.widgets.cycle_table import CycleTable
 from spectui.widgets.param_form import MARK_FOCUS
 from spectui.widgets.run_view import RunView
-from tests.app.helpers import notifications, settle, type_into, until
+from tests.app.helpers import APP_CSS, notifications, settle, type_into, until
 from tests.app.screen import region_text, screen_lines, screen_text
 
-APP_CSS = str(Path(spectui.__file__).with_name("app.tcss"))
 # (field key, its label, words of its help, its unit or None, its allowed values), as a
 # person reads them in the tooltip today.
 FIELDS = (

@@ -11,7 +11,7 @@ import pytest
 from engine.analysis import read_sweep_csv
 from spectui.widgets.plots_view import PlotsView
 from tests.app.helpers import until
-from tests.app.hosts_fast2 import ViewHost
+from tests.app.hosts_views import ViewHost
 from tests.app.screen import region_text, screen_text
 
 SEED_576 = Path(__file__).parents[2] / "results" / "sweep_summary.csv"

@@ -13,7 +13,7 @@ from spectui.app import create_app
 from spectui.messages import ConfigChanged
 from spectui.widgets.regime_view import RegimeView
 from tests.app.helpers import notifications, settle, until
-from tests.app.hosts_fast2 import ViewHost
+from tests.app.hosts_views import ViewHost
 from tests.app.screen import region_text, screen_text
 
 # Weak drafts on an H100: at batch 256-512 and 1k-2k context no K pays (engine.regime tests).

@@ -24,7 +24,7 @@ from spectui.widgets.tree_view import (
     summary_cell,
 )
 from tests.app.helpers import settle, until
-from tests.app.hosts_fast2 import ViewHost
+from tests.app.hosts_views import ViewHost
 from tests.app.screen import region_text, screen_text, style_of
 
 TREE_TEXT = "parents=0,0,1,1,2,3 ranks=1,2,1,2,1,1"

@@ -95,7 +95,7 @@ async def test_the_served_app_refuses_a_preset_and_a_cost_table_outside(served, 
 
 async def test_the_served_app_refuses_a_log_outside(served, outside):
     from engine.presets import load_preset
-    from tests.app.hosts_fast1 import CalibrateHost, shown_screen
+    from tests.app.hosts_screens import CalibrateHost, shown_screen
     from tests.app.screen import screen_text
 
     app = CalibrateHost(load_preset("tiny").config)

@@ -5,18 +5,13 @@ the app draws at the same size."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 
-import spectui.app
 from engine.config import SpecConfig
 from spectui.screens.calibrate import CalibrateScreen
 from spectui.widgets.arena_view import ArenaView
-from tests.app.helpers import until
-
-APP_CSS = str(Path(spectui.app.__file__).with_name("app.tcss"))
+from tests.app.helpers import APP_CSS, until
 
 # The Arena view's size in the app at 80x24: beside the form, and with the form hidden
 # (ctrl+b): measured on SpectuiApp (the view's region, between the tabs and the footer).

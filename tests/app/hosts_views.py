@@ -10,18 +10,14 @@ view) boot the whole app instead.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from textual.app import App, ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widget import Widget
 from textual.widgets import Header, Static, TabPane
 
-import spectui
 from spectui.widgets.footer import KeysFooter
 from spectui.widgets.view_tabs import ViewTabs
-
-APP_CSS = Path(spectui.__file__).with_name("app.tcss")
+from tests.app.helpers import APP_CSS
 
 
 class ViewHost(App[None]):
