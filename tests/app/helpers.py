@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from textual.widgets import Input
@@ -20,15 +21,23 @@ async def settle(pilot, app, rounds: int = 3) -> None:
     await pilot.pause()
 
 
-async def until(pilot, condition, rounds: int = 200) -> None:
+async def until(pilot, condition, rounds: int = 200, patience_s: float = 30.0) -> None:
     """Let the app run until ``condition()`` holds: a worker's messages, a lazily mounted
     view or a layout that follows a change of content take a few rounds of the event loop,
-    more on a loaded machine. Never asserts how long it took; fails if it never holds."""
-    for _ in range(rounds):
+    more on a loaded machine. At least ``rounds`` rounds and ``patience_s`` seconds of
+    waiting (a round can be 20 ms when the machine is busy with other tests: rounds alone
+    ran out in 4 s under CI's load). Never asserts how long it took; fails, showing the
+    screen, if it never holds."""
+    from tests.app.screen import screen_text
+
+    deadline = time.monotonic() + patience_s
+    done = 0
+    while done < rounds or time.monotonic() < deadline:
         if condition():
             return
         await pilot.pause()
-    assert condition()
+        done += 1
+    assert condition(), "never held; the screen:\n" + screen_text(pilot.app)
 
 
 async def type_into(pilot, app, field: str, text: str) -> Input:
