@@ -244,6 +244,7 @@ def _payload(parsed: Any, cal: Any, rec: Any, configs: dict[str, str], note: str
             {"line": w.line, "source": w.source, "problems": list(w.problems)}
             for w in parsed.rejected
         ],
+        "rejected_not_listed": parsed.rejected_unlisted,
         "skipped_lines": parsed.skipped,
         "drafts": cal.drafts,
         "k": cal.k,
@@ -302,12 +303,15 @@ def _print(
     out.print(
         Text(
             f"Calibration: {_count(parsed.used, 'window')} ({sources}), {drafts}"
-            f"{k_text}; {len(parsed.rejected)} rejected, {_count(parsed.skipped, 'line')} skipped",
+            f"{k_text}; {parsed.rejected_count:,} rejected, {_count(parsed.skipped, 'line')} "
+            "skipped",
             style="bold",
         )
     )
     for window in parsed.rejected:
         out.print(Text(f"  rejected line {window.line}: {'; '.join(window.problems)}"))
+    if parsed.rejected_unlisted:
+        out.print(Text(f"  and {parsed.rejected_unlisted:,} more rejected windows, not listed"))
     if cal.positions:
         table = Table(box=box.SIMPLE_HEAD, show_edge=False, header_style="bold", pad_edge=False)
         for name in ("position", "reached", "accepted", "rate", "95 %"):

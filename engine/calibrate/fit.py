@@ -27,7 +27,7 @@ import dataclasses
 import json
 import math
 import shlex
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -35,6 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from engine.calibrate import VLLM_METHODS
+from engine.calibrate.logs import mean_length_of
 from engine.config import BETA_MAX, SpecConfig
 from engine.draft_models import get_model
 from engine.exact import exact_metrics_many
@@ -74,6 +75,8 @@ class WindowLike(Protocol):
     def mean_length(self) -> float | None: ...
     @property
     def position_accepted(self) -> tuple[float, ...] | None: ...
+    @property
+    def windows(self) -> int: ...  # the log's windows it stands for (merged ones: several)
 
 
 @dataclass(frozen=True)
@@ -313,17 +316,6 @@ def _pool_positions(windows: Sequence[WindowLike]) -> tuple[FloatArray, FloatArr
     return accepted[:keep], reached[:keep]
 
 
-def _mean_length(w: WindowLike) -> float | None:
-    """A window's mean acceptance length, from M, or accepted / drafts, or K x rate."""
-    if w.mean_length is not None:
-        return float(w.mean_length)
-    if w.accepted is not None and w.drafts:
-        return 1.0 + w.accepted / w.drafts
-    if w.accepted is not None and w.drafted and w.k:
-        return 1.0 + w.k * w.accepted / w.drafted
-    return None
-
-
 def fixed_from_mean(mean_length: float, k: int) -> float:
     """The p of the fixed model with ``1 + sum_{i<=k} p^i = mean_length`` (bisection;
     clipped to [0, 1])."""
@@ -355,12 +347,17 @@ def _fixed_stderr(p: float, k: int, drafts: float) -> float:
     return math.sqrt(max(var, 0.0) / drafts) / slope
 
 
+def _count(windows: Iterable[WindowLike]) -> int:
+    """The log's windows that ``windows`` stand for (a merged window stands for several)."""
+    return sum(w.windows for w in windows)
+
+
 def _log_k(windows: Sequence[WindowLike]) -> tuple[int | None, list[str]]:
     """The K the log was recorded at (the one with most drafts) and a note if several."""
     weight: dict[int, float] = {}
     for w in windows:
         if w.k is not None:
-            weight[w.k] = weight.get(w.k, 0.0) + float(w.drafts or 1.0)
+            weight[w.k] = weight.get(w.k, 0.0) + float(w.drafts or w.windows)
     if not weight:
         return None, []
     k = max(weight, key=lambda key: (weight[key], key))
@@ -392,7 +389,7 @@ def calibrate(windows: Sequence[WindowLike], *, k: int | None = None) -> Calibra
     sources = tuple(sorted({w.source for w in windows}))
     with_positions = [w for w in windows if w.position_accepted and w.drafts]
     if with_positions:
-        left_out = len(windows) - len(with_positions)
+        left_out = _count(windows) - _count(with_positions)
         if left_out:
             notes.append(
                 f"{left_out} window(s) without per-position counts were left out of the fit"
@@ -450,26 +447,26 @@ def _calibrate_positions(
     notes.insert(0, f"chose {chosen.name} by {CRITERION}")
     notes.insert(1, f"fit error (RMS of conditional rates over {m} positions): {errors}")
     drafts = float(sum(float(w.drafts or 0.0) for w in windows))
-    return Calibration(len(windows), drafts, log_k, sources, positions, models, chosen, notes)
+    return Calibration(_count(windows), drafts, log_k, sources, positions, models, chosen, notes)
 
 
 def _calibrate_mean(
     windows: Sequence[WindowLike], log_k: int | None, sources: tuple[str, ...], notes: list[str]
 ) -> Calibration:
-    found = [(w, _mean_length(w)) for w in windows]
+    found = [(w, mean_length_of(w)) for w in windows]
     usable = [(w, mean) for w, mean in found if mean is not None and w.k]
     beyond = [(w, m) for w, m in usable if w.k is not None and m > w.k + 1.0 + 1e-9]
     if beyond and len(beyond) < len(usable):  # another drafter's lines, or another K
         usable = [pair for pair in usable if pair not in beyond]
         notes.append(
-            f"{len(beyond)} window(s) with M above K + 1 left out (another drafter, or "
-            "recorded at a larger K)"
+            f"{_count(w for w, _ in beyond)} window(s) with M above K + 1 left out (another "
+            "drafter, or recorded at a larger K)"
         )
     counted = [(w, m) for w, m in usable if w.drafts]
     if counted and len(counted) < len(usable):  # weight by drafts: the uncounted can't be
         notes.append(
-            f"{len(usable) - len(counted)} window(s) without a draft count left out of the "
-            "fit (the others are weighted by their drafts)"
+            f"{_count(w for w, _ in usable) - _count(w for w, _ in counted)} window(s) without "
+            "a draft count left out of the fit (the others are weighted by their drafts)"
         )
         usable = counted
     if not usable:
@@ -479,16 +476,19 @@ def _calibrate_mean(
         )
     # Pool by K: M of a K is the drafts-weighted mean (equal weights where drafts are
     # unknown); p solves each K's M, and the K with most drafts decides (log_k).
-    by_k: dict[int, list[tuple[float, float]]] = {}
+    by_k: dict[int, list[tuple[float, float, int]]] = {}
     for w, mean in usable:
         assert w.k is not None and mean is not None
-        by_k.setdefault(w.k, []).append((mean, float(w.drafts or 0.0)))
+        by_k.setdefault(w.k, []).append((mean, float(w.drafts or 0.0), w.windows))
     k = log_k if log_k in by_k else max(by_k)
     pairs = by_k[k]
-    drafts = sum(d for _, d in pairs)
-    known = all(d > 0 for _, d in pairs)
+    drafts = sum(d for _, d, _ in pairs)
+    count = sum(n for _, _, n in pairs)
+    known = all(d > 0 for _, d, _ in pairs)
     mean_length = (
-        sum(m * d for m, d in pairs) / drafts if known else sum(m for m, _ in pairs) / len(pairs)
+        sum(m * d for m, d, _ in pairs) / drafts
+        if known
+        else sum(m * n for m, _, n in pairs) / count
     )
     p = fixed_from_mean(mean_length, k)
     interval: dict[str, tuple[float, float]] = {}
@@ -526,7 +526,7 @@ def _calibrate_mean(
         rms_error=math.nan,
         interval=interval,
     )
-    return Calibration(len(pairs), float(drafts), log_k, sources, [], [fit], fit, notes)
+    return Calibration(count, float(drafts), log_k, sources, [], [fit], fit, notes)
 
 
 # ---------------------------------------------------------------------------- recommend

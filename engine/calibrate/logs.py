@@ -58,8 +58,12 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from engine.files import input_lines, open_input
+
+if TYPE_CHECKING:
+    from engine.calibrate.fit import WindowLike
 
 SOURCES = (
     "vllm-v1",
@@ -74,8 +78,10 @@ SOURCES = (
 # Relative slack on K = drafted / drafts: n-gram drafters sometimes propose fewer than K
 # tokens (vllm-project/vllm#24344: 4960 draft tokens in 993 drafts of K = 5).
 K_TOLERANCE = 0.02
-# Windows held one by one; past this many, those calibration pools by their counts are merged
-# as they come (_pool): a log of millions of windows is read in bounded memory.
+# Windows held one by one; past this many, the usable ones are merged as they come into one
+# window per kind that calibration treats alike (_Pooled), and only the first this many
+# rejected ones are listed (the others counted): a log of millions of windows, of any
+# format, is read in memory that does not grow with it.
 POOL_AFTER = 100_000
 # The most lines a multi-line summary (vllm bench's, the offline example's) is read to.
 BLOCK_MAX_LINES = 1000
@@ -99,6 +105,9 @@ class Window:
     # where only rates are printed).
     position_accepted: tuple[float, ...] | None
     problems: tuple[str, ...] = ()  # consistency violations, each one line
+    # The log's windows this one stands for: 1, or more for windows merged past POOL_AFTER
+    # (their counts summed, their M the mean calibration would take of theirs: _Pooled).
+    windows: int = 1
 
     @property
     def cumulative_rates(self) -> tuple[float, ...] | None:
@@ -117,14 +126,21 @@ class ParseResult:
     rejected: list[Window]  # with problems (reported, never used)
     skipped: int  # lines recognised as none of the formats
     lines: int  # lines read
-    # Usable windows merged into others (past POOL_AFTER windows: see _pool), so that
+    # Usable windows merged into others (past POOL_AFTER windows: see _Pooled), so that
     # ``used`` windows were found in all.
     pooled: int = 0
+    # Rejected windows counted but not listed (past the first POOL_AFTER rejected ones).
+    rejected_unlisted: int = 0
 
     @property
     def used(self) -> int:
         """The usable windows found (those listed and those pooled into them)."""
         return len(self.windows) + self.pooled
+
+    @property
+    def rejected_count(self) -> int:
+        """The rejected windows found (those listed and those only counted)."""
+        return len(self.rejected) + self.rejected_unlisted
 
 
 class LogError(ValueError):
@@ -732,9 +748,14 @@ class _Prometheus:
         scrape.lines, scrape.seen = [], set()
         self.previous, self.current = scrape, None
 
-    def finish(self) -> list[Window]:
+    def take(self) -> list[Window]:
+        """The windows closed since the last take (none are held longer)."""
+        windows, self.windows = self.windows, []
+        return windows
+
+    def finish(self) -> None:
+        """Close the scrape being read (its window comes with the next :meth:`take`)."""
         self._close()
-        return self.windows
 
 
 def _interval(scrape: _Scrape, previous: _Scrape | None) -> _Raw:
@@ -838,21 +859,19 @@ def parse_log_lines(lines: Iterable[str], name: str = "<input>") -> ParseResult:
     """
     reader = _Reader(lines)
     prometheus = _Prometheus()
-    found: list[Window] = []
+    found = _Collected()
     previous_v0: _V0Line | None = None
-    llama_requests: list[Window] = []
+    llama_requests = _Collected()  # used only if the log has no llama.cpp totals
     llama_stats: dict[str, Window] = {}
-    skipped = pooled = 0
-    held: list[Window] = []  # past POOL_AFTER windows: those that cannot be pooled
-    groups: dict[tuple[str, int | None, int], Window] = {}  # and the pooled ones
+    skipped = 0
     while (line := reader.take()) is not None:
-        if len(found) >= POOL_AFTER:  # a log of millions of windows: memory stays flat
-            held.extend(_pool(found, groups))
-            pooled += len(found)
-            found = []
         index = reader.taken - 1
         stripped = line.strip()
-        if not stripped or prometheus.feed(stripped, line, index):
+        if not stripped:
+            continue
+        if prometheus.feed(stripped, line, index):
+            for window in prometheus.take():
+                found.add(window)
             continue
         try:
             found_block = _block(line, index, reader)
@@ -864,81 +883,199 @@ def parse_log_lines(lines: Iterable[str], name: str = "<input>") -> ParseResult:
             if found_block is None and speculative is None and stats is None:
                 single = next((r for p in _LINE_PARSERS if (r := p(line, index)) is not None), None)
         except _READ_ERRORS as error:
-            found.append(_unreadable(line, index, error))
+            found.add(_unreadable(line, index, error))
             continue
         if found_block is not None:
             raw, following = found_block
-            found.append(_finished(raw))
+            found.add(_finished(raw))
             reader.skip(following)
         elif isinstance(speculative, _V0Line):
-            found.append(_finished(_v0_window(speculative, previous_v0)))
+            found.add(_finished(_v0_window(speculative, previous_v0)))
             previous_v0 = speculative
         elif speculative is not None:
-            found.append(_finished(speculative))
+            found.add(_finished(speculative))
         elif stats is not None:
             drafter, raw = stats
             llama_stats[drafter] = _finished(raw)
         elif single is None:
             skipped += 1
         else:
-            (llama_requests if single.source == "llama.cpp" else found).append(_finished(single))
-    found.extend(prometheus.finish())
-    found.extend(llama_stats.values() if llama_stats else llama_requests)
-    if pooled:
-        found = held + found + list(groups.values())
-        pooled -= len(held) + len(groups)
-    found.sort(key=lambda w: w.line)
+            (llama_requests if single.source == "llama.cpp" else found).add(_finished(single))
+    prometheus.finish()
+    for window in prometheus.take():
+        found.add(window)
+    if llama_stats:
+        for window in llama_stats.values():
+            found.add(window)
+    else:
+        found.take_all(llama_requests)
+    windows, rejected, pooled, unlisted = found.finish()
     result = ParseResult(
-        windows=[w for w in found if not w.problems],
-        rejected=[w for w in found if w.problems],
+        windows=windows,
+        rejected=rejected,
         skipped=skipped,
         lines=reader.taken,
         pooled=pooled,
+        rejected_unlisted=unlisted,
     )
     if not result.windows:
         if result.rejected:
             first = result.rejected[0]
-            reason = f"{len(result.rejected)} rejected (line {first.line}: {first.problems[0]})"
+            reason = f"{result.rejected_count} rejected (line {first.line}: {first.problems[0]})"
         else:
             reason = "no speculative decoding metrics (vLLM, SGLang, llama.cpp)"
         raise LogError(f"{name}: nothing usable in {reader.taken} lines: {reason}")
     return result
 
 
-def _pool(windows: list[Window], groups: dict[tuple[str, int | None, int], Window]) -> list[Window]:
-    """Merge the usable ``windows`` that have per-position counts into ``groups``, one window
-    per source, K and number of positions (drafts, tokens and per-position counts summed:
-    what calibration pools); return the others, as they are."""
-    kept: list[Window] = []
-    for w in windows:
-        if (
-            w.problems
-            or not w.position_accepted
-            or not w.drafts
-            or w.drafted is None
-            or w.accepted is None
-        ):
-            kept.append(w)
-            continue
-        key = (w.source, w.k, len(w.position_accepted))
-        base = groups.get(key)
-        if base is None:
-            groups[key] = w
-            continue
-        assert base.drafts and base.drafted is not None and base.accepted is not None
-        assert base.position_accepted is not None
-        drafts, accepted = base.drafts + w.drafts, base.accepted + w.accepted
-        groups[key] = dataclasses.replace(
-            base,
-            drafts=drafts,
-            drafted=base.drafted + w.drafted,
-            accepted=accepted,
-            mean_length=1.0 + accepted / drafts,
-            position_accepted=tuple(
-                a + b for a, b in zip(base.position_accepted, w.position_accepted, strict=True)
-            ),
+class _Collected:
+    """The windows found, in bounded memory: held one by one up to :data:`POOL_AFTER`; then
+    the usable ones are merged into one :class:`_Pooled` a kind, and rejected ones past the
+    first POOL_AFTER are only counted."""
+
+    def __init__(self) -> None:
+        self.held: list[Window] = []
+        self.rejected: list[Window] = []
+        self.groups: dict[tuple[Any, ...], _Pooled] = {}
+        self.merged = 0  # usable windows merged into groups
+        self.unlisted = 0
+
+    def add(self, window: Window) -> None:
+        if len(self.held) >= POOL_AFTER:
+            self._merge()
+        self.held.append(window)
+
+    def take_all(self, other: _Collected) -> None:
+        """Add ``other``'s windows (held, merged and counted) to these."""
+        for window in other.held:
+            self.add(window)
+        for window in other.rejected:
+            self.add(window)
+        if other.groups:
+            self._merge()
+            for key, group in other.groups.items():
+                if key in self.groups:
+                    self.groups[key].absorb(group)
+                else:
+                    self.groups[key] = group
+            self.merged += other.merged
+        self.unlisted += other.unlisted
+
+    def _merge(self) -> None:
+        for window in self.held:
+            if window.problems:
+                if len(self.rejected) < POOL_AFTER:
+                    self.rejected.append(window)
+                else:
+                    self.unlisted += 1
+                continue
+            key = _Pooled.key(window)
+            group = self.groups.get(key)
+            if group is None:
+                self.groups[key] = _Pooled(window)
+            else:
+                group.add(window)
+            self.merged += 1
+        self.held = []
+
+    def finish(self) -> tuple[list[Window], list[Window], int, int]:
+        """(usable windows, rejected windows listed, usable windows merged into others,
+        rejected windows not listed), each list in the log's order."""
+        if self.groups:
+            self._merge()
+        usable = [w for w in self.held if not w.problems]
+        usable += [group.window() for group in self.groups.values()]
+        rejected = self.rejected + [w for w in self.held if w.problems]
+        usable.sort(key=lambda w: w.line)
+        rejected.sort(key=lambda w: w.line)
+        return usable, rejected, self.merged - len(self.groups), self.unlisted
+
+
+class _Pooled:
+    """Usable windows that calibration (engine.calibrate.fit) treats alike, merged: the same
+    source, K, number of positions, whether drafts are known and whether M is above K + 1.
+    Counts are summed; M is the mean calibration takes (weighted by drafts where known,
+    else by windows), so the fit from the merged windows is the fit from them one by one."""
+
+    @staticmethod
+    def key(w: Window) -> tuple[Any, ...]:
+        mean = mean_length_of(w)
+        beyond = mean is not None and w.k is not None and mean > w.k + 1.0 + 1e-9
+        positions = len(w.position_accepted) if w.position_accepted else None
+        return (
+            w.source,
+            w.k,
+            positions,
+            w.drafts is None,
+            bool(w.drafts),
+            mean is None,
+            beyond,
+            w.drafted is None or w.accepted is None,
         )
-    return kept
+
+    def __init__(self, first: Window) -> None:
+        self.first = first
+        self.windows = 0
+        self.drafts = 0.0
+        self.drafted = 0
+        self.accepted = 0
+        self.mean_sum = 0.0  # M x weight, summed
+        self.weight = 0.0  # drafts where known, else windows
+        self.positions: list[float] | None = (
+            [0.0] * len(first.position_accepted) if first.position_accepted else None
+        )
+        self.add(first)
+
+    def add(self, w: Window) -> None:
+        self.windows += w.windows
+        self.drafts += float(w.drafts or 0.0)
+        self.drafted += w.drafted or 0
+        self.accepted += w.accepted or 0
+        mean = mean_length_of(w)
+        weight = float(w.drafts) if w.drafts else float(w.windows)
+        if mean is not None:
+            self.mean_sum += mean * weight
+        self.weight += weight
+        if self.positions is not None and w.position_accepted is not None:
+            for i, count in enumerate(w.position_accepted):
+                self.positions[i] += count
+
+    def absorb(self, other: _Pooled) -> None:
+        self.windows += other.windows
+        self.drafts += other.drafts
+        self.drafted += other.drafted
+        self.accepted += other.accepted
+        self.mean_sum += other.mean_sum
+        self.weight += other.weight
+        if self.positions is not None and other.positions is not None:
+            self.positions = [a + b for a, b in zip(self.positions, other.positions, strict=True)]
+
+    def window(self) -> Window:
+        first = self.first
+        if self.windows == first.windows:
+            return first
+        counted = first.drafted is not None and first.accepted is not None
+        return dataclasses.replace(
+            first,
+            drafts=None if first.drafts is None else self.drafts,
+            drafted=self.drafted if counted else None,
+            accepted=self.accepted if counted else None,
+            mean_length=None if mean_length_of(first) is None else self.mean_sum / self.weight,
+            position_accepted=None if self.positions is None else tuple(self.positions),
+            windows=self.windows,
+        )
+
+
+def mean_length_of(w: WindowLike) -> float | None:
+    """A window's mean acceptance length M (tokens per draft, 1 + accepted / drafts), as
+    calibration reads it: from M, or accepted / drafts, or K x accepted / drafted."""
+    if w.mean_length is not None:
+        return float(w.mean_length)
+    if w.accepted is not None and w.drafts:
+        return 1.0 + w.accepted / w.drafts
+    if w.accepted is not None and w.drafted and w.k:
+        return 1.0 + w.k * w.accepted / w.drafted
+    return None
 
 
 class _Reader:

@@ -615,7 +615,7 @@ class CalibrateScreen(ReportsWorkerErrors, ModalScreen["SpecConfig | None"]):
 
     @staticmethod
     def _counts(parsed: Any) -> str:
-        rejected = f", {len(parsed.rejected)} rejected" if parsed.rejected else ""
+        rejected = f", {parsed.rejected_count:,} rejected" if parsed.rejected else ""
         return f"{parsed.used:,} used{rejected}"
 
     def _summary(self, found: Analysis) -> str:

@@ -76,6 +76,10 @@ class FakeParse:
     def used(self) -> int:
         return len(self.windows)
 
+    @property
+    def rejected_count(self) -> int:
+        return len(self.rejected)
+
 
 @dataclass(frozen=True)
 class FakeRate:

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from engine.calibrate import logs
-from engine.calibrate.fit import calibrate
+from engine.calibrate.fit import calibrate, fixed_from_mean
 from engine.cost.specs import SpecError, load_hardware
 from tests.test_cli import spectui
 
@@ -297,17 +297,81 @@ def test_millions_of_windows_are_pooled_to_what_calibration_uses(monkeypatch):
         assert {k: b.values[k] for k in numbers} == pytest.approx(numbers)
 
 
-def test_windows_that_cannot_be_pooled_are_all_kept(monkeypatch):
-    """SGLang's accept len (no counts) and rejected windows, past POOL_AFTER: every one is
-    kept, in order, and counted once."""
+def sglang_line(mean: float) -> str:
+    return f"Decode batch. #running-req: 1, accept len: {mean:.2f}\n"
+
+
+def test_windows_of_every_kind_are_pooled_and_rejected_ones_counted(monkeypatch):
+    """Past POOL_AFTER, SGLang's accept len (M only), llama.cpp's per-request lines and
+    rejected windows no longer pile up (they grew with the log: 5.5x a 100 MB SGLang log):
+    the usable ones merge into one window a kind, rejected ones past the first POOL_AFTER are
+    counted, and the calibration is the one from every window held one by one."""
     bad = v1_line(100, (60, 35, 20)).replace("Accepted: 115", "Accepted: 116")
-    text = "".join(
-        f"Decode batch. #running-req: 1, accept len: {2 + i / 100:.2f}\n" + bad for i in range(12)
-    )
+    text = "".join(sglang_line(2 + i / 100) + bad for i in range(30))
+    whole = logs.parse_log(text)
     monkeypatch.setattr(logs, "POOL_AFTER", 5)
-    parsed = logs.parse_log(text)
-    assert parsed.used == len(parsed.windows) == 12 and len(parsed.rejected) == 12
-    assert [w.line for w in parsed.windows] == list(range(1, 24, 2))
+    pooled = logs.parse_log(text)
+    assert whole.used == pooled.used == 30
+    assert len(pooled.windows) == 1 and pooled.windows[0].windows == 30
+    assert len(pooled.rejected) == 5 and pooled.rejected_unlisted == 25
+    assert pooled.rejected_count == whole.rejected_count == len(whole.rejected) == 30
+    assert [w.line for w in pooled.rejected] == [2, 4, 6, 8, 10]  # the first ones, in order
+    one = calibrate(whole.windows, k=3)
+    other = calibrate(pooled.windows, k=3)
+    mean = sum(2 + i / 100 for i in range(30)) / 30  # unweighted: SGLang gives no drafts
+    assert other.chosen.values["acceptance_rate"] == pytest.approx(fixed_from_mean(mean, 3))
+    assert other.chosen.values == pytest.approx(one.chosen.values)
+    assert other.windows == one.windows == 30
+    assert other.notes == one.notes
+
+
+def test_mean_only_windows_pool_by_drafts_and_keep_their_notes(monkeypatch):
+    """vLLM lines with M and counts but no per-position rates, at two K, one with M above
+    K + 1: pooled, the fit, its interval and every note are those of the windows one by one."""
+
+    def line(drafts: int, accepted: int, k: int) -> str:
+        mean = 1 + accepted / drafts
+        return (
+            f"SpecDecoding metrics: Draft acceptance rate: {100 * accepted / (k * drafts):.1f}%, "
+            f"Mean acceptance length: {mean:.2f}, Accepted: {accepted} tokens, "
+            f"Drafted: {k * drafts} tokens\n"
+        )
+
+    text = "".join(line(100 + i, 150 + 3 * i, 3) for i in range(20))
+    text += "".join(line(50, 60 + i, 2) for i in range(4))
+    whole = logs.parse_log(text)
+    monkeypatch.setattr(logs, "POOL_AFTER", 3)
+    pooled = logs.parse_log(text)
+    assert pooled.used == whole.used == 24 and len(pooled.windows) <= 3
+    one, other = calibrate(whole.windows), calibrate(pooled.windows)
+    assert other.chosen.values == pytest.approx(one.chosen.values)
+    assert other.chosen.interval == pytest.approx(one.chosen.interval)
+    assert (other.k, other.windows, other.drafts) == (one.k, one.windows, one.drafts)
+    assert other.notes == one.notes
+
+
+def test_a_log_of_any_format_is_read_in_memory_that_does_not_grow_with_it(monkeypatch):
+    """The held windows are bounded by POOL_AFTER whatever the format: four times the lines
+    of SGLang, llama.cpp per-request and rejected windows take about the same peak."""
+    monkeypatch.setattr(logs, "POOL_AFTER", 200)
+    bad = v1_line(100, (60, 35, 20)).replace("Accepted: 115", "Accepted: 116")
+    llama = "draft acceptance rate = 0.57534 (  420 accepted /   730 generated)\n"
+
+    def peak(n: int) -> int:
+        lines = (
+            (sglang_line(2 + (i % 50) / 100), bad, llama)[i % 3].rstrip("\n") for i in range(n)
+        )
+        tracemalloc.start()
+        try:
+            parsed = logs.parse_log_lines(lines)
+            _, top = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert parsed.used + parsed.rejected_count == n
+        return top
+
+    small, large = peak(3_000), peak(12_000)
+    assert large < 1.3 * small, (small, large)
 
 
 # ---------------------------------------------------------- item 10: TOML nested deeply

@@ -3,6 +3,7 @@ recommendation, the linear cost from a K sweep (the vLLM #20780 anchor) and emit
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import math
@@ -205,6 +206,15 @@ def test_mean_length_without_drafts_says_uncertainty_unknown():
     assert any("uncertainty is unknown" in note for note in cal.notes)
     rec = recommend(cal, SpecConfig(), k_max=6, draws=20)
     assert rec.low == rec.speedup == rec.high
+
+
+def test_a_merged_window_without_drafts_weighs_as_the_windows_it_stands_for():
+    """Merged windows (a long log's, engine.calibrate.logs._Pooled) count as the windows they
+    stand for: M of 2.0 over three windows and 3.0 over one is M = 2.25, by hand."""
+    merged = dataclasses.replace(window(mean_length=2.0, k=3, source="sglang"), windows=3)
+    cal = calibrate([merged, window(mean_length=3.0, k=3, source="llama.cpp")])
+    assert cal.windows == 4
+    assert cal.chosen.values["acceptance_rate"] == pytest.approx(fixed_from_mean(2.25, 3))
 
 
 def test_mean_length_beyond_k_plus_one_is_flagged():
