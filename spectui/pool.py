@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 
 from engine import pool as engine_pool
+from engine.config import ascii_int
 from engine.pool import BATCH_TOKENS, MAX_WORKERS, SweepPool, batch_size
 from spectui.errors import UsageError
 
@@ -41,7 +42,7 @@ def worker_count() -> int:
     if not text:
         return max(1, min(DEFAULT_MAX_WORKERS, engine_pool.usable_cores() - 1))
     try:
-        return engine_pool.check_workers(int(text), WORKERS_ENV)
+        return engine_pool.check_workers(ascii_int(text), WORKERS_ENV)
     except ValueError:
         raise UsageError(
             f"{WORKERS_ENV}: {text!r} is not an integer in [0, {MAX_WORKERS}]"

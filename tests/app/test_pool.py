@@ -45,7 +45,7 @@ def test_worker_count_default_leaves_a_core_to_the_ui(monkeypatch):
     assert worker_count() == 0
 
 
-@pytest.mark.parametrize("text", ["abc", "-1", "65", "1.5"])
+@pytest.mark.parametrize("text", ["abc", "-1", "65", "1.5", "٢"])  # ٢: an Arabic-Indic 2
 def test_bad_worker_count_names_the_variable_and_range(monkeypatch, text):
     monkeypatch.setenv("SPECTUI_SWEEP_WORKERS", text)
     with pytest.raises(UsageError, match=r"SPECTUI_SWEEP_WORKERS: .* integer in \[0, 64\]"):
