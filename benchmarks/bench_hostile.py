@@ -133,7 +133,13 @@ def bench_sigterm() -> Iterator[str]:
     """SIGTERM to `spectui serve` while a browser holds its websocket open."""
     import aiohttp
 
-    from tests.hostile.test_serve_hostile import _Family, _free_port, _start_serve, _stop
+    from tests.hostile.test_serve_hostile import (
+        _Family,
+        _free_port,
+        _start_serve,
+        _stop,
+        open_app,
+    )
 
     server, url = _start_serve(_free_port())
     family = _Family(server.pid)
@@ -141,11 +147,7 @@ def bench_sigterm() -> Iterator[str]:
 
     async def browse() -> None:
         async with aiohttp.ClientSession() as session:
-            ws_url = url.replace("/?", "/ws?") if "?" in url else url.rstrip("/") + "/ws"
-            ws = await session.ws_connect(ws_url)
-            await ws.send_json(["resize", {"width": 80, "height": 24}])
-            while (await ws.receive(timeout=60)).type != aiohttp.WSMsgType.BINARY:
-                pass
+            ws = await open_app(session, url)  # the browser stays: it neither reads nor closes
             processes = len(family.alive())
             start = time.perf_counter()
             server.send_signal(signal.SIGTERM)
@@ -153,6 +155,7 @@ def bench_sigterm() -> Iterator[str]:
                 await asyncio.sleep(0.01)
             took.append(time.perf_counter() - start)
             took.append(processes)
+            await ws.close()
 
     try:
         asyncio.run(browse())

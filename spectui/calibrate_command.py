@@ -21,12 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from engine.calibrate import VLLM_METHODS
+from engine.calibrate.logs import POOL_AFTER
 from engine.config import FIELD_SPECS, ConfigError
 from engine.files import TABLE_MAX_BYTES, read_input_text
 from spectui.errors import UsageError, bounded_int
 
 # A fitted linear cost is written in microseconds of this target step (only ratios matter).
 STEP_US = 1000.0
+REJECTED_SHOWN = 20  # rejected windows listed in the text output (--json: all it kept)
 
 
 def add_calibrate_parser(
@@ -308,10 +310,12 @@ def _print(
             style="bold",
         )
     )
-    for window in parsed.rejected:
+    for window in parsed.rejected[:REJECTED_SHOWN]:
         out.print(Text(f"  rejected line {window.line}: {'; '.join(window.problems)}"))
-    if parsed.rejected_unlisted:
-        out.print(Text(f"  and {parsed.rejected_unlisted:,} more rejected windows, not listed"))
+    if parsed.rejected_count > REJECTED_SHOWN:
+        more = parsed.rejected_count - REJECTED_SHOWN
+        listed = f"the first {POOL_AFTER:,}" if parsed.rejected_unlisted else "them"
+        out.print(Text(f"  and {more:,} more rejected windows (--json lists {listed})"))
     if cal.positions:
         table = Table(box=box.SIMPLE_HEAD, show_edge=False, header_style="bold", pad_edge=False)
         for name in ("position", "reached", "accepted", "rate", "95 %"):

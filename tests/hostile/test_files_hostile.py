@@ -9,6 +9,7 @@ file), so that a regression fails the test instead of hanging it."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import threading
@@ -246,6 +247,17 @@ V1_LINE = (
 NOISE = 'INFO:     127.0.0.1:52144 - "POST /v1/completions HTTP/1.1" 200 OK\n'
 
 
+def traced_peak(read):
+    """``read()`` and the peak of the memory Python allocated meanwhile, in bytes."""
+    tracemalloc.start()
+    try:
+        result = read()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return result, peak
+
+
 def test_a_log_is_streamed_not_read_whole(tmp_path):
     """2 MB of log (1 MB of it without a newline) is read holding under 1 MB: the reader
     held the whole text and a list of its lines (about 2.5x the file)."""
@@ -255,12 +267,7 @@ def test_a_log_is_streamed_not_read_whole(tmp_path):
         handle.write("x" * (1 << 20) + "\n")
         handle.write(V1_LINE)
     assert path.stat().st_size > 2_000_000
-    tracemalloc.start()
-    try:
-        parsed = logs.parse_log_file(path)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    parsed, peak = traced_peak(lambda: logs.parse_log_file(path))
     assert peak < 1_000_000, peak
     assert len(parsed.windows) == 41 and parsed.skipped == 16_001
 
@@ -325,6 +332,22 @@ def test_windows_of_every_kind_are_pooled_and_rejected_ones_counted(monkeypatch)
     assert other.notes == one.notes
 
 
+def test_calibrate_lists_twenty_rejected_windows_and_counts_the_rest(tmp_path, monkeypatch):
+    """A log of many bad windows does not flood the terminal: the first 20 are listed, the
+    rest counted (all of those kept are in --json, with the count of those not kept)."""
+    bad = v1_line(100, (60, 35, 20)).replace("Accepted: 115", "Accepted: 116")
+    log = tmp_path / "bad.log"
+    log.write_text(v1_line(100, (60, 35, 20)) + bad * 30)
+    out = spectui("calibrate", str(log)).stdout
+    assert "31 windows" not in out and "30 rejected" in out
+    assert out.count("rejected line") == 20
+    assert "rejected line 21:" in out and "rejected line 22:" not in out
+    assert "and 10 more rejected windows (--json lists them)" in out
+    monkeypatch.setattr(logs, "POOL_AFTER", 5)
+    payload = json.loads(spectui("calibrate", str(log), "--json").stdout)
+    assert len(payload["rejected"]) == 5 and payload["rejected_not_listed"] == 25
+
+
 def test_mean_only_windows_pool_by_drafts_and_keep_their_notes(monkeypatch):
     """vLLM lines with M and counts but no per-position rates, at two K, one with M above
     K + 1: pooled, the fit, its interval and every note are those of the windows one by one."""
@@ -361,12 +384,7 @@ def test_a_log_of_any_format_is_read_in_memory_that_does_not_grow_with_it(monkey
         lines = (
             (sglang_line(2 + (i % 50) / 100), bad, llama)[i % 3].rstrip("\n") for i in range(n)
         )
-        tracemalloc.start()
-        try:
-            parsed = logs.parse_log_lines(lines)
-            _, top = tracemalloc.get_traced_memory()
-        finally:
-            tracemalloc.stop()
+        parsed, top = traced_peak(lambda: logs.parse_log_lines(lines))
         assert parsed.used + parsed.rejected_count == n
         return top
 

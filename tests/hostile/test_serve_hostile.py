@@ -261,6 +261,19 @@ class _Family:
         return {pid for pid in self.pids if pid in live}
 
 
+async def open_app(session, url: str):
+    """A browser's websocket to the served app at ``url`` (its token included), once the app
+    is up: it has drawn its screen (a binary frame) at 80x24."""
+    import aiohttp
+
+    ws_url = url.replace("/?", "/ws?") if "?" in url else url.rstrip("/") + "/ws"
+    ws = await session.ws_connect(ws_url)
+    await ws.send_json(["resize", {"width": 80, "height": 24}])
+    while (await ws.receive(timeout=60)).type != aiohttp.WSMsgType.BINARY:
+        pass
+    return ws
+
+
 def test_sigterm_ends_server_apps_and_children_with_a_browser_connected():
     # Was: server, app, resource tracker and worker all alive 20 s later; everything
     # ended 2.3 s after the browser left.
@@ -273,17 +286,13 @@ def test_sigterm_ends_server_apps_and_children_with_a_browser_connected():
 
         async def browse() -> None:
             async with aiohttp.ClientSession() as session:
-                ws_url = url.replace("/?", "/ws?") if "?" in url else url.rstrip("/") + "/ws"
-                ws = await session.ws_connect(ws_url)
-                await ws.send_json(["resize", {"width": 80, "height": 24}])
-                # The app is up: it has drawn its screen (a binary frame) in the browser.
-                while (await ws.receive(timeout=60)).type != aiohttp.WSMsgType.BINARY:
-                    pass
+                ws = await open_app(session, url)
                 assert len(family.alive()) >= 2, "no app process seen"
                 server.send_signal(signal.SIGTERM)
                 # ...and the browser stays: it neither reads nor closes.
                 gone = await asyncio.to_thread(_poll, lambda: not family.alive(), 5.0)
                 assert gone, [Path(f"/proc/{p}/cmdline").read_bytes() for p in family.alive()]
+                await ws.close()
 
         asyncio.run(browse())
     finally:
