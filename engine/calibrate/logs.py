@@ -981,7 +981,7 @@ class _Collected:
     def finish(self) -> tuple[list[Window], list[Window], int, int]:
         """(usable windows, rejected windows listed, usable windows merged into others,
         rejected windows not listed), each list in the log's order."""
-        if self.groups:
+        if self.groups or self.rejected:  # merging began: the rest is merged too
             self._merge()
         usable = [w for w in self.held if not w.problems]
         usable += [group.window() for group in self.groups.values()]

@@ -332,6 +332,13 @@ def test_windows_of_every_kind_are_pooled_and_rejected_ones_counted(monkeypatch)
     assert other.notes == one.notes
 
 
+def test_a_log_that_begins_with_rejected_windows_lists_only_the_first_ones(monkeypatch):
+    bad = v1_line(100, (60, 35, 20)).replace("Accepted: 115", "Accepted: 116")
+    monkeypatch.setattr(logs, "POOL_AFTER", 5)
+    parsed = logs.parse_log(bad * 12 + v1_line(100, (60, 35, 20)))
+    assert (len(parsed.rejected), parsed.rejected_unlisted, parsed.used) == (5, 7, 1)
+
+
 def test_calibrate_lists_twenty_rejected_windows_and_counts_the_rest(tmp_path, monkeypatch):
     """A log of many bad windows does not flood the terminal: the first 20 are listed, the
     rest counted (all of those kept are in --json, with the count of those not kept)."""
