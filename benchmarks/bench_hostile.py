@@ -11,6 +11,8 @@ Each figure is measured in this run, each command in a fresh process:
   and time grow linearly. The log is written once per size and format, then read.
 - ``spectui run --shape tree --tree chain:1024 --tokens-per-seq N --n-sequences 1``, the
   issue's run that passed 3 GB: peak memory and time.
+- ``spectui regime`` at the largest map it accepts (64 batch sizes x 56 contexts, K max
+  1,024): peak memory and time.
 - ``spectui serve`` on 127.0.0.1 with a browser connected over its websocket (aiohttp): the
   time from SIGTERM until the server, its app and every child are gone (promise: 5 s).
 
@@ -129,6 +131,17 @@ def bench_tree(tokens: int) -> Iterator[str]:
     yield f"  {seconds:.1f} s, peak {peak:.0f} MiB{status}"
 
 
+def bench_regime(batches: int, contexts: int) -> Iterator[str]:
+    """The regime map of ``batches`` x ``contexts`` cells at K max 1,024 (at the defaults'
+    128 tokens: 3,584 cells x 1,154 values, just under engine.regime.MAP_VALUES_MAX)."""
+    args = ["regime", "--batch-sizes", ",".join(str(b) for b in range(1, batches + 1))]
+    args += ["--contexts", ",".join(f"{c}k" for c in range(1, contexts + 1)), "--k-max", "1024"]
+    seconds, peak, code, err = measure(args)
+    status = "" if code == 0 else f" (exit {code}: {err.strip().splitlines()[-1:]})"
+    yield f"spectui regime: {batches} batch sizes x {contexts} contexts, K max 1,024"
+    yield f"  {seconds:.1f} s, peak {peak:.0f} MiB{status}"
+
+
 def bench_sigterm() -> Iterator[str]:
     """SIGTERM to `spectui serve` while a browser holds its websocket open."""
     import aiohttp
@@ -181,6 +194,8 @@ def main(argv: list[str] | None = None) -> None:
         for line in bench_logs(sizes, Path(folder)):
             print(line, flush=True)
     for line in bench_tree(tokens):
+        print(line, flush=True)
+    for line in bench_regime(*((2, 2) if args.quick else (64, 56))):
         print(line, flush=True)
     if not args.skip_serve:
         for line in bench_sigterm():

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from engine.calibrate import VLLM_METHODS
-from engine.calibrate.logs import POOL_AFTER
 from engine.config import FIELD_SPECS, ConfigError
 from engine.files import TABLE_MAX_BYTES, read_input_text
 from spectui.errors import UsageError, bounded_int
@@ -314,6 +313,8 @@ def _print(
         out.print(Text(f"  rejected line {window.line}: {'; '.join(window.problems)}"))
     if parsed.rejected_count > REJECTED_SHOWN:
         more = parsed.rejected_count - REJECTED_SHOWN
+        from engine.calibrate.logs import POOL_AFTER
+
         listed = f"the first {POOL_AFTER:,}" if parsed.rejected_unlisted else "them"
         out.print(Text(f"  and {more:,} more rejected windows (--json lists {listed})"))
     if cal.positions:
