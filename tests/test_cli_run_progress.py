@@ -10,11 +10,15 @@ import subprocess
 import sys
 import threading
 
+LONG = ("--tokens-per-seq", "100000")
+
 
 def test_long_run_shows_progress_and_ctrl_c_exits_with_130():
     main, child = pty.openpty()  # stderr on a terminal, as a person runs it
     proc = subprocess.Popen(
-        [sys.executable, "-m", "spectui", "run", "--n-sequences", "10000000"],
+        # Long enough (hours) that no load on the machine lets it end before the Ctrl-C: at
+        # 128 tokens it took 9 s of CPU, and a loaded run ended before its SIGINT came.
+        [sys.executable, "-m", "spectui", "run", "--n-sequences", "10000000", *LONG],
         stdout=subprocess.DEVNULL,
         stderr=child,
         env={**os.environ, "COLUMNS": "100", "TERM": "xterm"},

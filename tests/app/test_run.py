@@ -10,7 +10,7 @@ from engine.simulator import simulate
 from spectui.app import create_app
 from spectui.widgets.cycle_table import MAX_ROWS, TICK_S, CycleTable
 from spectui.widgets.run_view import RunView
-from tests.app.helpers import settle, type_into
+from tests.app.helpers import settle, type_into, until
 
 
 async def test_run_streams_rows_and_matches_engine():
@@ -59,10 +59,7 @@ async def test_the_replay_timer_moves_the_table_by_itself():
         await pilot.press("f5")
         await settle(pilot, app)
         table = app.query_one(CycleTable)
-        for _ in range(200):  # a condition to wait for, not a time to assert
-            if table.row_count:
-                break
-            await pilot.pause(0.05)
+        await until(pilot, lambda: table.row_count > 0)  # a state, not a time
         assert 0 < table.row_count < table.total
 
 

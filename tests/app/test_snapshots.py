@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from spectui.app import create_app
-from tests.app.helpers import settle, type_into
+from tests.app.helpers import settle, type_into, until
 
 SIZES = [(80, 24), (120, 40)]
 
@@ -53,14 +53,13 @@ async def drawn_at_final_size(pilot) -> None:
     from spectui.widgets.speedup_view import SpeedupPlot, SpeedupView
 
     view = pilot.app.query_one(SpeedupView)
-    for _ in range(200):
-        await settle(pilot, pilot.app, rounds=1)
-        if view.last is not None and view.drawn_at == (
-            view.size,
-            view.query_one(SpeedupPlot).size,
-        ):
-            return
-    raise AssertionError(f"the curve was drawn at {view.drawn_at}, not at its size now")
+    await settle(pilot, pilot.app, rounds=1)
+    await until(
+        pilot,
+        lambda: (
+            view.last is not None and view.drawn_at == (view.size, view.query_one(SpeedupPlot).size)
+        ),
+    )
 
 
 async def _sweep(pilot) -> None:
@@ -125,10 +124,10 @@ async def _arena(pilot) -> None:
     await settle(pilot, pilot.app)
     await pilot.app.action_start_arena()
     view = pilot.app._arena_view()
-    for _ in range(400):  # until the arena has ended and its board is sorted
-        await pilot.pause(0.02)
-        if view is not None and view.result is not None and not pilot.app._arena_running():
-            break
+    assert view is not None
+    # Until the arena has ended and its board is sorted: a state (400 pauses of 20 ms were
+    # once too few under load, and the snapshot showed the arena still running).
+    await until(pilot, lambda: view.result is not None and not pilot.app._arena_running())
     await settle(pilot, pilot.app, rounds=5)
     await _quiet(pilot)
 
