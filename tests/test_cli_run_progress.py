@@ -23,6 +23,10 @@ def test_long_run_shows_progress_and_ctrl_c_exits_with_130():
         stdout=subprocess.DEVNULL,
         stderr=child,
         env={**os.environ, "COLUMNS": "100", "TERM": "xterm"},
+        # Ctrl-C as a shell's child gets it: an ignored SIGINT is inherited across exec, and
+        # an earlier test in the same test process sometimes leaves it ignored (the run then
+        # went on to its end: exit 0, or past the wait).
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     os.close(child)
     out = bytearray()
