@@ -473,7 +473,10 @@ async def test_regime_study_long_row_labels_leave_cells_in_sight(isolated_dirs):
     }
     small = replace(study, name="small-study", sweep=SweepSpec(study.sweep.base, (grid,)))
     app = BesideTheForm(small)
-    async with app.run_test(size=(80, 24)) as pilot:
+    # 80 columns (what the test is about) and 30 rows: the title above the heatmap is laid
+    # out on one line or, depending on when a layout comes, on three; at 24 rows the three
+    # pushed the row line's end off the screen (a loaded clean-clone run, and CI).
+    async with app.run_test(size=(80, 30)) as pilot:
         await settle(pilot, app)
         # The grid is laid out once the plan is in: wait for its cells, under load too.
         await until(pilot, lambda: "·" in _shown(app, "#heatmap"))
