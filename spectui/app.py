@@ -144,6 +144,7 @@ class SpectuiApp(App[None]):
         self._up = False  # True once the form has posted its first values
         self.pool = SweepPool(worker_count())  # sweeps run in these processes
         self._mounts: dict[str, asyncio.Future[None]] = {}  # views mounted or mounting
+        self._found: dict[str, Any] = {}  # views by id, as last found (see _view)
         # Copy (F4): a file written since the form last changed, and the newest one at all.
         self._written: tuple[Path, str] | None = None
         self._last_written: tuple[Path, str] | None = None
@@ -270,14 +271,26 @@ class SpectuiApp(App[None]):
                 panel.show_failed(failure_reason(event.worker))
 
     # --- views ---------------------------------------------------------------------------
+    def _view(self, pane_id: str, view_id: str) -> Any:
+        """The view mounted in the pane ``pane_id`` (widget id ``view_id``), or None. Asked
+        for on every key (the key bar asks each action whether it is enabled): a pane not
+        yet mounted answers at once, and a view found once is not looked for again while it
+        stays in the app."""
+        if pane_id != "run" and pane_id not in self._mounts:  # (the Run view is composed)
+            return None
+        view = self._found.get(view_id)
+        if view is not None and view.is_attached:
+            return view
+        found = self.query(f"#{view_id}")
+        view = self._found[view_id] = found.first() if found else None
+        return view
+
     def _speedup_view(self) -> SpeedupView | None:
         # By id: importing the class would load plotext before the view is ever shown.
-        found = self.query("#speedup-view")
-        return found.first() if found else None  # type: ignore[return-value]
+        return self._view("speedup", "speedup-view")  # type: ignore[no-any-return]
 
     def _plots_view(self) -> Any:
-        found = self.query("#plots-view")
-        return found.first() if found else None
+        return self._view("plots", "plots-view")
 
     async def _mount_lazy(self, pane_id: str) -> None:
         """Mount a view in place of its pane's placeholder, once; return when it is mounted.
@@ -436,8 +449,7 @@ class SpectuiApp(App[None]):
         self.refresh_bindings()
 
     def _arena_view(self) -> ArenaView | None:
-        found = self.query("#arena-view")
-        return found.first() if found else None  # type: ignore[return-value]
+        return self._view("arena", "arena-view")  # type: ignore[no-any-return]
 
     def action_cancel(self) -> None:
         """Escape: stop the arena when its view is shown, else the run if one is simulated,
@@ -467,8 +479,8 @@ class SpectuiApp(App[None]):
             view.action_cancel()
 
     def _sweep_running(self) -> bool:
-        found = self.query(SweepView)
-        return bool(found) and found.first().running
+        view = self._view("sweep", "sweep-view")
+        return view is not None and bool(view.running)
 
     def _arena_running(self) -> bool:
         view = self._arena_view()
@@ -476,7 +488,8 @@ class SpectuiApp(App[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "cancel":
-            return self.query_one(RunView).busy or self._sweep_running() or self._arena_running()
+            run = self._view("run", "run-view")
+            return (run is not None and run.busy) or self._sweep_running() or self._arena_running()
         if action == "cancel_sweep":
             return self._sweep_running()
         return True

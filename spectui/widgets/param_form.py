@@ -97,6 +97,13 @@ MARK_INVALID = "✗"
 MARK_FOCUS = "▶"
 
 
+def _update(widget: Static, text: str) -> None:
+    """Show ``text`` in ``widget``, unless it shows it already: each update lays the screen
+    out again, and most keys typed into a field change no label, error or status line."""
+    if widget.content != text:
+        widget.update(text)
+
+
 def label_text(name: str, focused: bool, invalid: bool) -> str:
     """A field's label with its marker glyph (a space when neither focused nor invalid)."""
     mark = MARK_INVALID if invalid else MARK_FOCUS if focused else " "
@@ -228,6 +235,8 @@ class ParamForm(VerticalScroll, can_focus=False):
         self._labels: dict[str, Label] = {}
         self._fields: dict[str, Input | Select[str]] = {}
         self._fresh: dict[str, str] = {}  # rows built later: their first Changed is no edit
+        self._error_boxes: dict[str, Static] = {}  # a field's error line, once it had one
+        self._shown_for: dict[str, Any] | None = None  # the parts whose fields are shown
 
     def _row(self, key: str, text: str) -> Horizontal:
         """A field's row: its label and its input (or select), showing ``text``."""
@@ -271,7 +280,7 @@ class ParamForm(VerticalScroll, can_focus=False):
         row = self._row(key, text)
         later = FORM_FIELDS[FORM_FIELDS.index(key) + 1 :]
         before = next((self._rows[k] for k in later if k in self._rows), None)
-        self.mount(row, before=before or self.query_one("#form-status"))
+        self.mount(row, before=before or self._status)
 
     def compose(self) -> ComposeResult:
         base = self._composed_from = self._base
@@ -280,7 +289,7 @@ class ParamForm(VerticalScroll, can_focus=False):
             if self._reads(key, chosen):  # the other fields' rows are built when shown
                 yield self._row(key, _text(base.get(key)))
         # Below the fields, in sight however far the form is scrolled; shown when wrong.
-        status = Static("", id="form-status")
+        status = self._status = Static("", id="form-status")
         status.styles.dock = "bottom"
         status.display = False
         yield status
@@ -341,7 +350,7 @@ class ParamForm(VerticalScroll, can_focus=False):
         row = self._rows[key]
         row.set_class(focused, "-focused")
         row.set_class(invalid, "-invalid")
-        self._labels[key].update(label_text(key, focused, invalid))
+        _update(self._labels[key], label_text(key, focused, invalid))
 
     def _paint_border(self) -> None:
         if self._focus_within:  # as app.tcss's ParamForm border, at full strength
@@ -371,9 +380,13 @@ class ParamForm(VerticalScroll, can_focus=False):
         # engine.config.reads looks only at the chosen parts, through .get(selector).
         return reads(cast(SpecConfig, chosen), key)
 
-    def _show_part_fields(self) -> None:
-        """Show the fields the chosen parts read (building rows shown for the first time)."""
+    def _show_part_fields(self, *, again: bool = False) -> None:
+        """Show the fields the chosen parts read (building rows shown for the first time);
+        nothing to do if the same parts are chosen as last time, unless ``again``."""
         chosen = self._chosen()
+        if chosen == self._shown_for and not again:
+            return
+        self._shown_for = chosen
         for key in FORM_FIELDS:
             shown = self._reads(key, chosen)
             row = self._rows.get(key)
@@ -382,7 +395,8 @@ class ParamForm(VerticalScroll, can_focus=False):
                     self._add_row(key)
                 continue
             row.display = shown
-            for error in self.query(f"#error-{IDS[key]}"):  # back with its row, reason and all
+            error = self._error_boxes.get(key)
+            if error is not None:  # back with its row, reason and all
                 error.display = shown and self._reason_of(key) is not None
 
     def visible_fields(self) -> list[str]:
@@ -428,7 +442,7 @@ class ParamForm(VerticalScroll, can_focus=False):
         key = _key(name)
         if key not in self._fields:
             self._add_row(key, text)  # shown if the chosen parts read it
-            self._show_part_fields()
+            self._show_part_fields(again=True)
         else:
             self._fields[key].value = text
 
@@ -439,16 +453,14 @@ class ParamForm(VerticalScroll, can_focus=False):
         """The row's marker and its error line, from the field's reason (if any)."""
         message = self._reason_of(key)
         self._paint_row(key)
-        widget_id = IDS[key]
-        found = self.query(f"#error-{widget_id}")
-        if not found:
+        box = self._error_boxes.get(key)
+        if box is None:
             if not message:
                 return
-            box = Static("", classes="field-error", id=f"error-{widget_id}")
+            box = Static("", classes="field-error", id=f"error-{IDS[key]}")
+            self._error_boxes[key] = box
             self.mount(box, after=self._rows[key])
-        else:
-            box = found.first(Static)
-        box.update(f"{MARK_INVALID} {message}" if message else "")
+        _update(box, f"{MARK_INVALID} {message}" if message else "")
         box.display = bool(message) and bool(self._rows[key].display)
 
     def current_config(self) -> tuple[SpecConfig | None, dict[str, str]]:
@@ -523,14 +535,14 @@ class ParamForm(VerticalScroll, can_focus=False):
             if previous.get(key) != whole.get(key):
                 self._show_error(key)
         self.errors = errors
-        status = self.query_one("#form-status", Static)
+        status = self._status
         if errors:
             names = ", ".join(LABELS.get(n, n) for n in errors)
-            status.update(f"{MARK_INVALID} invalid: {names} — fix to run")
+            _update(status, f"{MARK_INVALID} invalid: {names} — fix to run")
             status.add_class("-invalid")
             status.display = True
         else:
             status.display = False
-            status.update("")
+            _update(status, "")
             status.remove_class("-invalid")
         self.post_message(ConfigChanged(config, errors))
