@@ -133,7 +133,7 @@ async def visit_every_state(app) -> list[Cell]:
     from spectui.screens.calibrate import CalibrateScreen
     from spectui.screens.presets import Confirm
     from spectui.widgets.sweep_view import SweepView
-    from tests.app.helpers import settle
+    from tests.app.helpers import settle, until
 
     found: list[Cell] = []
     async with app.run_test(size=(100, 30)) as pilot:
@@ -157,11 +157,20 @@ async def visit_every_state(app) -> list[Cell]:
         # A sweep (the heatmap's cells, then the Plots and Analysis views have a frame) and
         # an arena (its table and trace plot): the tiny preset's take a few seconds.
         await pilot.press("f6")
-        await settle(pilot, app, rounds=8)
-        assert app.query_one(SweepView).finished is not None
+        sweep = app.query_one(SweepView)
+        await until(pilot, lambda: sweep.finished is not None)
+        await settle(pilot, app)
         found += glyph_cells(app, "a sweep")
         await pilot.press("f7")
-        await settle(pilot, app, rounds=8)
+        await until(
+            pilot,
+            lambda: (
+                app._arena_view() is not None
+                and app._arena_view().result is not None
+                and not app._arena_running()
+            ),
+        )
+        await settle(pilot, app)
         found += glyph_cells(app, "an arena")
         for key, (view, _) in enumerate(VIEWS, start=1):
             await pilot.press("f3", str(key))
