@@ -34,7 +34,9 @@ The base engine is the one before issue #15, in a worktree of its own (read-only
 Each run puts its root first on ``PYTHONPATH`` and runs from an empty directory, and says
 which ``engine`` it imported (a run that imported another engine stops the benchmark).
 Without ``--base`` the base columns are left out. ``--quick`` runs tiny sizes in seconds
-(the test suite runs it); its figures mean nothing.
+(the test suite runs it): seed-576 at 4 sequences, a part of the regime study without its
+two Dask runs (the Dask runs of section 1 cover them), memory at 100 and 300
+configurations; its figures mean nothing.
 """
 
 from __future__ import annotations
@@ -92,6 +94,7 @@ class Sizes:
     memory_configs: tuple[int, ...]  # configurations of the generated grids, multiples of 100
     base_memory_max: int  # the base engine's memory runs stop at this size
     memory_tokens: int  # tokens_per_seq of the generated grids
+    regime_dask: bool  # the regime study on the LocalCluster too (its two Dask runs)
 
 
 FULL = Sizes(
@@ -100,13 +103,17 @@ FULL = Sizes(
     memory_configs=(10_000, 30_000, 100_000),
     base_memory_max=100_000,
     memory_tokens=16,
+    regime_dask=True,
 )
+# Seconds a run, nearly all of them the interpreter's start (imports) and a LocalCluster's:
+# as few runs as show every kind of run, every section and the memory growth line.
 QUICK = Sizes(
-    seed_sequences=(20,),  # one size: each costs four processes, two of them Dask clusters
+    seed_sequences=(4,),  # one size: each costs four processes, two of them Dask clusters
     regime_grid={"workload.batch_size": [1], "workload.prompt_len": [128], "cost.gpu": ["h100"]},
-    memory_configs=(200, 600, 2_000),
-    base_memory_max=2_000,
+    memory_configs=(100, 300),  # two sizes: the growth line
+    base_memory_max=300,
     memory_tokens=8,
+    regime_dask=False,  # a LocalCluster's start is most of a quick run's time
 )
 
 
@@ -489,22 +496,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         print()
 
-        def speed_runs(preset: Path, out_name: str, *flags: str) -> list[Run]:
+        def speed_runs(preset: Path, out_name: str, *flags: str, dask: bool = True) -> list[Run]:
             """Both engines on N processes, then this one on a LocalCluster of N workers (as
-            spectui starts them, and with Dask's default malloc setting) and in one process."""
+            spectui starts them, and with Dask's default malloc setting; unless not ``dask``)
+            and in one process."""
             pool = ("--workers", str(workers))
             runs = [
                 e.sweep(f"{e.name} --workers {workers}", preset, out_name, *flags, *pool)
                 for e in engines
             ]
-            dask = ("--scheduler", f"local:{workers}")
-            label = f"new --scheduler local:{workers}"
-            runs.append(new.sweep(label, preset, out_name, *flags, *dask))
-            runs.append(
-                new.sweep(
-                    label + WITH_TRIM, preset, out_name, *flags, *dask, prelude=DASK_WITH_TRIM
+            if dask:
+                cluster = ("--scheduler", f"local:{workers}")
+                label = f"new --scheduler local:{workers}"
+                runs.append(new.sweep(label, preset, out_name, *flags, *cluster))
+                runs.append(
+                    new.sweep(
+                        label + WITH_TRIM,
+                        preset,
+                        out_name,
+                        *flags,
+                        *cluster,
+                        prelude=DASK_WITH_TRIM,
+                    )
                 )
-            )
             runs.append(new.sweep("new --workers 1", preset, out_name, *flags, "--workers", "1"))
             return runs
 
@@ -526,7 +540,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         count, _ = sweep_work(regime)
         part = "" if sizes.regime_grid is None else f" (part: {sizes.regime_grid})"
         title = f"2. regime study{part}, exact only: {count:,} configurations"
-        runs = speed_runs(regime, "regime.csv", "--exact-only")
+        title += "" if sizes.regime_dask else " (no Dask runs: --quick)"
+        runs = speed_runs(regime, "regime.csv", "--exact-only", dask=sizes.regime_dask)
         print(speed_section(title, runs, count, "configs/s", 1.0))
         print()
 
