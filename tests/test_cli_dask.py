@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import engine.files
+from tests.dask_fixtures import in_process_cluster
 
 # A small grid with newer fields (roofline costs by batch size) and a K policy beside it.
 PRESET = """description = "dask test grid"
@@ -27,6 +28,15 @@ acceptance_rate = [0.7]
 """
 
 
+@pytest.fixture(scope="module")
+def dask_cluster():
+    """Two workers in this process (tests/dask_fixtures.py), at a tcp:// address: the tests
+    that need a scheduler share it; ``local:N`` (worker processes) is started where the
+    test is about it."""
+    with in_process_cluster(2) as cluster:
+        yield cluster
+
+
 @pytest.fixture
 def preset(tmp_path: Path) -> Path:
     path = tmp_path / "grid.toml"
@@ -38,29 +48,36 @@ def _sweep(cli, preset: Path, out: Path, *flags: str) -> tuple[int, str, str]:
     return cli("sweep", "--preset", str(preset), "--out", str(out), *flags)
 
 
-def test_the_same_bytes_on_one_or_two_processes_and_one_or_two_dask_workers(cli, preset, tmp_path):
+def test_the_same_bytes_on_one_or_two_processes_and_one_or_two_dask_workers(
+    cli, preset, tmp_path, dask_cluster
+):
+    """One Dask worker: a cluster the CLI starts (local:1, a worker process); two: a running
+    scheduler's (the module's cluster, by its address)."""
+    address = dask_cluster.scheduler_address
     files = {}
     for name, flags in {
         "workers-1": ("--workers", "1"),
         "workers-2": ("--workers", "2"),
         "dask-1": ("--scheduler", "local:1"),
-        "dask-2": ("--scheduler", "local:2"),
+        "dask-2": ("--scheduler", address),
     }.items():
         out = tmp_path / f"{name}.csv"
         status, _, err = _sweep(cli, preset, out, *flags)
         assert status == 0, err
         assert "17 configurations in" in err
         files[name] = out.read_bytes()
-        if name.startswith("dask"):
-            workers = name[-1]
-            plural = "s" if workers == "2" else ""
-            assert f"local:{workers}: {workers} Dask worker{plural}; dashboard http://" in err
+        if name == "dask-1":
+            assert "local:1: 1 Dask worker; dashboard http://" in err
+        if name == "dask-2":
+            assert f"{address}: 2 Dask workers; dashboard http://" in err
     assert len(set(files.values())) == 1
     lines = files["workers-1"].decode().splitlines()
     assert len(lines) == 18 and "workload.batch_size" in lines[0]
 
 
-def test_resume_after_a_crash_runs_only_the_rest_and_gives_the_same_file(cli, preset, tmp_path):
+def test_resume_after_a_crash_runs_only_the_rest_and_gives_the_same_file(
+    cli, preset, tmp_path, dask_cluster
+):
     full = tmp_path / "full.csv"
     assert _sweep(cli, preset, full)[0] == 0
     header, *rows = full.read_text().splitlines(keepends=True)
@@ -71,7 +88,8 @@ def test_resume_after_a_crash_runs_only_the_rest_and_gives_the_same_file(cli, pr
     status, _, err = _sweep(cli, preset, out)
     assert status == 2
     assert err.strip().endswith("add --resume to go on with it, or remove it to start again")
-    status, _, err = _sweep(cli, preset, out, "--resume", "--scheduler", "local:1")
+    address = dask_cluster.scheduler_address
+    status, _, err = _sweep(cli, preset, out, "--resume", "--scheduler", address)
     assert status == 0, err
     assert "resuming: 6 of 17 configurations in" in err and "running the other 11" in err
     assert out.read_bytes() == full.read_bytes()
@@ -131,7 +149,7 @@ def test_bad_scheduler_flags_are_one_line(cli, preset, tmp_path, flags, message)
 
 
 def test_an_unreachable_scheduler_is_one_line(cli, preset, tmp_path, monkeypatch):
-    monkeypatch.setattr("engine.cluster.CONNECT_TIMEOUT_S", 1.0)
+    monkeypatch.setattr("engine.cluster.CONNECT_TIMEOUT_S", 0.2)  # nothing listens there
     status, _, err = _sweep(cli, preset, tmp_path / "x.csv", "--scheduler", "tcp://127.0.0.1:9")
     assert status == 2
     assert "--scheduler: cannot reach tcp://127.0.0.1:9" in err
@@ -142,31 +160,25 @@ def test_an_unreachable_scheduler_is_one_line(cli, preset, tmp_path, monkeypatch
 def test_a_lost_scheduler_keeps_the_rows_for_resume(cli, preset, tmp_path, monkeypatch):
     """The scheduler goes away mid-sweep: one line, exit status 1, the finished rows stay in
     the partial file, and --resume (here without Dask) completes the same file."""
-    import distributed
-
     full = tmp_path / "full.csv"
     assert _sweep(cli, preset, full)[0] == 0
     # Also the reconnect wait, once the scheduler has gone; the first connection may take
     # twice this (at 2.0, 4 s were once not enough for it on a loaded machine).
     monkeypatch.setattr("engine.cluster.CONNECT_TIMEOUT_S", 5.0)
-    cluster = distributed.LocalCluster(
-        n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None
-    )
     write = engine.files.SweepWriter.write
     written: list[int] = []
-
-    def write_then_lose_the_scheduler(self, row):
-        write(self, row)
-        written.append(row["config_id"])
-        if len(written) == 1:
-            cluster.close()
-
-    monkeypatch.setattr(engine.files.SweepWriter, "write", write_then_lose_the_scheduler)
     out = tmp_path / "r.csv"
-    try:
+    # A cluster of this test's own (its scheduler goes), its worker in this process.
+    with in_process_cluster(1, dashboard=False) as cluster:
+
+        def write_then_lose_the_scheduler(self, row):
+            write(self, row)
+            written.append(row["config_id"])
+            if len(written) == 1:
+                cluster.close()
+
+        monkeypatch.setattr(engine.files.SweepWriter, "write", write_then_lose_the_scheduler)
         status, _, err = _sweep(cli, preset, out, "--scheduler", cluster.scheduler_address)
-    finally:
-        cluster.close()
     assert status == 1, err
     last = err.strip().splitlines()[-1]
     assert last.startswith("the Dask cluster failed (")
@@ -217,10 +229,15 @@ tokens_per_seq = 32
 """
 
 
-@pytest.mark.parametrize("flags", [("--workers", "2"), ("--scheduler", "local:1")])
-def test_a_configuration_refused_on_a_worker_is_one_line(cli, tmp_path, flags):
+SHARED = "the module's cluster"  # --scheduler: its address, once it runs
+
+
+@pytest.mark.parametrize("flags", [("--workers", "2"), ("--scheduler", SHARED)])
+def test_a_configuration_refused_on_a_worker_is_one_line(cli, tmp_path, flags, request):
     """The refusal happens where the tree is built: in a worker process or on a Dask worker.
     It comes back whole (one line, exit 2), it is not retried, and nothing else is printed."""
+    if SHARED in flags:
+        flags = ("--scheduler", request.getfixturevalue("dask_cluster").scheduler_address)
     preset = tmp_path / "big.toml"
     preset.write_text(BIG_TREE)
     status, out, err = cli("sweep", "--preset", str(preset), "--out", "x.csv", *flags)

@@ -3,8 +3,10 @@ the app's sweeps to a Dask cluster, with the rows a local sweep gives; a bad val
 unreachable scheduler is a notification; cancel and quit stop a Dask sweep. And the view's
 store of finished rows (:class:`spectui.widgets.sweep_view.SweepStore`).
 
-Each Dask sweep starts a LocalCluster of one worker process (about 1.5 s): the sweeps are few
-and small."""
+The sweeps that need *a* scheduler run on the module's cluster, whose worker is a thread of
+the test process (tests/dask_fixtures.py), at its tcp:// address; quitting starts a
+``local:1`` cluster (a worker process, seconds to start) and shuts it down. The sweeps are
+few and small; those that need no worker processes run in the app's thread."""
 
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from spectui.widgets.heatmap import Heatmap
 from spectui.widgets.sweep_view import SweepStore, SweepView
 from tests.app.helpers import notifications, settle
 from tests.app.test_sweep import expected_cells
+from tests.dask_fixtures import in_process_cluster
 
 
 async def _until(condition, seconds: float = 60.0) -> None:
@@ -34,6 +37,13 @@ async def _until(condition, seconds: float = 60.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError("the condition never held")
         await asyncio.sleep(0.01)
+
+
+@pytest.fixture(scope="module")
+def dask_cluster():
+    """One worker, a thread of this process (no process to start), with a dashboard."""
+    with in_process_cluster(1) as cluster:
+        yield cluster
 
 
 @pytest.fixture
@@ -94,24 +104,29 @@ def _csv(frame: pd.DataFrame, results) -> str:
 
 
 async def test_a_preset_scheduler_runs_the_sweep_on_dask_with_the_local_rows(
-    isolated_dirs, tmp_path
+    isolated_dirs, tmp_path, monkeypatch, dask_cluster
 ):
     _, results = isolated_dirs
-    app = create_app(str(_tiny_with(tmp_path, "local:1")))
+    monkeypatch.setenv("SPECTUI_SWEEP_WORKERS", "0")  # no pool to start: the sweep is Dask's
+    address = dask_cluster.scheduler_address
+    app = create_app(str(_tiny_with(tmp_path, address)))
     async with app.run_test(size=(120, 40)) as pilot:
-        view = await _sweep_matches_the_local_run(app, pilot, results, "on local:1")
+        view = await _sweep_matches_the_local_run(app, pilot, results, f"on {address}")
         # The dashboard of the cluster, while it ran (bokeh is installed with the extra).
         assert any(m.startswith("Dask dashboard: http") for m in notifications(app))
         assert view.dashboard is None
 
 
-async def test_spectui_scheduler_wins_over_the_preset(isolated_dirs, tmp_path, monkeypatch):
+async def test_spectui_scheduler_wins_over_the_preset(
+    isolated_dirs, tmp_path, monkeypatch, dask_cluster
+):
     _, results = isolated_dirs
-    monkeypatch.setenv("SPECTUI_SCHEDULER", "local:1")
+    address = dask_cluster.scheduler_address
+    monkeypatch.setenv("SPECTUI_SCHEDULER", address)
     # The preset's own scheduler cannot be reached: the sweep runs on the variable's.
     app = create_app(str(_tiny_with(tmp_path, "tcp://127.0.0.1:9")))
     async with app.run_test(size=(120, 40)) as pilot:
-        await _sweep_matches_the_local_run(app, pilot, results, "on local:1")
+        await _sweep_matches_the_local_run(app, pilot, results, f"on {address}")
         assert not [m for m in notifications(app) if "failed" in m]
 
 
@@ -142,8 +157,9 @@ async def test_an_unreachable_scheduler_is_one_notification_and_the_app_goes_on(
     isolated_dirs, monkeypatch
 ):
     _, results = isolated_dirs
-    monkeypatch.setattr(engine.cluster, "CONNECT_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(engine.cluster, "CONNECT_TIMEOUT_S", 0.2)  # nothing listens there
     monkeypatch.setenv("SPECTUI_SCHEDULER", "tcp://127.0.0.1:9")
+    monkeypatch.setenv("SPECTUI_SWEEP_WORKERS", "0")  # the next sweep: in the app's thread
     app = create_app("tiny")
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot, app)
@@ -169,10 +185,11 @@ async def test_an_unreachable_scheduler_is_one_notification_and_the_app_goes_on(
 
 
 async def test_cancel_during_a_dask_sweep_keeps_the_finished_rows(
-    isolated_dirs, monkeypatch, gated_rows
+    isolated_dirs, monkeypatch, gated_rows, dask_cluster
 ):
     _, results = isolated_dirs
-    monkeypatch.setenv("SPECTUI_SCHEDULER", "local:1")
+    address = dask_cluster.scheduler_address
+    monkeypatch.setenv("SPECTUI_SCHEDULER", address)
     # One heatmap cell a task (8 K values): 72 tasks, at most 4 in flight.
     monkeypatch.setattr(engine.cluster, "task_size", lambda plan, exact_only, workers: 8)
     app = create_app("seed-576")
@@ -184,7 +201,7 @@ async def test_cancel_during_a_dask_sweep_keeps_the_finished_rows(
         count = app.query_one("#sweep-count")
         await _until(lambda: "worker" in str(count.render()))
         first, dashboard = str(count.render()).splitlines()
-        assert first.endswith("/576 · on local:1 · 1 worker")
+        assert first.endswith(f"/576 · on {address} · 1 worker")
         assert dashboard.startswith("dashboard http://")
         runner = view.runner
         assert runner is not None and runner.client is not None
@@ -195,7 +212,8 @@ async def test_cancel_during_a_dask_sweep_keeps_the_finished_rows(
         finished = view.finished
         assert finished is not None and finished.cancelled
         assert 8 <= finished.done <= 5 * 8 and finished.total == 576
-        assert runner.client is None and runner.cluster is None  # the cluster shut down
+        # Disconnected (a local:N cluster is shut down: see the quitting test).
+        assert runner.client is None and runner.cluster is None
         (saved,) = results.glob("sweep-seed-576-*.csv")
         assert len(pd.read_csv(saved)) == finished.done
         # The rows kept are the local sweep's rows of the same configurations.

@@ -17,11 +17,21 @@ from engine.config import ConfigError, SpecConfig
 from engine.grid import SweepSpec
 from engine.presets import load_preset
 from engine.sweep import plan_sweep, run_sweep
+from tests.dask_fixtures import batch_keys, in_process_cluster
 
 
 @pytest.fixture(scope="module")
-def cluster():
-    with DaskRunner("local:2") as runner:
+def dask_cluster():
+    """Two workers in this process (tests/dask_fixtures.py): for the tests that need a
+    scheduler, not worker processes (a killed worker and a local:N start have their own)."""
+    with in_process_cluster(2, dashboard=False) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="module")
+def cluster(dask_cluster):
+    with DaskRunner(dask_cluster.scheduler_address) as runner:
+        assert runner.workers == 2
         yield runner
 
 
@@ -75,34 +85,53 @@ def test_a_local_cluster_gives_the_local_rows(cluster):
     pd.testing.assert_frame_equal(exact, run_sweep(configs, exact_only=True))
 
 
-def test_a_killed_workers_batches_run_again(cluster):
-    """SIGKILL one worker process while batches are in flight: Dask reschedules its work
-    (its nanny starts a new process) and every row comes back, the same as locally."""
-    spec = SweepSpec(
-        SpecConfig(n_sequences=60, tokens_per_seq=64),
-        ({"k": [1, 2, 3, 4, 5, 6], "acceptance_rate": [0.6, 0.9]},),
-    )
+class _NoDescriptor:
+    """The app's stderr (Textual's): no file descriptor."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def fileno(self) -> int:
+        return -1
+
+
+def test_a_killed_workers_batches_run_again(monkeypatch):
+    """SIGKILL the worker process while it runs a batch: Dask runs the batch again on the
+    process its nanny starts, and every row comes back, the same as locally.
+
+    Its local cluster starts under a stderr without a file descriptor, as the app's is
+    (Textual's): Dask's nanny hands stderr to the worker processes it spawns; the runner
+    lends it one while the cluster starts (one cluster of one process for both)."""
+    monkeypatch.setattr("sys.stderr", _NoDescriptor())
+    # Batches of about 0.15 s each (the reference engine's per-token loop): after the first
+    # row, the worker is still busy with the next ones when it is killed.
+    spec = SweepSpec(SpecConfig(n_sequences=600, tokens_per_seq=64), ({"k": [1, 2, 3, 4]},))
     configs = spec.configs()
     local = run_sweep(configs, engine="reference")
-    before = cluster.client.run(os.getpid)
-    killed: list[int] = []
+    with DaskRunner("local:1") as runner:
+        assert runner.workers == 1
+        (victim,) = runner.client.run(os.getpid).values()
+        killed: list[int] = []
 
-    def on_result(row, done, total):
-        if not killed:  # after the first row: the other batches are in flight
-            victim = sorted(before.values())[0]
-            os.kill(victim, signal.SIGKILL)
-            killed.append(victim)
+        def on_result(row, done, total):
+            if not killed:  # after the first row: the other batches are in flight
+                os.kill(victim, signal.SIGKILL)
+                killed.append(victim)
 
-    frame = run_sweep(
-        configs, engine="reference", executor=cluster, batch_size=1, on_result=on_result
-    )
-    pd.testing.assert_frame_equal(frame, local)
-    cluster.client.wait_for_workers(2, timeout=60)
-    after = set(cluster.client.run(os.getpid).values())
-    assert killed and killed[0] not in after  # the process really died and was replaced
+        frame = run_sweep(
+            configs, engine="reference", executor=runner, batch_size=1, on_result=on_result
+        )
+        pd.testing.assert_frame_equal(frame, local)
+        runner.client.wait_for_workers(1, timeout=60)
+        after = set(runner.client.run(os.getpid).values())
+        assert killed == [victim] and victim not in after  # it died and was replaced
 
 
-def test_a_stop_cancels_the_tasks_in_flight(cluster):
+def test_a_stop_cancels_the_tasks_in_flight(dask_cluster, cluster):
+    before = batch_keys(dask_cluster)  # another test's, not yet released
     configs = [c.replace(n_sequences=200) for c in load_preset("seed-576").sweep.configs()]
     seen: list[int] = []
     frame = run_sweep(
@@ -117,9 +146,8 @@ def test_a_stop_cancels_the_tasks_in_flight(cluster):
     assert frame["speedup"].notna().all()
 
     # Nothing of this sweep is left on the cluster (the scheduler cancels as told, soon).
-    def ours() -> list[str]:
-        tasks = cluster.client.run_on_scheduler(lambda dask_scheduler: list(dask_scheduler.tasks))
-        return [key for key in tasks if str(key).startswith("spectui-batch-")]
+    def ours() -> set[str]:
+        return batch_keys(dask_cluster) - before
 
     deadline = time.monotonic() + 30
     while ours() and time.monotonic() < deadline:
@@ -128,30 +156,11 @@ def test_a_stop_cancels_the_tasks_in_flight(cluster):
 
 
 def test_an_unreachable_scheduler_is_one_line():
-    runner = DaskRunner("tcp://127.0.0.1:9", connect_timeout=1)
+    runner = DaskRunner("tcp://127.0.0.1:9", connect_timeout=0.2)
     with pytest.raises(DaskUnavailable, match=r"^cannot reach tcp://127\.0\.0\.1:9: ") as info:
         runner.start()
     assert "\n" not in str(info.value)
     runner.close()
-
-
-def test_a_local_cluster_starts_under_a_stderr_without_a_descriptor(monkeypatch):
-    """The app's stderr (Textual's) has no file descriptor; Dask's nanny hands stderr to the
-    worker processes it spawns. The runner lends it one while the cluster starts."""
-
-    class NoDescriptor:
-        def write(self, text: str) -> int:
-            return len(text)
-
-        def flush(self) -> None:
-            pass
-
-        def fileno(self) -> int:
-            return -1
-
-    monkeypatch.setattr("sys.stderr", NoDescriptor())
-    with DaskRunner("local:1") as runner:
-        assert runner.workers == 1
 
 
 @pytest.fixture
@@ -181,8 +190,8 @@ def silent_server():
 
 
 def test_an_address_that_never_answers_as_dask_is_refused_after_a_deadline(silent_server):
-    runner = DaskRunner(silent_server, connect_timeout=0.5)
-    with pytest.raises(DaskUnavailable, match=r"no Dask scheduler answered in 1 s"):
+    runner = DaskRunner(silent_server, connect_timeout=0.25)
+    with pytest.raises(DaskUnavailable, match=r"no Dask scheduler answered in 0\.5 s"):
         runner.start()
 
 

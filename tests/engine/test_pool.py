@@ -31,16 +31,19 @@ def _configs():
     return load_preset("tiny").sweep.configs()
 
 
-@pytest.mark.parametrize("start_method", ["spawn", None])  # the app's, the CLI's
-def test_run_sweep_on_threads_and_on_the_engine_pool_equals_serial(start_method):
+# The app's (spawn: one process, each one imports the engine: seconds), the CLI's (fork:
+# two processes, which start in milliseconds).
+@pytest.mark.parametrize("start_method, workers", [("spawn", 1), (None, 2)])
+def test_run_sweep_on_threads_and_on_the_engine_pool_equals_serial(start_method, workers):
     configs = _configs()
     serial = run_sweep(configs)
     with ThreadPoolExecutor(2) as threads:
         threaded = run_sweep(configs, executor=threads, batch_size=5)
-    with SweepPool(2, start_method) as pool:
+    with SweepPool(workers, start_method) as pool:
         executor = pool.executor()
         assert executor is not None, pool.problem
-        pooled = run_sweep(configs, executor=executor, batch_size=batch_size(configs, 2))
+        assert len(executor._processes) == workers
+        pooled = run_sweep(configs, executor=executor, batch_size=batch_size(configs, workers))
     pd.testing.assert_frame_equal(threaded, serial)
     pd.testing.assert_frame_equal(pooled, serial)
     assert list(serial["config_id"]) == list(range(len(configs)))
@@ -69,8 +72,10 @@ def test_the_engine_pool_needs_neither_numpy_nor_pandas_to_load():
     assert out.stdout.strip() == "False False"
 
 
+# The worker's set-up is the same whatever starts it: fork, which starts in milliseconds
+# (spawn: test_run_sweep_on_threads_and_on_the_engine_pool_equals_serial).
 def test_workers_cannot_write_on_the_terminal():
-    pool = SweepPool(1)
+    pool = SweepPool(1, None)
     try:
         executor = pool.executor()
         assert executor is not None, pool.problem
@@ -94,7 +99,7 @@ def test_batches_hold_about_the_same_work_and_keep_progress_gradual():
 
 
 def test_shutdown_stops_a_batch_in_progress():
-    pool = SweepPool(1)
+    pool = SweepPool(1, None)  # fork: see test_workers_cannot_write_on_the_terminal
     executor = pool.executor()
     assert executor is not None, pool.problem
     processes = list(executor._processes.values())
