@@ -214,35 +214,126 @@ def test_sweep_then_analyze(tmp_path):
     assert out.returncode == 2 and "missing columns" in out.stderr
 
 
-def test_ctrl_c_keeps_finished_rows(tmp_path):
-    out = tmp_path / "s.csv"
-    partial = tmp_path / "s.csv.partial"
-    env = {**os.environ, "NO_COLOR": "1"}
+# The Ctrl-C tests' sweep: a subprocess (the signal is the point) whose batches run only when
+# the test lets them (a controllable engine): each batch starts once it has read a byte from
+# the pipe whose read end is SPECTUI_TEST_GATE, and every batch goes on once the test closes
+# the write end. The rest is `python -m spectui` as it is; the pool's workers are forked from
+# it (the CLI's pool, on Linux), so they wait at the same gate.
+GATED_SPECTUI = """
+import os, runpy
+import engine.sweep
+
+evaluate = engine.sweep._evaluate_batch
+gate = int(os.environ["SPECTUI_TEST_GATE"])
+
+def _evaluate_batch(*args, **kwargs):
+    os.read(gate, 1)  # a byte from the test: this batch; end of file: every batch
+    return evaluate(*args, **kwargs)
+
+_evaluate_batch.__module__ = "engine.sweep"  # pickled by name for the workers: this one
+engine.sweep._evaluate_batch = _evaluate_batch
+runpy.run_module("spectui", run_name="__main__", alter_sys=True)  # as `python -m spectui`
+"""
+
+
+def short_576(tmp_path):
+    """seed-576's grid (576 configurations) with runs of 20 x 16 tokens: cheap batches."""
+    from engine.presets import SHIPPED_DIR
+
+    text = (SHIPPED_DIR / "seed-576.toml").read_text()
+    short = text.replace("n_sequences = 500", "n_sequences = 20")
+    short = short.replace("tokens_per_seq = 128", "tokens_per_seq = 16")
+    assert short.count(" = 20\n") == 1 and short.count(" = 16\n") == 1
+    preset = tmp_path / "short-576.toml"
+    preset.write_text(short)
+    return preset
+
+
+def rows_in(partial) -> int:
+    """Rows a sweep has written to its partial file so far."""
+    try:
+        return max(0, len(partial.read_bytes().splitlines()) - 1)  # less the header
+    except FileNotFoundError:
+        return 0
+
+
+def wait_until(condition, what: str, timeout: float = 60.0) -> None:
+    """Poll ``condition`` (the state of another process) until it holds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.02)
+
+
+class Gate:
+    """The write end of the gate: :meth:`let_one_through` lets one more batch run,
+    :meth:`open` lets every batch run from now on."""
+
+    def __init__(self, write: int) -> None:
+        self.write: int | None = write
+
+    def let_one_through(self) -> None:
+        assert self.write is not None, "the gate is open"
+        os.write(self.write, b"x")
+
+    def open(self) -> None:
+        if self.write is not None:
+            os.close(self.write)
+            self.write = None
+
+
+@contextlib.contextmanager
+def gated_sweep(*args: str, **popen):
+    """``spectui sweep ARGS`` in a subprocess whose batches wait at the gate; yields (the
+    process, its :class:`Gate`). On leaving, the gate opens; on an error, the process is
+    killed first."""
+    read, write = os.pipe()
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "spectui",
-            "sweep",
-            "--preset",
-            "seed-576",
-            "--engine",
-            "reference",
-            "--out",
-            str(out),
-        ],
+        [sys.executable, "-c", GATED_SPECTUI, "sweep", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=env,
+        env={**os.environ, "NO_COLOR": "1", "SPECTUI_TEST_GATE": str(read)},
+        pass_fds=(read,),
+        **popen,
     )
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if partial.exists() and len(partial.read_text().splitlines()) >= 4:
-            break
-        time.sleep(0.1)
-    proc.send_signal(signal.SIGINT)
-    _, stderr = proc.communicate(timeout=120)
+    os.close(read)
+    gate = Gate(write)
+    try:
+        yield proc, gate
+    except BaseException:
+        proc.kill()
+        proc.communicate()
+        raise
+    finally:
+        gate.open()
+
+
+def let_rows_through(gate: Gate, partial, rows: int) -> None:
+    """Let batches through one at a time until the sweep has written ``rows`` rows."""
+    while (before := rows_in(partial)) < rows:
+        gate.let_one_through()
+        wait_until(lambda: rows_in(partial) > before, "a batch let through wrote no row")
+
+
+def test_ctrl_c_keeps_finished_rows(tmp_path):
+    out = tmp_path / "s.csv"
+    partial = tmp_path / "s.csv.partial"
+    args = ("--preset", str(short_576(tmp_path)), "--engine", "reference", "--out", str(out))
+    with gated_sweep(*args) as (proc, gate):
+        let_rows_through(gate, partial, 3)
+        proc.send_signal(signal.SIGINT)  # while the next batch waits at the gate
+        # One batch at a time until the sweep ends: it stops at the first batch that starts
+        # after it has taken the signal (without the stop, all 576 would run: exit 0).
+        while proc.poll() is None:
+            before = rows_in(partial)
+            with contextlib.suppress(BrokenPipeError):  # it has just ended
+                gate.let_one_through()
+            wait_until(
+                lambda before=before: proc.poll() is not None or rows_in(partial) > before,
+                "a batch let through wrote no row",
+            )
+        _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130
     assert "Traceback" not in stderr
     frame = pd.read_csv(out)
@@ -271,6 +362,13 @@ def _children(pid: int) -> set[int]:
     return found
 
 
+def _ignores_sigint(pid: int) -> bool:
+    """Whether a process ignores SIGINT (its SigIgn mask in /proc)."""
+    with open(f"/proc/{pid}/status") as handle:
+        (mask,) = [line.split()[1] for line in handle if line.startswith("SigIgn:")]
+    return bool(int(mask, 16) & (1 << (signal.SIGINT - 1)))
+
+
 def _running(pid: int) -> bool:
     fields = _stat(pid)
     return fields is not None and fields[0] != "Z"  # a zombie has exited, unreaped
@@ -282,25 +380,16 @@ def test_ctrl_c_with_workers_keeps_finished_rows_and_stops_the_workers(tmp_path)
     rows finished, exits with 130 and leaves no worker behind."""
     out = tmp_path / "s.csv"
     partial = tmp_path / "s.csv.partial"
-    command = [sys.executable, "-m", "spectui", "sweep", "--preset", "seed-576"]
-    command += ["--engine", "reference", "--workers", "2", "--out", str(out)]
-    proc = subprocess.Popen(
-        command,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "NO_COLOR": "1"},
-        start_new_session=True,  # its own process group, as a terminal's foreground job
-    )
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if partial.exists() and len(partial.read_text().splitlines()) >= 4:
-            break
-        time.sleep(0.1)
-    workers = _children(proc.pid)
-    assert len(workers) >= 2, "the pool's two workers"
-    os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C reaches the whole group, workers included
-    _, stderr = proc.communicate(timeout=120)
+    args = ("--preset", str(short_576(tmp_path)), "--engine", "reference", "--workers", "2")
+    # its own process group, as a terminal's foreground job
+    with gated_sweep(*args, "--out", str(out), start_new_session=True) as (proc, gate):
+        let_rows_through(gate, partial, 3)
+        workers = _children(proc.pid)
+        assert len(workers) >= 2, "the pool's two workers"
+        assert all(_ignores_sigint(pid) for pid in workers), "a worker takes Ctrl-C"
+        # Ctrl-C reaches the whole group, workers included (waiting at the gate: busy)
+        os.killpg(proc.pid, signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)  # the gate still closed: the workers wait
     assert proc.returncode == 130, stderr
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
     frame = pd.read_csv(out)
@@ -353,8 +442,11 @@ def test_help_lists_every_subcommand():
     [
         (["regime", "--batch-sizes", "1,64", "--contexts", "0,1k", "--ks", "1,2,4"], "K*"),
         (["arena", "--n-sequences", "50", "--tokens-per-seq", "32"], "fixed"),
-        (["calibrate", "tests/fixtures/logs/vllm_v1_mean_length.log"], "acceptance"),
-        (["tree", "--tokens-per-seq", "32", "--kary", "2,2"], "2-ary depth 2"),
+        (
+            ["calibrate", "tests/fixtures/logs/vllm_v1_mean_length.log", "--calibrate-k-max", "4"],
+            "acceptance",
+        ),
+        (["tree", "--cost", "linear", "--tokens-per-seq", "32", "--kary", "2,2"], "2-ary depth 2"),
     ],
     ids=["regime", "arena", "calibrate", "tree"],
 )
@@ -368,31 +460,8 @@ def test_the_other_subcommands_run_as_a_program(args, shown):
     assert shown in out.stdout and "Traceback" not in out.stderr
 
 
-def test_serve_binds_loopback_and_serves_the_page():
-    import socket
-    import urllib.request
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "spectui", "serve", "--port", str(port)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        url = proc.stdout.readline().split()[-1]  # printed once it listens
-        assert url.startswith(f"http://127.0.0.1:{port}/?token=")
-        with urllib.request.urlopen(url, timeout=30) as reply:
-            assert reply.status == 200
-            body = reply.read().decode()
-        assert "textual" in body.lower()
-        assert f"127.0.0.1:{port}" in body  # the page points back at the loopback address
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+# `serve` as a program: tests/hostile/test_serve_hostile.py (the page, its token, its address)
+# and tests/test_serve.py (no process left behind).
 
 
 def test_plot_writes_the_six_pngs_and_draws_in_the_terminal(tmp_path):

@@ -36,19 +36,6 @@ def test_png_names_are_the_originals():
     ]
 
 
-def test_write_pngs_writes_six_valid_pngs(tiny_frame, tmp_path):
-    pytest.importorskip("matplotlib")
-    from spectui.plotting.images import write_pngs
-
-    out = tmp_path / "plots"
-    paths = write_pngs(tiny_frame, out)
-    assert [p.name for p in paths] == PNG_NAMES
-    assert sorted(p.name for p in out.iterdir()) == sorted(PNG_NAMES)  # no temporary left
-    for path in paths:
-        data = path.read_bytes()
-        assert data.startswith(PNG_SIGNATURE) and len(data) > 5000
-
-
 def test_write_pngs_of_a_sweep_without_the_fixed_model_still_writes_six(tiny_frame, tmp_path):
     pytest.importorskip("matplotlib")
     from spectui.plotting.images import write_pngs
@@ -120,13 +107,21 @@ def test_draw_works_on_a_textual_plotext_plot_object(tiny_frame):
 
 
 def test_plot_command_reads_the_csv_and_writes_and_prints(tiny_frame, tmp_path, capsys):
+    """Also the test of :func:`write_pngs` on the tiny sweep (which plot_command calls): six
+    valid PNGs, named as the originals, and no temporary file left (one drawing of the six,
+    ~2 s, for both)."""
     pytest.importorskip("matplotlib")
     csv = tmp_path / "sweep.csv"
     tiny_frame.to_csv(csv, index=False)
-    paths = plot_command(csv, tmp_path / "out", terminal=True)
+    out = tmp_path / "out"
+    paths = plot_command(csv, out, terminal=True)
     assert [p.name for p in paths] == PNG_NAMES
-    out = capsys.readouterr().out
-    assert all(spec.title in out for spec in PLOTS)
+    assert sorted(p.name for p in out.iterdir()) == sorted(PNG_NAMES)  # no temporary left
+    for path in paths:
+        data = path.read_bytes()
+        assert data.startswith(PNG_SIGNATURE) and len(data) > 5000
+    printed = capsys.readouterr().out
+    assert all(spec.title in printed for spec in PLOTS)
     assert plot_command(csv, None, terminal=False) == []
 
 

@@ -345,13 +345,13 @@ def test_calibrate_lists_twenty_rejected_windows_and_counts_the_rest(tmp_path, m
     bad = v1_line(100, (60, 35, 20)).replace("Accepted: 115", "Accepted: 116")
     log = tmp_path / "bad.log"
     log.write_text(v1_line(100, (60, 35, 20)) + bad * 30)
-    out = spectui("calibrate", str(log)).stdout
+    out = spectui("calibrate", str(log), "--calibrate-k-max", "4").stdout  # K is not the point
     assert "31 windows" not in out and "30 rejected" in out
     assert out.count("rejected line") == 20
     assert "rejected line 21:" in out and "rejected line 22:" not in out
     assert "and 10 more rejected windows (--json lists them)" in out
     monkeypatch.setattr(logs, "POOL_AFTER", 5)
-    payload = json.loads(spectui("calibrate", str(log), "--json").stdout)
+    payload = json.loads(spectui("calibrate", str(log), "--json", "--calibrate-k-max", "4").stdout)
     assert len(payload["rejected"]) == 5 and payload["rejected_not_listed"] == 25
 
 

@@ -144,7 +144,7 @@ def _start_serve(port: int) -> tuple[subprocess.Popen[str], str]:
         with socket.socket() as sock:
             return sock.connect_ex(("127.0.0.1", port)) == 0
 
-    assert _poll(listening, 30), "serve does not listen"
+    assert listening(), "serve printed its URL before it listened"  # printed once it listens
     return server, found.group(0)
 
 
@@ -196,6 +196,8 @@ def test_every_request_needs_the_token_printed_once():
                 async with browser.get(url) as response:
                     seen["page, token"] = response.status
                     page = await response.text()
+                # Textual's page, pointing back at the loopback address (`serve`'s smoke test)
+                assert "textual" in page.lower() and f"127.0.0.1:{port}" in page, page
                 script = re.search(r'<script src="([^"]+)"', page)
                 socket_url = re.search(r'data-session-websocket-url="([^"]+)"', page)
                 assert script and socket_url, page
