@@ -392,10 +392,17 @@ class SpectuiApp(App[None]):
     def action_focus_form(self) -> None:
         self.query_one("#side").display = True
         self.form.focus_field("k")
+        self._fit_tabs()
 
     def action_toggle_form(self) -> None:
         side = self.query_one("#side")
         side.display = not side.display
+        self._fit_tabs()
+
+    def _fit_tabs(self) -> None:
+        """The tab labels for the views' new width, once laid out (their resize event alone
+        sometimes came before the width changed, and the tabs kept the narrow labels)."""
+        self.call_after_refresh(self.query_one(ViewTabs).fit_labels)
 
     def action_help(self) -> None:
         from spectui.screens.help import HelpScreen
