@@ -1,4 +1,8 @@
-"""The parameter form: validation as typed, only the model's parameters, exact figures."""
+"""The parameter form: validation as typed, only the model's parameters, exact figures.
+
+Tests of the form alone run it in :class:`tests.app.hosts_form.FormHost` (the side panel
+at its place in the app); those where keys or the form drive the app boot the whole app.
+"""
 
 from __future__ import annotations
 
@@ -9,23 +13,10 @@ from engine.presets import load_preset
 from spectui.app import create_app
 from spectui.widgets.exact_panel import ExactPanel
 from spectui.widgets.run_view import RunView
-from tests.app.helpers import notifications, settle, type_into
+from tests.app.helpers import notifications, type_into, until
+from tests.app.hosts_form import FormHost, caught_up
 from tests.app.screen import row_with, screen_lines, screen_text, style_of
 from tests.app.test_form_cost import shown
-
-
-async def test_valid_edit_recomputes_exact_figures():
-    app = create_app("tiny")
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot, app)
-        await type_into(pilot, app, "k", "6")
-        await settle(pilot, app)
-        expected = load_preset("tiny").config.replace(k=6)
-        assert app.config == expected
-        figures = exact_metrics(expected)
-        shown = _plain(app.query_one(ExactPanel))
-        assert f"{figures['speedup_exact']:.3f}" in shown
-        assert f"{figures['tokens_per_cycle_exact']:.3f}" in shown
 
 
 def _plain(widget) -> str:
@@ -38,26 +29,42 @@ def _plain(widget) -> str:
     return console.export_text()
 
 
-async def test_invalid_value_is_marked_with_reason_and_run_refused():
+async def test_a_valid_edit_recomputes_exact_figures_and_an_invalid_one_is_refused():
+    """In the app: an edit reaches the app's configuration and the Exact panel; an invalid
+    value is marked with its reason, and F5 refused until it is fixed."""
     app = create_app("tiny")
+    expected = load_preset("tiny").config.replace(k=6)
+    figures = exact_metrics(expected)
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot, app)
+        await until(pilot, lambda: app.form.ready)
+        await type_into(pilot, app, "k", "6")
+        panel = app.query_one(ExactPanel)
+        speedup = f"{figures['speedup_exact']:.3f}"
+        await until(pilot, lambda: app.config == expected and speedup in _plain(panel))
+        assert app.config == expected
+        shown = _plain(panel)
+        assert speedup in shown
+        assert f"{figures['tokens_per_cycle_exact']:.3f}" in shown
+        # An invalid value: marked with its reason, and F5 refused.
         field = await type_into(pilot, app, "acceptance_rate", "1.5")
         assert not field.is_valid
         assert field.has_class("-invalid")
         error = app.query_one("#error-acceptance_rate", Static)
         assert error.display
         assert "1.5" in str(error.content) and "[0, 1]" in str(error.content)
-        assert app.config is None
+        await until(pilot, lambda: app.config is None)
         assert "form invalid" in _plain(app.query_one(ExactPanel))
         await pilot.press("f5")
-        await settle(pilot, app)
-        assert app.query_one(RunView).result is None
-        assert any("Cannot run" in m for m in notifications(app))
+        await until(pilot, lambda: any("Cannot run" in m for m in notifications(app)))
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        run = app.query_one(RunView)
+        assert run.result is None and not run.busy  # no run started (nor failed)
+        assert not any("Monte Carlo run failed" in m for m in notifications(app))
         # Fixing the value makes the form runnable again.
         await type_into(pilot, app, "acceptance_rate", "0.7")
-        await settle(pilot, app)
-        assert app.config is not None and app.config.acceptance_rate == 0.7
+        await until(pilot, lambda: app.config is not None)
+        assert app.config.acceptance_rate == 0.7
         assert not app.query_one("#error-acceptance_rate", Static).display
         # Wrong again: the same error line comes back (mounted once, on the first error).
         await type_into(pilot, app, "acceptance_rate", "-1")
@@ -67,58 +74,72 @@ async def test_invalid_value_is_marked_with_reason_and_run_refused():
 
 
 async def test_text_that_is_not_a_number_is_explained():
-    app = create_app("tiny")
+    app = FormHost("tiny")
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot, app)
+        await caught_up(pilot, app)
         await type_into(pilot, app, "k", "abc")
         assert "not an integer" in str(app.query_one("#error-k", Static).content)
         await type_into(pilot, app, "k", "0")
         assert "[1, 1024]" in str(app.query_one("#error-k", Static).content)
+        await caught_up(pilot, app)
         assert app.config is None
 
 
-async def test_only_the_chosen_models_parameters_are_shown():
-    app = create_app("tiny")
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot, app)
+async def test_only_the_chosen_models_parameters_are_shown_and_a_hidden_error_comes_back():
+    """A model's parameters show only while it is chosen; an invalid value in a field the
+    model does not read does not block the form, and keeps its reason for when it shows
+    again."""
+    app = FormHost("tiny")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await caught_up(pilot, app)
         assert shown(app, "acceptance_rate")
         assert not shown(app, "decay_base")
-        app.query_one("#draft_model", Select).value = "position_decay"
-        await settle(pilot, app)
+        select = app.query_one("#draft_model", Select)
+        select.value = "position_decay"
+        await caught_up(pilot, app)
         assert not shown(app, "acceptance_rate")
         assert shown(app, "decay_base")
         assert shown(app, "decay_factor")
         assert not shown(app, "entropy_high")
         assert app.config is not None and app.config.draft_model == "position_decay"
-        app.query_one("#draft_model", Select).value = "entropy_aware"
-        await settle(pilot, app)
+        select.value = "entropy_aware"
+        await caught_up(pilot, app)
         assert shown(app, "entropy_frac")
         assert app.config is not None and app.config.draft_model == "entropy_aware"
         # An invalid value in a field the model does not read does not block the form...
-        app.query_one("#draft_model", Select).value = "fixed"
-        await settle(pilot, app)
+        select.value = "fixed"
+        await caught_up(pilot, app)
         await type_into(pilot, app, "acceptance_rate", "7")
-        await settle(pilot, app)
+        await caught_up(pilot, app)
         assert app.config is None  # ...while it is shown, it does
-        app.query_one("#draft_model", Select).value = "position_decay"
-        await settle(pilot, app)
+        assert "✗ 7" in screen_text(app)
+        select.value = "position_decay"
+        await caught_up(pilot, app)
         assert not shown(app, "acceptance_rate")
         assert app.config is not None and app.config.draft_model == "position_decay"
+        assert "✗ 7" not in screen_text(app)
+        # Shown again, it keeps its reason.
+        select.value = "fixed"
+        await caught_up(pilot, app)
+        error = app.query_one("#error-acceptance_rate", Static)
+        assert error.display and "7" in str(error.content)
+        text = screen_text(app)
+        assert "✗accept" in text and "▌✗ 7" in text
+        assert app.config is None and "invalid: accept" in text
 
 
 async def test_form_takes_focus_once_mounted_and_its_border_follows_focus():
     app = create_app("tiny")
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot, app)
+        await until(pilot, lambda: app.form.ready and app.focused is not None)
+        await pilot.pause()
         assert app.focused is app.query_one("#draft_model", Select)
         focused_border = app.form.styles.border_top
         await pilot.press("f3")  # focus the current view: the form's border dims
-        await settle(pilot, app)
-        assert app.form not in app.focused.ancestors_with_self
+        await until(pilot, lambda: app.form not in app.focused.ancestors_with_self)
         assert app.form.styles.border_top != focused_border
         await pilot.press("f2")
-        await settle(pilot, app)
-        assert app.focused is app.query_one("#k")
+        await until(pilot, lambda: app.focused is app.query_one("#k"))
         assert app.form.styles.border_top == focused_border
 
 
@@ -145,18 +166,18 @@ async def test_preset_loaded_before_the_form_mounts_is_shown():
 async def test_focused_and_invalid_fields_are_marked_on_screen_without_colour():
     """Focus and errors show by glyph and text attributes, which survive 16 colours and
     NO_COLOR (a background 235 against 234 does not)."""
-    app = create_app("tiny")
+    app = FormHost("tiny")
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
-        await pilot.press("f2")  # focus K
-        await settle(pilot, app)
-        assert "▶K " in screen_text(app)
+        await caught_up(pilot, app)
+        app.form.focus_field("k")  # as F2 does
+        await until(pilot, lambda: "▶K " in screen_text(app))
         assert style_of(app, "▶K").reverse
         assert " accept " in screen_text(app)  # not focused: no marker, plain
         assert not style_of(app, "accept").reverse
         await type_into(pilot, app, "k", "x")
         await pilot.press("tab")  # on to the acceptance rate: K stays marked invalid
-        await settle(pilot, app)
+        await until(pilot, lambda: "▶accept" in screen_text(app))
+        await caught_up(pilot, app)
         lines = screen_lines(app)
         k_row = row_with(app, "✗K ")
         assert style_of(app, "✗K").bold and not style_of(app, "✗K").reverse
@@ -170,56 +191,36 @@ async def test_focused_and_invalid_fields_are_marked_on_screen_without_colour():
 async def test_labels_and_model_names_are_whole_at_80x24():
     from spectui.widgets.param_form import LABELS
 
-    app = create_app("tiny")
+    app = FormHost("tiny")
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
+        await caught_up(pilot, app)
         select = app.query_one("#draft_model", Select)
         select.value = "position_decay"
-        await settle(pilot, app)
+        await caught_up(pilot, app)
         text = screen_text(app)
         assert "position_decay" in text  # the chosen model, not "position_d"
         assert f" {LABELS['decay_base']} " in text and f" {LABELS['decay_factor']} " in text
         assert LABELS["decay_base"] != LABELS["decay_factor"]
         select.focus()
-        await settle(pilot, app)
+        await until(pilot, lambda: app.form.focused_field == "draft_model")
+        await pilot.pause()
         assert style_of(app, "position_decay").reverse  # focused: shows in 16 colours too
         await pilot.press("enter")  # open the list: every name on one line
-        await settle(pilot, app)
+        await until(pilot, lambda: "│entropy_aware" in screen_text(app))
         text = screen_text(app)
         for name in ("│fixed", "│position_decay", "│entropy_aware"):
             assert name in text, text
         await pilot.press("escape")
         select.value = "entropy_aware"
-        await settle(pilot, app)  # its fields' rows are built when first shown
+        await caught_up(pilot, app)  # its fields' rows are built when first shown
         await type_into(pilot, app, "entropy_high", "2")  # errors make the form scroll
         await type_into(pilot, app, "entropy_low", "2")
-        await settle(pilot, app)
+        await caught_up(pilot, app)
         assert app.form.max_scroll_y > 0
         assert "entropy_aware" in screen_text(app)
         for name in ("entropy_high", "entropy_low", "entropy_frac"):
             app.form.scroll_to_widget(app.query_one(f"#{name}"), animate=False)
-            await settle(pilot, app)
-            assert LABELS[name] in screen_text(app)
+            await until(pilot, lambda name=name: LABELS[name] in screen_text(app))
     from spectui.widgets.param_form import LABEL_CHARS  # a longer label would wrap
 
     assert all(len(label) <= LABEL_CHARS for label in LABELS.values())
-
-
-async def test_invalid_field_keeps_its_reason_after_a_model_switch():
-    app = create_app("tiny")
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
-        await type_into(pilot, app, "acceptance_rate", "7")
-        await settle(pilot, app)
-        assert "✗ 7" in screen_text(app)
-        select = app.query_one("#draft_model", Select)
-        select.value = "position_decay"
-        await settle(pilot, app)
-        assert "✗ 7" not in screen_text(app) and app.config is not None
-        select.value = "fixed"
-        await settle(pilot, app)
-        error = app.query_one("#error-acceptance_rate", Static)
-        assert error.display and "7" in str(error.content)
-        text = screen_text(app)
-        assert "✗accept" in text and "▌✗ 7" in text
-        assert app.config is None and "invalid: accept" in text

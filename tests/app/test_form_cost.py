@@ -1,5 +1,9 @@
 """The form generated from the field table: the cost model's own fields, the workload, and the
-Exact panel's draft and verify times per cycle (issue #10)."""
+Exact panel's draft and verify times per cycle (issue #10).
+
+The form and the Exact panel run in :class:`tests.app.hosts_form.FormHost` (the side panel
+at its place in the app); the test where F5 is refused boots the whole app.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,8 @@ from spectui.app import create_app
 from spectui.widgets.common import fmt
 from spectui.widgets.exact_panel import ExactPanel
 from spectui.widgets.param_form import FORM_FIELDS, IDS, LABELS
-from tests.app.helpers import notifications, settle, type_into
+from tests.app.helpers import notifications, type_into, until
+from tests.app.hosts_form import FormHost, caught_up
 from tests.app.screen import screen_lines, screen_text
 
 
@@ -50,14 +55,22 @@ def shown(app, key: str) -> bool:
 
 
 async def choose(pilot, app, key: str, value: str) -> None:
+    """Choose ``value`` in a select; return once the form's values have reached the app
+    (in a FormHost: and the Exact panel), and the screen is drawn."""
     app.query_one(f"#{IDS[key]}", Select).value = value
-    await settle(pilot, app)
+    if isinstance(app, FormHost):
+        await caught_up(pilot, app)
+        return
+    await until(pilot, lambda: app.config == app.form.current_config()[0])
+    await pilot.pause()
 
 
 async def test_choosing_roofline_shows_its_fields_and_hides_the_linear_costs():
-    app = create_app("tiny")
+    """Its fields, its hardware and models chosen from the known ids; then every cost
+    model's fields."""
+    app = FormHost("tiny")
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
+        await caught_up(pilot, app)
         rows = await form_rows(pilot, app)
         for label in ("draft/tk", "verify us", "verify/tk", "prompt", "batch", "cost "):
             assert labelled(rows, label.strip()), rows
@@ -74,18 +87,25 @@ async def test_choosing_roofline_shows_its_fields_and_hides_the_linear_costs():
         assert any("roofline" in row for row in rows)
         assert any("llama-3.1-8b" in row for row in rows)
         assert app.config is not None and app.config.cost_model == "roofline"
+        # Hardware and models are chosen from the known ids; each field's tooltip says what
+        # it is and what it allows.
+        gpu = app.query_one("#gpu", Select)
+        assert [str(option[1]) for option in gpu._options] == list(known_spec_ids("hardware"))
+        await choose(pilot, app, "cost.gpu", "a100-80gb")
+        await choose(pilot, app, "cost.target", "llama-3.1-70b")
+        assert app.config is not None
+        assert (app.config.gpu, app.config.target) == ("a100-80gb", "llama-3.1-70b")
+        tooltip = str(app.query_one("#eta_w", Input).tooltip)
+        assert FIELD_SPECS["cost.eta_w"].help in tooltip and "[1e-6, 1]" in tooltip
+        tooltip = str(app.query_one("#t0_us", Input).tooltip)
+        assert "(us)" in tooltip and "[0, 1e6]" in tooltip
         # roofline_max reads its own efficiencies, not roofline's.
         await choose(pilot, app, "cost.model", "roofline_max")
         rows = await form_rows(pilot, app)
         assert labelled(rows, "η bw") and not labelled(rows, "η weights")
         assert any("roofline_max" in row for row in rows)
-
-
-async def test_every_cost_model_shows_exactly_the_fields_it_reads():
-    """Visibility comes from engine.config.reads: a new field or cost model needs no form edit."""
-    app = create_app("tiny")
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
+        # Every cost model shows exactly the fields it reads: visibility comes from
+        # engine.config.reads, so a new field or cost model needs no form edit.
         for name in FIELD_SPECS["cost.model"].choices:
             await choose(pilot, app, "cost.model", name)
             config = SpecConfig(cost_model=name, cost_table="t.csv")
@@ -97,60 +117,27 @@ async def test_every_cost_model_shows_exactly_the_fields_it_reads():
         }
 
 
-async def test_hardware_and_models_are_chosen_from_the_known_ids():
-    app = create_app("tiny")
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
-        await choose(pilot, app, "cost.model", "roofline")
-        gpu = app.query_one("#gpu", Select)
-        assert [str(option[1]) for option in gpu._options] == list(known_spec_ids("hardware"))
-        await choose(pilot, app, "cost.gpu", "a100-80gb")
-        await choose(pilot, app, "cost.target", "llama-3.1-70b")
-        assert app.config is not None
-        assert (app.config.gpu, app.config.target) == ("a100-80gb", "llama-3.1-70b")
-        tooltip = str(app.query_one("#eta_w", Input).tooltip)
-        assert FIELD_SPECS["cost.eta_w"].help in tooltip and "[1e-6, 1]" in tooltip
-        tooltip = str(app.query_one("#t0_us", Input).tooltip)
-        assert "(us)" in tooltip and "[0, 1e6]" in tooltip
-
-
 async def test_an_invalid_efficiency_is_marked_and_blocks_the_run():
+    """In the app: F5 is refused, naming the field by its label."""
     app = create_app("tiny")
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
+        await until(pilot, lambda: app.form.ready)
         await choose(pilot, app, "cost.model", "roofline")
         await type_into(pilot, app, "eta_w", "0")
-        await settle(pilot, app)
         app.form.scroll_to_widget(app.query_one("#eta_w"), animate=False)
-        await settle(pilot, app)
+        await until(pilot, lambda: "▌✗ invalid: η weights" in screen_text(app))
         text = screen_text(app)
         assert f"✗{LABELS['cost.eta_w']}" in text, text
         assert "▌✗ 0 is not allowed" in text and "[1e-6, 1]" in text
         assert "▌✗ invalid: η weights" in text  # the status line stays in sight
         assert app.config is None and app.form.errors.keys() == {"cost.eta_w"}
         await pilot.press("f5")
-        await settle(pilot, app)
-        assert any(f"Cannot run: fix {LABELS['cost.eta_w']} first" in m for m in notifications(app))
+        refused = f"Cannot run: fix {LABELS['cost.eta_w']} first"
+        await until(pilot, lambda: any(refused in m for m in notifications(app)))
         # Another cost model does not read it: the form is valid again.
         await choose(pilot, app, "cost.model", "roofline_max")
         assert app.config is not None and app.config.cost_model == "roofline_max"
         assert "✗η weights" not in screen_text(app)
-
-
-async def test_batch_size_and_prompt_reach_the_configuration_and_the_exact_panel():
-    app = create_app("tiny")
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
-        await choose(pilot, app, "cost.model", "roofline")
-        await type_into(pilot, app, "batch_size", "64")
-        await type_into(pilot, app, "prompt_len", "8192")
-        await settle(pilot, app)
-        assert app.config is not None
-        assert (app.config.batch_size, app.config.prompt_len) == (64, 8192)
-        await _exact_panel_shows_cycle_costs(app, app.config)
-        await type_into(pilot, app, "batch_size", "0")
-        await settle(pilot, app)
-        assert app.config is None and "[1, 4096]" in screen_text(app)
 
 
 async def _exact_panel_shows_cycle_costs(app, config) -> None:
@@ -178,10 +165,13 @@ async def _exact_panel_shows_cycle_costs(app, config) -> None:
     assert ("breakeven" in text) == (config.cost_model == "linear"), text
 
 
-async def test_exact_panel_shows_draft_and_verify_times_of_every_cost_model():
-    app = create_app("tiny")
+async def test_exact_panel_shows_draft_and_verify_times_of_every_cost_model_and_the_workload():
+    """The Exact panel's times per cycle under the linear and the roofline costs (memory,
+    then compute bound as the batch grows); batch size and prompt reach the configuration
+    and the panel."""
+    app = FormHost("tiny")
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
+        await caught_up(pilot, app)
         config = app.config
         assert config is not None
         await _exact_panel_shows_cycle_costs(app, config)  # linear: K drafts, one verify
@@ -190,24 +180,37 @@ async def test_exact_panel_shows_draft_and_verify_times_of_every_cost_model():
         assert app.config is not None and cycle_costs(app.config).bound == "memory"
         await _exact_panel_shows_cycle_costs(app, app.config)
         await type_into(pilot, app, "batch_size", "512")
-        await settle(pilot, app)
+        await caught_up(pilot, app)
         assert app.config is not None and cycle_costs(app.config).bound == "compute"
         await _exact_panel_shows_cycle_costs(app, app.config)
+        # The workload: batch size and prompt length.
+        await type_into(pilot, app, "batch_size", "64")
+        await type_into(pilot, app, "prompt_len", "8192")
+        await caught_up(pilot, app)
+        assert app.config is not None
+        assert (app.config.batch_size, app.config.prompt_len) == (64, 8192)
+        await _exact_panel_shows_cycle_costs(app, app.config)
+        await type_into(pilot, app, "batch_size", "0")
+        await caught_up(pilot, app)
+        assert app.config is None and "[1, 4096]" in screen_text(app)
 
 
 async def test_a_cost_table_that_cannot_be_read_is_marked_not_a_crash(tmp_path):
-    app = create_app("tiny")
+    app = FormHost("tiny")
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
+        await caught_up(pilot, app)
         await choose(pilot, app, "cost.model", "table")
         # No file yet: the field says one is required.
         assert app.config is None and "cost.table" in app.form.errors
         assert "a file is required" in app.form.errors["cost.table"]
         missing = tmp_path / "missing.csv"
         app.form.set_field("cost.table", str(missing))
-        await settle(pilot, app)
+        # The form takes the path; the Exact panel's computation cannot read the file, and
+        # the field is marked (ParamForm.reject).
+        await until(pilot, lambda: "missing.csv" in app.form.errors.get("cost.table", ""))
+        await until(pilot, lambda: app.config is None)
         app.form.scroll_to_widget(app.query_one("#cost_table"), animate=False)
-        await settle(pilot, app)
+        await until(pilot, lambda: "✗table" in screen_text(app))
         text = screen_text(app)
         assert "✗table" in text and "▌✗ invalid: table" in text, text
         assert app.config is None and "missing.csv" in app.form.errors["cost.table"]
@@ -216,7 +219,7 @@ async def test_a_cost_table_that_cannot_be_read_is_marked_not_a_crash(tmp_path):
         table = tmp_path / "latency.csv"
         table.write_text("batch_size,tokens,verify_us,draft_us\n1,1,100,0\n1,8,150,70\n")
         app.form.set_field("cost.table", str(table))
-        await settle(pilot, app, rounds=5)
+        await caught_up(pilot, app)
         assert app.config is not None and app.config.cost_table == str(table)
         assert "✗table" not in screen_text(app)
         await _exact_panel_shows_cycle_costs(app, app.config)
@@ -224,15 +227,15 @@ async def test_a_cost_table_that_cannot_be_read_is_marked_not_a_crash(tmp_path):
 
 async def test_a_loaded_configuration_shows_its_cost_model_and_values():
     """A preset or a sweep cell with newer fields: its parts' rows are built with its values."""
-    app = create_app("tiny")
+    app = FormHost("tiny")
     wanted = app.config.replace(
         **{"cost.model": "roofline", "cost.gpu": "mi300x", "cost.eta_kv": 0.9},
         batch_size=32,
     )
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
+        await caught_up(pilot, app)
         app.form.load_config(wanted)
-        await settle(pilot, app)
+        await caught_up(pilot, app)
         assert app.config == wanted and app.form.current_config() == (wanted, {})
         rows = await form_rows(pilot, app)
         assert any("mi300x" in row for row in rows) and any("0.9" in row for row in rows)

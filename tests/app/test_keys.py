@@ -14,7 +14,8 @@ from spectui.screens.help import HelpScreen
 from spectui.widgets.cycle_table import CycleTable
 from spectui.widgets.param_form import MARK_FOCUS
 from spectui.widgets.run_view import RunView
-from tests.app.helpers import APP_CSS, notifications, settle, type_into, until
+from tests.app.helpers import APP_CSS, notifications, type_into, until
+from tests.app.hosts_form import FormHost, caught_up
 from tests.app.screen import region_text, screen_lines, screen_text
 
 # (field key, its label, words of its help, its unit or None, its allowed values), as a
@@ -72,14 +73,15 @@ async def test_the_help_screen_of_each_field_shows_its_help_unit_and_range(monke
 async def test_f1_on_a_focused_field_shows_its_help_unit_and_range():
     """In the app: each field F1 describes is marked as focused (F1 shows the focused
     field's help, as above); F1 in a field shows that field's help above the help page; F1
-    outside the form, the page alone. With the linear cost, then the roofline's fields."""
+    outside the form, the page alone (? too, outside a text field; Escape closes it). With
+    the linear cost, then the roofline's fields."""
     app = create_app("tiny")
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
+        await until(pilot, lambda: app.form.ready)
         for cost in ("linear", "roofline"):
             base = load_preset("tiny").config.replace(**{"cost.model": cost, "shape.name": "tree"})
             app.form.load_config(base)
-            await settle(pilot, app)
+            await until(pilot, lambda base=base: app.config == base)
             shown = [f for f in FIELDS if f[0] in app.form.visible_fields()]
             assert len(shown) == 5
             if cost == "roofline":  # the tree's fields were looked at with the linear cost
@@ -105,16 +107,22 @@ async def test_f1_on_a_focused_field_shows_its_help_unit_and_range():
         await pilot.press("f1")
         await until(pilot, lambda: "speculative decoding, cycle by cycle" in screen_text(app))
         assert "Field " not in screen_text(app)
+        # Escape closes it; outside a text field, ? opens it too.
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, HelpScreen))
+        app.query_one("#cycle-table").focus()
+        await pilot.press("question_mark")
+        await until(pilot, lambda: isinstance(app.screen, HelpScreen))
 
 
 async def test_form_labels_stay_whole_at_80x24_and_draft_cost_says_per_token():
     """The form's draft cost is per token, the Exact panel's draft time per cycle: the
     labels differ, and every label of the linear form is whole on an 80x24 screen."""
-    app = create_app("tiny")
+    app = FormHost("tiny")  # the side panel at its place in the app
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
+        await caught_up(pilot, app)
         app.form.focus_field("k")
-        await settle(pilot, app)
+        await until(pilot, lambda: f"{MARK_FOCUS}K " in screen_text(app))
         lines = screen_lines(app)
         side = [line[:26] for line in lines]
         assert any(" draft/tk " in line for line in side), "\n".join(side)
@@ -157,16 +165,34 @@ def test_command_line_round_trips_through_the_cli():
 
 
 async def test_f4_copies_the_form_as_a_command_the_cli_reads_back():
+    """F4 copies the form as a command, which the CLI reads back; on an invalid form, copy
+    and pin (F9) say which field, and the app goes on."""
     app = create_app("tiny")
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
-        app.form.load_config(load_preset("tiny").config.replace(**HOSTILE))
-        await settle(pilot, app)
+        await until(pilot, lambda: app.form.ready)
+        await type_into(pilot, app, "acceptance_rate", "1.5")
+        await until(pilot, lambda: app.config is None)
+        await pilot.press("f4")
+        await pilot.press("f9")
+        await until(pilot, lambda: "Cannot pin: fix accept first." in notifications(app))
+        said = notifications(app)
+        assert "Cannot copy the command: fix accept first." in said
+        assert "Cannot pin: fix accept first." in said
+        assert app.clipboard == "" and app.pinned is None
+        await type_into(pilot, app, "acceptance_rate", "0.5")
+        await until(pilot, lambda: app.config is not None)
+        await pilot.press("f9")
+        await until(pilot, lambda: app.pinned is not None)
+        assert app.pinned.config.acceptance_rate == 0.5
+        # A valid form: its command line, shell specials and all.
+        loaded = load_preset("tiny").config.replace(**HOSTILE)
+        app.form.load_config(loaded)
+        await until(pilot, lambda: app.config == loaded)
         app.form.focus_field("k")
         await type_into(pilot, app, "k", "9")  # the form's value, not the loaded one
-        await settle(pilot, app)
+        await until(pilot, lambda: app.config == loaded.replace(k=9))
         await pilot.press("f4")
-        await pilot.pause()
+        await until(pilot, lambda: app.clipboard.startswith("spectui run"))
         form_config, errors = app.form.current_config()
         assert errors == {} and form_config.k == 9
         assert _config_of(app.clipboard) == form_config
@@ -176,11 +202,17 @@ async def test_f4_copies_the_form_as_a_command_the_cli_reads_back():
 
 
 async def test_f4_copies_the_highlighted_cycle_row_and_a_written_file_once(isolated_dirs):
+    """F4 copies the focused table's highlighted row, but a file written since (a cycles
+    CSV, a preset, a sweep CSV) once: its path."""
+    from spectui.screens.presets import SavePreset
+
+    presets, results = isolated_dirs
     app = create_app("tiny", replay_autoplay=False)
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
+        await until(pilot, lambda: app.form.ready)
         await pilot.press("f5")
-        await settle(pilot, app)
+        view = app.query_one(RunView)
+        await until(pilot, lambda: view.result is not None)
         table = app.query_one(CycleTable)
         table.run_to_end()
         await pilot.press("home", "down", "down")
@@ -197,7 +229,8 @@ async def test_f4_copies_the_highlighted_cycle_row_and_a_written_file_once(isola
         assert "Copied the highlighted row (tab-separated)" in notifications(app)[-1]
         # After an export: the file's path, once; then the row again.
         await pilot.press("x")
-        await settle(pilot, app)
+        await until(pilot, lambda: any(m.startswith("Wrote ") for m in notifications(app)))
+        await until(pilot, lambda: app._written is not None)  # its FileWritten has come
         wrote = next(m for m in notifications(app) if m.startswith("Wrote "))
         await pilot.press("f4")
         await pilot.pause()
@@ -210,6 +243,25 @@ async def test_f4_copies_the_highlighted_cycle_row_and_a_written_file_once(isola
         # The palette copies the path whenever asked.
         app.action_copy_path()
         assert wrote.endswith(f" to {app.clipboard}")
+        # A preset just saved: its path.
+        await pilot.press("ctrl+s")
+        await until(pilot, lambda: isinstance(app.screen, SavePreset))
+        await pilot.press("enter")  # saves as fixed-k3
+        # (app._written: the app has the FileWritten message of the file)
+        await until(pilot, lambda: app._written is not None and app._written[1] == "preset")
+        await pilot.press("f4")
+        await pilot.pause()
+        assert app.clipboard == str(presets / "fixed-k3.toml")
+        assert "Copied the preset's path" in notifications(app)[-1]
+        # A sweep just finished: its CSV's path.
+        await pilot.press("f6")  # the tiny sweep: 24 configurations
+        await until(pilot, lambda: app._written is not None and app._written[1] == "sweep CSV")
+        app.form.focus_field("k")  # not a table: the path, not a heatmap row
+        await pilot.press("f4")
+        await pilot.pause()
+        (written,) = results.glob("sweep-tiny-*.csv")
+        assert app.clipboard == str(written)
+        assert "Copied the sweep CSV's path" in notifications(app)[-1]
 
 
 async def test_f4_on_calibrate_copies_the_recommendations_engine_flags():
@@ -218,16 +270,16 @@ async def test_f4_on_calibrate_copies_the_recommendations_engine_flags():
     log = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "vllm_v1_mean_length.log"
     app = create_app("tiny")
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
+        await until(pilot, lambda: app.form.ready and app.config is not None)
         await pilot.press("f8")
-        await pilot.pause()
+        await until(pilot, lambda: isinstance(app.screen, CalibrateScreen))
         screen = app.screen
         assert isinstance(screen, CalibrateScreen)
         screen.load_file(str(log))
-        await settle(pilot, app, rounds=5)
+        await until(pilot, lambda: screen.analysis is not None and screen.analysis.done)
         screen.query_one("#cal-windows").focus()
         await pilot.press("3")
-        await pilot.pause()
+        await until(pilot, lambda: any("Recommended K = " in line for line in screen_lines(app)))
         head = next(line for line in screen_lines(app) if "Recommended K = " in line)
         k = int(head.split("Recommended K = ")[1].split()[0].rstrip(",.:"))
         await pilot.press("f4")
@@ -243,8 +295,7 @@ async def test_f4_on_calibrate_copies_the_recommendations_engine_flags():
 
 async def test_the_palette_has_copy_and_pin():
     app = create_app("tiny")
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
+    async with app.run_test(size=(80, 24)):
         titles = [c.title for c in app.get_system_commands(app.screen)]
         for title in ("Copy", "Copy command line", "Copy file path", "Pin / unpin"):
             assert title in titles
@@ -267,47 +318,55 @@ async def test_f9_pins_the_result_and_the_run_and_speedup_views_compare_with_it(
     assert _k_star(then) != _k_star(now)  # (5 and 3)
     app = create_app("tiny", replay_autoplay=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot, app)
+
+        def compare() -> str:  # what the Run view shows, in one line
+            return " ".join(region_text(app, app.query_one(RunView)).split())
+
+        def legend() -> str:
+            return " ".join(str(app.query_one("#speedup-legend").render()).split())
+
+        await until(pilot, lambda: app.form.ready and app.config == then)
         await pilot.press("f5")
-        await settle(pilot, app)
-        mc_then = app.query_one(RunView).result.metrics["speedup"]
+        run = app.query_one(RunView)
+        await until(pilot, lambda: run.result is not None)
+        mc_then = run.result.metrics["speedup"]
         await pilot.press("f9")
-        await settle(pilot, app)
+        speedup_then = exact_metrics(then)["speedup_exact"]
+        pinned = f"pinned: speedup {speedup_then:.3f}x · K* 5 · change the form"
+        await until(pilot, lambda: pinned in screen_text(app))
         assert f"K*={_k_star(then)}" in notifications(app)[-1]
-        assert (
-            f"pinned: speedup {exact_metrics(then)['speedup_exact']:.3f}x · K* 5 · change the form"
-            in screen_text(app)
-        )
+        assert pinned in screen_text(app)
         await type_into(pilot, app, "acceptance_rate", "0.6")
-        await settle(pilot, app)
         # Under the cards: Δ speedup (exact: no run of the new form yet), K* then and now.
         old = exact_metrics(then)["speedup_exact"]
         new = exact_metrics(now)["speedup_exact"]
-        text = " ".join(region_text(app, app.query_one(RunView)).split())
-        assert f"Δ speedup {new - old:+.3f}x ({old:.3f}x → {new:.3f}x, exact)" in text, text
+        delta = f"Δ speedup {new - old:+.3f}x ({old:.3f}x → {new:.3f}x, exact)"
+        await until(pilot, lambda: delta in compare())
+        text = compare()
+        assert delta in text, text
         assert f"K* then {_k_star(then)}, now {_k_star(now)}" in text, text
         assert "changed: accept 0.8→0.6" in text, text
         # Both runs: the Monte Carlo speedups are compared.
         await pilot.press("f5")
-        await settle(pilot, app)
-        mc_new = app.query_one(RunView).result.metrics["speedup"]
-        text = " ".join(region_text(app, app.query_one(RunView)).split())
+        await until(pilot, lambda: run.result is not None and run.result.config == now)
+        mc_new = run.result.metrics["speedup"]
         change = f"Δ speedup {mc_new - mc_then:+.3f}x ({mc_then:.3f}x → {mc_new:.3f}x, Monte Carlo)"
-        assert change in text, text
+        await until(pilot, lambda: change in compare())
+        assert change in compare(), compare()
         # The Speedup view: the pinned curve behind the form's, named in the legend.
         await pilot.press("f3", "2")
-        await settle(pilot, app)
-        legend = " ".join(str(app.query_one("#speedup-legend").render()).split())
-        assert f"pinned K=3 (K*={_k_star(then)})" in legend, legend
-        assert f"pinned K=3 (K*={_k_star(then)})" in " ".join(screen_text(app).split())
-        assert "exact fixed" in legend, legend
+        entry = f"pinned K=3 (K*={_k_star(then)})"
+        await until(pilot, lambda: entry in " ".join(screen_text(app).split()))
+        assert entry in legend(), legend()
+        assert entry in " ".join(screen_text(app).split())
+        assert "exact fixed" in legend(), legend()
         # F9 again unpins: no comparison left.
         await pilot.press("f9")
-        await settle(pilot, app)
+        await until(pilot, lambda: app.pinned is None and "pinned K=" not in screen_text(app))
         assert "pinned K=" not in screen_text(app)
-        assert "pinned K=" not in str(app.query_one("#speedup-legend").render())
+        assert "pinned K=" not in legend()
         await pilot.press("1")
-        await settle(pilot, app)
+        await until(pilot, lambda: "cycle " in screen_text(app))  # the Run view's status
         assert "vs pinned" not in screen_text(app) and "Δ speedup" not in screen_text(app)
 
 
@@ -339,46 +398,3 @@ async def test_a_data_table_row_is_copied_with_its_label_tab_separated():
         await pilot.press("down")
         assert table_row(plain) == "oracle\t2.40x"
         assert table_row(pilot.app.screen) is None  # not a table
-
-
-async def test_copy_and_pin_on_an_invalid_form_say_which_field_and_the_app_goes_on():
-    app = create_app("tiny")
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
-        await type_into(pilot, app, "acceptance_rate", "1.5")
-        await settle(pilot, app)
-        await pilot.press("f4")
-        await pilot.press("f9")
-        await settle(pilot, app)
-        said = notifications(app)
-        assert "Cannot copy the command: fix accept first." in said
-        assert "Cannot pin: fix accept first." in said
-        assert app.clipboard == "" and app.pinned is None
-        await type_into(pilot, app, "acceptance_rate", "0.5")
-        await settle(pilot, app)
-        await pilot.press("f9")
-        await settle(pilot, app)
-        assert app.pinned is not None and app.pinned.config.acceptance_rate == 0.5
-
-
-async def test_f4_after_a_saved_preset_or_a_finished_sweep_copies_its_path(isolated_dirs):
-    presets, results = isolated_dirs
-    app = create_app("tiny")
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
-        await pilot.press("ctrl+s")
-        await settle(pilot, app)
-        await pilot.press("enter")  # saves as fixed-k3
-        await settle(pilot, app)
-        await pilot.press("f4")
-        await pilot.pause()
-        assert app.clipboard == str(presets / "fixed-k3.toml")
-        assert "Copied the preset's path" in notifications(app)[-1]
-        await pilot.press("f6")  # the tiny sweep: 24 configurations
-        await settle(pilot, app)
-        app.form.focus_field("k")  # not a table: the path, not a heatmap row
-        await pilot.press("f4")
-        await pilot.pause()
-        (written,) = results.glob("sweep-tiny-*.csv")
-        assert app.clipboard == str(written)
-        assert "Copied the sweep CSV's path" in notifications(app)[-1]

@@ -136,34 +136,33 @@ async def test_a_long_runs_cards_read_as_numbers():
 
 async def test_a_rejected_number_reads_as_typed_and_f5_names_the_forms_label():
     from spectui.app import create_app
-    from tests.app.helpers import notifications, settle, type_into
+    from tests.app.helpers import notifications, type_into, until
 
     app = create_app("tiny")
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
+        await until(pilot, lambda: app.form.ready)
         await type_into(pilot, app, "acceptance_rate", "9")
-        await settle(pilot, app)
+        await until(pilot, lambda: "▌✗ 9 is not allowed" in "\n".join(screen_lines(app)))
         shown = "\n".join(screen_lines(app))
         assert "▌✗ 9 is not allowed" in shown, shown
         assert "9.0" not in shown
+        await until(pilot, lambda: app.config is None)
         await pilot.press("f5")
-        await settle(pilot, app)
-        assert "Cannot run: fix accept first." in notifications(app)
+        await until(pilot, lambda: "Cannot run: fix accept first." in notifications(app))
 
 
 async def test_a_runs_cycle_counts_have_separators():
-    from spectui.app import create_app
-    from tests.app.helpers import settle, type_into
+    """The Run view beside the form, at 80 columns (tests.app.hosts_run)."""
+    from tests.app.helpers import until
+    from tests.app.hosts_run import RunHost, run_finished, tiny
 
-    app = create_app("tiny")
+    app = RunHost()
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
-        await type_into(pilot, app, "n_sequences", "200")  # about 2,000 cycles
-        await pilot.press("f5")
-        await settle(pilot, app)
-        cycles = int(app.query_one("RunView").result.metrics["cycles"])
+        view = await run_finished(pilot, app, tiny().replace(n_sequences=200))  # ~2,000 cycles
+        cycles = int(view.result.metrics["cycles"])
         assert cycles >= 1000
-        shown = "\n".join(screen_lines(app))
         with_commas = f"{cycles // 1000},{cycles % 1000:03d}"
+        await until(pilot, lambda: f"/{with_commas} · " in "\n".join(screen_lines(app)))
+        shown = "\n".join(screen_lines(app))
         assert f"│ {with_commas} " in shown, shown  # the card
         assert f"/{with_commas} · " in shown, shown  # the replay's status line

@@ -1,28 +1,27 @@
-"""The Run view: rows stream in, the summary is the engine's, CSV export, view switching."""
+"""The Run view: rows stream in, the summary is the engine's, CSV export, view switching.
+
+Tests of one view run it in a small host app (:mod:`tests.app.hosts_run`); those about
+keys routed between views boot the whole app.
+"""
 
 from __future__ import annotations
 
 import pandas as pd
 from textual.widgets import Static, TabbedContent
 
-from engine.presets import load_preset
 from engine.simulator import simulate
 from spectui.app import create_app
 from spectui.widgets.cycle_table import MAX_ROWS, TICK_S, CycleTable
-from spectui.widgets.run_view import RunView
 from tests.app.helpers import settle, type_into, until
+from tests.app.hosts_run import RunHost, curve_drawn, run_finished, speedup_host, tiny
 
 
 async def test_run_streams_rows_and_matches_engine():
-    app = create_app("tiny", replay_autoplay=False)  # the test moves the replay
-    config = load_preset("tiny").config
+    app = RunHost()  # the test moves the replay
+    config = tiny()
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot, app)
-        await pilot.press("f5")
-        await settle(pilot, app)
-        view = app.query_one(RunView)
+        view = await run_finished(pilot, app, config)
         table = app.query_one(CycleTable)
-        assert view.result is not None
         expected = simulate(config, records=True)
         assert view.result.metrics == expected.metrics  # same seed: identical numbers
         pd.testing.assert_frame_equal(view.result.cycles, expected.cycles)
@@ -53,23 +52,25 @@ async def test_run_streams_rows_and_matches_engine():
 
 
 async def test_the_replay_timer_moves_the_table_by_itself():
-    app = create_app("tiny")
+    app = RunHost(autoplay=True)
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
-        await pilot.press("f5")
-        await settle(pilot, app)
+        await run_finished(pilot, app, tiny())
         table = app.query_one(CycleTable)
         await until(pilot, lambda: table.row_count > 0)  # a state, not a time
         assert 0 < table.row_count < table.total
 
 
+# Sequences of the tiny preset's configuration for a run of more cycles than the table keeps
+# (4,480 cycles: about twice MAX_ROWS), with a quarter of the default preset's rows to
+# export twice and read back.
+MANY_CYCLES = 400
+
+
 async def test_table_keeps_a_bounded_number_of_rows_and_exports_all(isolated_dirs):
     _, results = isolated_dirs
-    app = create_app("default", replay_autoplay=False)  # 500 x 128 tokens: ~17,000 cycles
+    app = RunHost()
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot, app)
-        await pilot.press("f5")
-        await settle(pilot, app)
+        await run_finished(pilot, app, tiny().replace(n_sequences=MANY_CYCLES))
         table = app.query_one(CycleTable)
         await pilot.press("e")
         await pilot.pause()
@@ -80,18 +81,25 @@ async def test_table_keeps_a_bounded_number_of_rows_and_exports_all(isolated_dir
         assert table.shown == table.total
         assert table.row_count <= MAX_ROWS
         await pilot.press("x")
-        await settle(pilot, app)
+        await until(pilot, lambda: len(list(results.glob("run-*.csv"))) == 1)
+        await app.workers.wait_for_complete()
         await pilot.press("x")  # a second export never overwrites the first
-        await settle(pilot, app)
+        await until(pilot, lambda: len(list(results.glob("run-*.csv"))) == 2)
+        await app.workers.wait_for_complete()
         files = list(results.glob("run-*.csv"))
         assert len(files) == 2
         assert all(len(pd.read_csv(f)) == table.total for f in files)
 
 
-async def test_number_keys_switch_views():
+async def test_number_keys_switch_views(monkeypatch):
+    """In the app: each number key shows its view (key 2 focuses the Speedup view's chart,
+    so that its own keys work at once)."""
+    # No sweep runs here: showing the Sweep view starts no sweep process (each imports the
+    # engine, a second or more of CPU beside the test's).
+    monkeypatch.setenv("SPECTUI_SWEEP_WORKERS", "0")
     app = create_app("tiny", replay_autoplay=False)
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
+        await until(pilot, lambda: app.form.ready)
         app.query_one(CycleTable).focus()  # outside a text field, digits switch views
         tabs = app.query_one(TabbedContent)
         views = ("speedup", "sweep", "analysis", "plots", "run")
@@ -99,61 +107,50 @@ async def test_number_keys_switch_views():
             await pilot.press(key)
             await settle(pilot, app)
             assert tabs.active == view
+            if view == "speedup":
+                assert app.focused is app.query_one("#speedup-view")
         # Inside a text field, a digit is text, not a view switch.
         field = await type_into(pilot, app, "k", "2")
         assert field.value == "2" and tabs.active == "run"
 
 
 async def test_speedup_view_keys_overlay_comparison():
-    app = create_app("tiny", replay_autoplay=False)
+    app = speedup_host(tiny())
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
-        app.query_one(CycleTable).focus()
-        await pilot.press("2")
-        await settle(pilot, app)
-        view = app.query_one("#speedup-view")
-        assert app.focused is view
+        view = await curve_drawn(pilot, app)
+        view.focus()  # as key 2 does (test_number_keys_switch_views)
         assert view.last is not None and len(view.last.curves) == 1
         assert view.last.points and view.last.k_star is not None
+        before = view.last
         await pilot.press("c")  # the other two models
-        await settle(pilot, app)
+        await curve_drawn(pilot, app, after=before)
         assert view.overlay == "models" and len(view.last.curves) == 3
+        before = view.last
         await pilot.press("c")  # half and double draft cost
-        await settle(pilot, app)
+        await curve_drawn(pilot, app, after=before)
         assert view.overlay == "costs" and len(view.last.curves) == 3
 
 
 async def test_an_older_run_finishing_late_never_replaces_a_newer_one():
-    app = create_app("tiny", replay_autoplay=False)
+    app = RunHost()
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot, app)
-        await pilot.press("f5")
-        await settle(pilot, app)
-        view = app.query_one(RunView)
+        view = await run_finished(pilot, app, tiny())
         older = view.result
         assert older is not None
-        await type_into(pilot, app, "k", "6")
-        await pilot.press("f5")
-        await settle(pilot, app)
+        await run_finished(pilot, app, tiny().replace(k=6))
         assert view.result is not None and view.result.config.k == 6
         view.post_message(older)  # the first run's message, arriving after the second's
-        await settle(pilot, app)
+        await pilot.pause()  # (a pause: every message posted before it is handled)
         assert view.result.config.k == 6
 
 
 async def test_speedup_view_finds_a_peak_beyond_the_default_range():
     from engine.exact import speedup_curve
 
-    app = create_app("tiny", replay_autoplay=False)
+    config = tiny().replace(acceptance_rate=0.98, draft_cost_us=5.0)
+    app = speedup_host(config)
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot, app)
-        await type_into(pilot, app, "acceptance_rate", "0.98")
-        await type_into(pilot, app, "draft_cost_us", "5")
-        app.query_one(CycleTable).focus()
-        await pilot.press("2")
-        await settle(pilot, app)
-        view = app.query_one("#speedup-view")
-        config = load_preset("tiny").config.replace(acceptance_rate=0.98, draft_cost_us=5.0)
+        view = await curve_drawn(pilot, app)
         curve = speedup_curve(config, range(1, 129))
         expected = int(curve["k"][curve["speedup_exact"].argmax()])
         assert expected > 15  # the case the old fixed range got wrong

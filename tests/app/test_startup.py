@@ -24,7 +24,7 @@ async def test_keys_and_a_preset_right_at_start_are_not_lost(isolated_dirs):
     """The form and the sweep view mount after the first frame; what comes before counts."""
     from spectui.app import create_app
     from spectui.widgets.sweep_view import SweepView
-    from tests.app.helpers import settle
+    from tests.app.helpers import until
 
     app = create_app("tiny")
     default = load_preset("default").config
@@ -32,10 +32,13 @@ async def test_keys_and_a_preset_right_at_start_are_not_lost(isolated_dirs):
         app.apply_preset("default")  # possibly before the form has mounted
         assert app.config == default  # at once: a run started now runs it
         app.action_focus_form()
-        await settle(pilot, app)
+        await until(pilot, lambda: app.form.ready and app.focused is not None)
+        await pilot.pause()
         assert app.focused is app.query_one("#k")  # F2's field, not the form's default
         await pilot.press("f5", "f6")  # run, sweep
-        await settle(pilot, app, rounds=6)
+        run = app.query_one(RunView)
+        await until(pilot, lambda: run.result is not None and not run.busy)
+        await until(pilot, lambda: any(v.finished is not None for v in app.query(SweepView)))
         assert app.config == default
         assert app.form.current_config() == (default, {})
         assert app.query_one(RunView).result is not None
@@ -48,14 +51,14 @@ async def test_actions_during_the_sweep_view_mount_wait_for_it(isolated_dirs):
     """F6 or a sweep preset that arrives while the Sweep view mounts acts on the mounted view."""
     from spectui.app import create_app
     from spectui.widgets.sweep_view import SweepView
-    from tests.app.helpers import settle
+    from tests.app.helpers import until
 
     app = create_app("default")
     async with app.run_test(size=(80, 24)) as pilot:
         # Both before the sweep view has mounted, or while it mounts.
         app.apply_preset("tiny")
         await app.action_start_sweep()
-        await settle(pilot, app, rounds=6)
+        await until(pilot, lambda: any(v.finished is not None for v in app.query(SweepView)))
         view = app.query_one(SweepView)
         assert view.finished is not None and view.finished.total == 24
         assert view._selected().name == "tiny"
