@@ -111,21 +111,25 @@ k = [1, 2, 4]
 """
 
 
-async def test_the_apps_sweep_of_a_regime_like_preset_is_analysed(isolated_dirs):
+async def test_the_apps_sweep_of_a_regime_like_preset_is_analysed(isolated_dirs, monkeypatch):
     """Sweep view, F6, then 4 (issue 22: `analysis failed: KeyError: 'acceptance.beta_a'`)."""
     from spectui.app import create_app
-    from tests.app.helpers import settle
+    from tests.app.app_waits import booted
+    from tests.app.helpers import until
 
+    monkeypatch.setenv("SPECTUI_SWEEP_WORKERS", "0")  # in a thread: no processes to start
     presets, _ = isolated_dirs
     presets.mkdir(parents=True, exist_ok=True)
     (presets / "regime-mini.toml").write_text(REGIME_MINI)
     app = create_app("regime-mini")
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
+        await booted(pilot, app)
         await pilot.press("f6")
-        await settle(pilot, app)
+        view = app.query_one("#sweep-view")
+        await until(pilot, lambda: view.finished is not None and not view.running)
         await pilot.press("4")
-        await settle(pilot, app)
+        await until(pilot, lambda: "Best configuration" in screen_text(app))
+        await pilot.pause()
         text = screen_text(app)
         assert "analysis failed" not in text
         assert not [n for n in notifications(app) if "Analysis failed" in n]

@@ -6,7 +6,7 @@ Most tests drive a fake ``engine.arena.run_arena`` that releases one policy at a
 through gates (``threading.Event``), so a test sees the board after each row; the last one
 runs the real engine on a tiny markov scenario. What is about the view alone runs it in a
 small host app (tests/app/hosts_screens.py) at its size in the app; what is about the app
-(views, keys, escape, quitting, presets, the form's changes) boots the whole app.
+(views, keys, escape, presets, the form's changes) boots the whole app, once per state.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from engine.formatting import policy_text
 from engine.simulator import RunStopped
 from spectui.app import create_app
 from spectui.messages import ConfigChanged
+from tests.app.app_waits import booted
 from tests.app.helpers import notifications, settle, until
 from tests.app.hosts_screens import BESIDE_THE_FORM, WITHOUT_THE_FORM, ArenaHost
 from tests.app.screen import region_text, screen_text
@@ -140,14 +141,17 @@ def _status(app) -> str:
 
 
 async def _open_arena(pilot, app) -> None:
-    await settle(pilot, app)
+    """In the app: the form's scenario becomes MARKOV, and key 7 shows the Arena view."""
+    await booted(pilot, app)
     app.post_message(ConfigChanged(MARKOV))
-    await settle(pilot, app)
     await pilot.press("7")
-    await settle(pilot, app)
+    await until(pilot, lambda: "Scenario: markov" in screen_text(app))
 
 
-async def test_rows_appear_live_as_policies_finish_then_sort_best_first(gated):
+async def test_rows_appear_live_then_sort_best_first_and_a_form_change_marks_them_stale(gated):
+    """In the app: key 7 shows the view (its board has the focus), F7 runs the arena on the
+    form's scenario, rows come as policies finish and sort best first at the end; a change of
+    the form then marks the board stale, its rows kept."""
     app = create_app("default")
     async with app.run_test(size=(80, 24)) as pilot:
         await _open_arena(pilot, app)
@@ -168,7 +172,8 @@ async def test_rows_appear_live_as_policies_finish_then_sort_best_first(gated):
             assert _shown_rows(app) == [standing_cells(s) for s in gated.reported]
             assert _status(app).startswith(f"{shown}/5 policies · running ")
         gated.release(len(FAKE_SPEEDUPS) - 1)
-        await settle(pilot, app)
+        await until(pilot, lambda: not app.check_action("cancel", ()))  # the arena ended
+        await until(pilot, lambda: _status(app).startswith("5 policies"))
         assert [str(c.label) for c in _board(app).ordered_columns] == list(LEADERBOARD_COLUMNS)
         ranked = sorted(gated.reported, key=lambda s: -s.best_speedup)
         assert _shown_rows(app) == [standing_cells(s) for s in ranked]
@@ -176,7 +181,17 @@ async def test_rows_appear_live_as_policies_finish_then_sort_best_first(gated):
         assert _status(app) == "5 policies, best first · * best fixed K=4 · a note of the arena"
         board_text = region_text(app, _board(app))
         assert "oracle" in board_text and "fixed K=4 *" in board_text
-        assert not app.check_action("cancel", ())
+        assert app.focused is _board(app)  # as key 7 and F7 leave it
+        # The form changes: the board stays, marked stale; an invalid form says why.
+        rows = _shown_rows(app)
+        app.post_message(ConfigChanged(MARKOV.replace(seed=8)))
+        await until(pilot, lambda: "seed 8" in screen_text(app))
+        assert _status(app).startswith("stale (the form changed; F7 runs it again) · 5 policies")
+        assert _shown_rows(app) == rows  # kept until the next arena
+        app.post_message(ConfigChanged(None))  # an invalid form: the reason replaces the hint
+        await until(pilot, lambda: "form invalid" in _status(app))
+        assert _status(app) == "stale (the form changed) · form invalid: fix it to run the arena"
+        assert _shown_rows(app) == rows
 
 
 async def test_the_progress_names_the_policy_running(gated):
@@ -194,7 +209,11 @@ async def test_the_progress_names_the_policy_running(gated):
         await settle(pilot, app)
 
 
-async def test_escape_stops_the_arena_and_keeps_the_finished_rows(gated):
+async def test_escape_stops_the_arena_in_its_view_and_from_another_keeping_finished_rows(gated):
+    """In the app: in the Arena view escape stops the arena first (even with a sweep running),
+    keeping the finished rows; the app stays responsive (another view, then F7 from there
+    runs a new arena to its end); from another view, with nothing else running, escape
+    stops the arena too."""
     app = create_app("default")
     async with app.run_test(size=(80, 24)) as pilot:
         await _open_arena(pilot, app)
@@ -208,66 +227,42 @@ async def test_escape_stops_the_arena_and_keeps_the_finished_rows(gated):
         await pilot.press("escape")
         await until(pilot, gated.stopped.is_set)
         del app._sweep_running
-        await settle(pilot, app)
+        await until(pilot, lambda: not app.check_action("cancel", ()))  # the arena ended
+        await until(pilot, lambda: _status(app).startswith("stopped"))
         assert _status(app) == "stopped: 2 finished policies kept"
         ranked = sorted(gated.reported, key=lambda s: -s.best_speedup)
         assert _shown_rows(app) == [standing_cells(s) for s in ranked]
-        assert not app.check_action("cancel", ())
         # Still responsive: another view and back, and a new arena runs to its end.
         await pilot.press("1")
-        await settle(pilot, app)
         assert app.query_one(TabbedContent).active == "run"
         gated.__init__()  # new gates, all open
         gated.release_all()
         await pilot.press("f7")
-        await settle(pilot, app)
+        await until(pilot, lambda: _status(app).startswith("5 policies, best first"))
         assert app.query_one(TabbedContent).active == "arena"
         assert _board(app).row_count == len(FAKE_SPEEDUPS)
-
-
-async def test_escape_in_another_view_stops_the_arena(gated):
-    app = create_app("default")
-    async with app.run_test(size=(80, 24)) as pilot:
-        await _open_arena(pilot, app)
+        # Escape in another view: nothing else runs, so escape stops the arena.
+        await until(pilot, lambda: not app.check_action("cancel", ()))
+        gated.__init__()  # new gates, all closed
         await pilot.press("f7")
         await until(pilot, lambda: "running the best fixed K" in _status(app))
-        await pilot.press("1", "escape")  # nothing else runs: escape stops the arena
+        await pilot.press("1", "escape")
         await until(pilot, gated.stopped.is_set)
-        await settle(pilot, app)
         await pilot.press("7")
-        await settle(pilot, app)
+        await until(pilot, lambda: _status(app).startswith("stopped"))
         assert _status(app) == "stopped: 0 finished policies kept"
 
 
 async def test_quitting_while_the_arena_runs_exits(gated):
-    app = create_app("default")
-    async with app.run_test(size=(80, 24)) as pilot:
-        await _open_arena(pilot, app)
+    app = ArenaHost(MARKOV)
+    async with app.run_test(size=BESIDE_THE_FORM) as pilot:
+        await settle(pilot, app)
         await pilot.press("f7")
         await until(pilot, lambda: "running the best fixed K" in _status(app))
         await pilot.press("ctrl+q")
         await pilot.pause()
     assert gated.stopped.is_set()  # the worker was told to stop, the gates never opened
     assert app.return_code == 0
-
-
-async def test_a_form_change_marks_the_board_stale(gated):
-    app = create_app("default")
-    async with app.run_test(size=(80, 24)) as pilot:
-        await _open_arena(pilot, app)
-        gated.release_all()
-        await pilot.press("f7")
-        await settle(pilot, app)
-        rows = _shown_rows(app)
-        app.post_message(ConfigChanged(MARKOV.replace(seed=8)))
-        await settle(pilot, app)
-        assert _status(app).startswith("stale (the form changed; F7 runs it again) · 5 policies")
-        assert "seed 8" in screen_text(app)
-        assert _shown_rows(app) == rows  # kept until the next arena
-        app.post_message(ConfigChanged(None))  # an invalid form: the reason replaces the hint
-        await settle(pilot, app)
-        assert _status(app) == "stale (the form changed) · form invalid: fix it to run the arena"
-        assert _shown_rows(app) == rows
 
 
 PRESET = """\
@@ -285,23 +280,23 @@ tokens_per_seq = 32
 
 
 async def test_a_contender_that_cannot_work_with_the_scenario_is_refused(tmp_path, gated):
+    from engine.presets import load_preset
+
     path = tmp_path / "confidence-stop.toml"
     path.write_text(PRESET)
-    app = create_app(str(path))
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
-        await pilot.press("ctrl+b", "7")  # the form hidden: the contenders' line fits
+    preset = load_preset(str(path))
+    app = ArenaHost(preset.config, preset)  # the form hidden: the contenders' line fits
+    async with app.run_test(size=WITHOUT_THE_FORM) as pilot:
         await settle(pilot, app)
         text = screen_text(app)
         assert "Contenders (+ the best fixed K): preset confidence-stop's [[arena]]" in text
         assert _status(app) == "F7 runs the arena: threshold p_min=0.75, threshold h=0.5"
-        app.post_message(ConfigChanged(MARKOV))  # no confidences: threshold cannot work
-        await settle(pilot, app)
+        app.view.set_config(MARKOV)  # the form changed: no confidences, threshold cannot work
         refusal = (
             "policy.name: threshold needs per-token confidences, which draft_model markov "
             "does not give; use draft_model confidence"
         )
-        assert _status(app) == refusal
+        await until(pilot, lambda: _status(app) == refusal)
         await pilot.press("f7")
         await settle(pilot, app)
         assert _status(app) == refusal
@@ -384,7 +379,7 @@ async def test_loading_a_preset_brings_its_contenders(tmp_path, gated):
         await _open_arena(pilot, app)
         assert "Contenders (+ the best fixed K): the default set" in screen_text(app)
         assert app.apply_preset(str(path))
-        await settle(pilot, app)
+        await until(pilot, lambda: "threshold" in _status(app))
         text = screen_text(app)
         assert "Contenders (+ the best fixed K): preset confidence-stop's [[arena]]" in text
         assert _status(app) == "F7 runs the arena: threshold p_min=0.75, threshold h=0.5"
@@ -421,15 +416,15 @@ def test_contenders_are_named_as_the_leaderboard_names_them():
 
 async def test_at_80x24_beside_the_form_every_column_is_reached_by_keys(gated):
     """Issue 22: the board's last columns (k most) were cut at 80 columns, unmarked."""
-    app = create_app("default")
-    async with app.run_test(size=(80, 24)) as pilot:
-        await _open_arena(pilot, app)
+    app = ArenaHost(MARKOV)
+    async with app.run_test(size=BESIDE_THE_FORM) as pilot:
+        await settle(pilot, app)
+        gated.release_all()
         await pilot.press("f7")
-        for i in range(len(FAKE_SPEEDUPS)):
-            gated.release(i)
         await settle(pilot, app)
         board = _board(app)
-        assert app.focused is board
+        assert board.row_count == len(FAKE_SPEEDUPS)
+        board.focus()  # as key 7 and F7 do in the app (the test of rows appearing live)
 
         def header() -> str:
             return region_text(app, board).splitlines()[0]
@@ -437,7 +432,8 @@ async def test_at_80x24_beside_the_form_every_column_is_reached_by_keys(gated):
         def hint() -> str:
             return " ".join(region_text(app, app.query_one("#arena-more")).split())
 
-        assert "k most" not in header() and hint().endswith("more columns (→ or End)")
+        await until(pilot, lambda: hint().endswith("more columns (→ or End)"))
+        assert "k most" not in header()
         await pilot.press("end")
         await pilot.pause()
         assert header().split()[0] == "policy"  # fixed on the left

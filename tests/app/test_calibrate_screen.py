@@ -13,6 +13,7 @@ pastes, sees the analysis pending, and runs it with ``analyse_now`` (no sleeps).
 
 from __future__ import annotations
 
+import importlib
 import math
 import re
 import sys
@@ -32,6 +33,7 @@ from spectui.screens import calibrate as calibrate_screen
 from spectui.screens.calibrate import PASTED, CalibrateScreen
 from spectui.widgets.exact_panel import ExactPanel
 from spectui.widgets.param_form import IDS, LABELS
+from tests.app.app_waits import booted
 from tests.app.helpers import notifications, settle, type_into, until
 from tests.app.hosts_screens import CalibrateHost, shown_screen
 from tests.app.screen import region_text, screen_text
@@ -40,9 +42,8 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
 # vLLM v1, one window (vllm-project/vllm issue 19254): M 2.16, 150 accepted, 387 drafted.
 V1_LOG = FIXTURES / "vllm_v1_mean_length.log"
 
-# The form's scenario in the app on the presets the tests open (what the screen is given).
+# The form's scenario in the app on the preset the tests open (what the screen is given).
 TINY = load_preset("tiny").config
-DEFAULT = load_preset("default").config
 
 PASTE = "INFO some line\nSpecDecoding metrics: ...\nSpecDecoding metrics: ...\n"
 
@@ -142,6 +143,14 @@ PARSED = FakeParse(
 )
 
 
+def fake_fit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stand the fake ``engine.calibrate.fit`` in, the real ``.logs`` kept: the real parse of
+    a log, a fit that takes no time."""
+    real_logs = importlib.import_module("engine.calibrate.logs")
+    fake_engine(monkeypatch)
+    monkeypatch.setitem(sys.modules, "engine.calibrate.logs", real_logs)
+
+
 def fake_engine(monkeypatch: pytest.MonkeyPatch, **overrides: object) -> dict[str, list]:
     """Stand fake ``engine.calibrate.logs`` and ``.fit`` modules in; return the calls."""
     calls: dict[str, list] = {"parse": [], "recommend": []}
@@ -186,11 +195,19 @@ def fake_engine(monkeypatch: pytest.MonkeyPatch, **overrides: object) -> dict[st
 
 
 async def open_screen(pilot, app) -> CalibrateScreen:
-    await settle(pilot, app)
+    """In the app: F8 opens the screen (once the form's values are in)."""
+    await booted(pilot, app)
     await pilot.press("f8")
+    await until(pilot, lambda: isinstance(app.screen, CalibrateScreen))
     await pilot.pause()
-    assert isinstance(app.screen, CalibrateScreen)
     return app.screen
+
+
+async def analysed(pilot, screen: CalibrateScreen) -> None:
+    """Wait until the screen's analysis has ended (fitted and recommended, or stopped by an
+    error), and its result is drawn."""
+    await until(pilot, lambda: screen.analysis is not None and screen.analysis.done)
+    await pilot.pause()
 
 
 async def paste(pilot, screen: CalibrateScreen, text: str) -> None:
@@ -203,9 +220,12 @@ async def paste(pilot, screen: CalibrateScreen, text: str) -> None:
 
 
 # --- tests ----------------------------------------------------------------------------------
-async def test_f8_opens_the_screen_and_escape_closes_it(monkeypatch):
-    fake_engine(monkeypatch)
-    app = create_app("tiny")
+async def test_f8_and_the_palette_open_the_screen_and_f_sends_the_fit_to_the_form(monkeypatch):
+    """In the app: F8 opens the screen, escape closes it, the palette opens it too, on the
+    form's scenario; what f sends is what the form then shows (each key's part on the screen:
+    test_f_sends_the_fitted_model_and_closes)."""
+    calls = fake_engine(monkeypatch)
+    app = create_app("tiny")  # fixed, K = 3
     async with app.run_test(size=(80, 24)) as pilot:
         await open_screen(pilot, app)
         assert "paste log lines" in screen_text(app)
@@ -213,6 +233,27 @@ async def test_f8_opens_the_screen_and_escape_closes_it(monkeypatch):
         await pilot.pause()
         assert not isinstance(app.screen, CalibrateScreen)
         assert app.config is not None and app.config.draft_model == "fixed"
+        # The command palette has Calibrate too.
+        commands = {c.title: c for c in app.get_system_commands(app.screen)}
+        commands["Calibrate"].callback()
+        await pilot.pause()
+        assert isinstance(app.screen, CalibrateScreen)
+        screen = app.screen
+        scenario = app.config
+        await paste(pilot, screen, PASTE)
+        screen.analyse_now()
+        await analysed(pilot, screen)
+        assert calls["recommend"] == [scenario]  # K is recommended for the form's scenario
+        screen.query_one("#cal-windows").focus()
+        await pilot.press("f")
+        await until(pilot, lambda: not isinstance(app.screen, CalibrateScreen))
+        await until(pilot, lambda: app.config is not None and app.config.k == 4)
+        assert app.form.model == "position_decay"
+        assert app.query_one("#decay_base").value == "0.85"
+        assert app.config is not None
+        assert (app.config.draft_model, app.config.decay_factor) == ("position_decay", 0.9)
+        assert app.config.k == 4  # the recommended K (the fake's)
+        assert (app.config.policy, app.config.shape) == ("fixed", "chain")
 
 
 async def test_pasted_text_is_analysed_after_the_pause_and_its_windows_listed(monkeypatch):
@@ -224,7 +265,7 @@ async def test_pasted_text_is_analysed_after_the_pause_and_its_windows_listed(mo
         # Debounced: nothing parsed until the timer fires (driven here, not waited for).
         assert screen.pending and calls["parse"] == []
         screen.analyse_now()
-        await settle(pilot, app)
+        await analysed(pilot, screen)
         assert not screen.pending
         assert calls["parse"] == [(PASTE, PASTED)]
         text = screen_text(app)
@@ -244,7 +285,7 @@ async def test_a_rejected_window_shows_why(monkeypatch):
         screen = await shown_screen(pilot, app)
         await paste(pilot, screen, PASTE)
         screen.analyse_now()
-        await settle(pilot, app)
+        await analysed(pilot, screen)
         row = next(line for line in screen_text(app).splitlines() if line.lstrip().startswith("3 "))
         assert "rejected: M 2.50" in row
         # Its whole reason, under the table, when the row is highlighted.
@@ -268,7 +309,7 @@ async def test_an_unusable_log_is_one_line_in_the_status_and_the_app_keeps_runni
         screen = await shown_screen(pilot, app)
         await paste(pilot, screen, "hello\nworld\n")
         screen.analyse_now()
-        await settle(pilot, app)
+        await analysed(pilot, screen)
         assert "✗ pasted text: nothing usable in 3 lines" in screen_text(app)
         # A path typed in, enter: its error in the same line.
         await pilot.click("#cal-path")
@@ -305,7 +346,7 @@ async def test_f_sends_the_fitted_model_and_closes(monkeypatch, key, focus):
         screen = await shown_screen(pilot, app)
         await paste(pilot, screen, PASTE)
         screen.analyse_now()
-        await settle(pilot, app)
+        await analysed(pilot, screen)
         screen.query_one(focus).focus()  # in the text area, f is a letter: ctrl+f there
         await pilot.press(key)
         await until(pilot, lambda: app.sent)
@@ -321,30 +362,6 @@ async def test_f_sends_the_fitted_model_and_closes(monkeypatch, key, focus):
         assert (sent.policy, sent.shape) == ("fixed", "chain")
 
 
-async def test_f_sends_the_fitted_model_to_the_form_and_closes(monkeypatch):
-    """In the app: F8 opens the screen on the form's scenario, and what f sends is what the
-    form then shows (each key's part on the screen: the test above)."""
-    calls = fake_engine(monkeypatch)
-    app = create_app("tiny")  # fixed, K = 3
-    async with app.run_test(size=(80, 24)) as pilot:
-        screen = await open_screen(pilot, app)
-        scenario = app.config
-        await paste(pilot, screen, PASTE)
-        screen.analyse_now()
-        await settle(pilot, app)
-        assert calls["recommend"] == [scenario]  # K is recommended for the form's scenario
-        screen.query_one("#cal-windows").focus()
-        await pilot.press("f")
-        await until(pilot, lambda: not isinstance(app.screen, CalibrateScreen))
-        await settle(pilot, app)
-        assert app.form.model == "position_decay"
-        assert app.query_one("#decay_base").value == "0.85"
-        assert app.config is not None
-        assert (app.config.draft_model, app.config.decay_factor) == ("position_decay", 0.9)
-        assert app.config.k == 4  # the recommended K (the fake's)
-        assert (app.config.policy, app.config.shape) == ("fixed", "chain")
-
-
 async def test_the_log_k_typed_in_goes_to_the_fit(monkeypatch):
     seen: list[int | None] = []
 
@@ -358,7 +375,7 @@ async def test_the_log_k_typed_in_goes_to_the_fit(monkeypatch):
         screen = await shown_screen(pilot, app)
         await paste(pilot, screen, PASTE)
         screen.analyse_now()
-        await settle(pilot, app)
+        await analysed(pilot, screen)
         await pilot.click("#cal-k")
         await pilot.press("5", "enter")  # enter with no path: the pasted text again
         await settle(pilot, app)
@@ -375,14 +392,14 @@ async def test_an_invalid_form_gets_a_fit_but_no_recommendation(monkeypatch):
     calls = fake_engine(monkeypatch)
     app = create_app("tiny")
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
+        await booted(pilot, app)
         await type_into(pilot, app, "k", "0")
-        await settle(pilot, app)
+        await until(pilot, lambda: app.config is None)
         assert app.config is None
         screen = await open_screen(pilot, app)
         await paste(pilot, screen, PASTE)
         screen.analyse_now()
-        await settle(pilot, app)
+        await analysed(pilot, screen)
         assert calls["recommend"] == []
         status = "pasted text: 1 used, 1 rejected · position_decay · form invalid"
         assert status in [line.strip() for line in screen_text(app).splitlines()]
@@ -393,16 +410,6 @@ async def test_an_invalid_form_gets_a_fit_but_no_recommendation(monkeypatch):
         await pilot.pause()
         assert isinstance(app.screen, CalibrateScreen)
         assert any("The form is invalid" in n for n in notifications(app))
-
-
-async def test_the_palette_has_calibrate(monkeypatch):
-    app = create_app("tiny")
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
-        commands = {c.title: c for c in app.get_system_commands(app.screen)}
-        commands["Calibrate"].callback()
-        await pilot.pause()
-        assert isinstance(app.screen, CalibrateScreen)
 
 
 async def test_f_before_any_fit_says_so_and_stays(monkeypatch):
@@ -419,11 +426,14 @@ async def test_f_before_any_fit_says_so_and_stays(monkeypatch):
 
 # --- the real engine on a real log ---------------------------------------------------------
 async def test_a_real_vllm_log_file_is_parsed_fitted_and_recommended():
+    """And issue 22, item 6: at 80 columns the vLLM setting was cut (``"num_speculativ``) with
+    no way to see the rest. Each setting is read back from the screen, row after row of the
+    Recommend pane, and must be all there (wrapped lines joined; spaces aside)."""
     app = CalibrateHost(TINY)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await shown_screen(pilot, app)
         screen.load_file(str(V1_LOG))
-        await settle(pilot, app, rounds=5)
+        await analysed(pilot, screen)
         text = screen_text(app)
         assert "✗" not in text, text
         # The window, by hand from the fixture: M 2.16 = 1 + 0.543 + 0.357 + 0.264;
@@ -447,6 +457,17 @@ async def test_a_real_vllm_log_file_is_parsed_fitted_and_recommended():
         assert f"Recommended K = {rec.k}" in text and "At the log's K = 3" in text
         assert f"--draft-max {rec.k} " in text and f"max_draft_len: {rec.k}" in text
         assert found.adaptive.startswith("none emitted")  # i.i.d. acceptance: fixed K wins
+        # Every character of each engine's setting is on screen (issue 22, item 6).
+        emitted = found.emitted
+        assert max(len(text) for text in emitted.values()) > 80  # the case of the issue
+        rows = region_text(app, screen.query_one("#cal-settings")).splitlines()
+        starts = [i for i, row in enumerate(rows) if row.split() and row.split()[0] in emitted]
+        assert [rows[i].split()[0] for i in starts] == list(emitted)
+        column = rows[starts[0]].index(emitted[rows[starts[0]].split()[0]][:8])
+        for first, end in zip(starts, [*starts[1:], len(rows)], strict=True):
+            name = rows[first].split()[0]
+            shown = "".join(row[column:] for row in rows[first:end])
+            assert "".join(shown.split()) == "".join(emitted[name].split()), (name, rows)
 
 
 async def test_a_real_sglang_log_asks_for_its_k_and_fits_the_fixed_model_with_it():
@@ -455,7 +476,7 @@ async def test_a_real_sglang_log_asks_for_its_k_and_fits_the_fixed_model_with_it
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await shown_screen(pilot, app)
         screen.load_file(str(FIXTURES / "sglang_decode.log"))
-        await settle(pilot, app, rounds=5)
+        await analysed(pilot, screen)
         assert "✗ sglang_decode.log: no K in the log: type it in 'log K'" in screen_text(app)
         assert screen.query_one("#cal-k").has_class("-wanted")
         await pilot.click("#cal-k")
@@ -476,15 +497,17 @@ async def test_a_real_sglang_log_asks_for_its_k_and_fits_the_fixed_model_with_it
         assert "(no interval: no draft count in the log)" in screen_text(app)
 
 
-async def test_a_path_typed_where_the_log_goes_loads_that_file():
+async def test_a_path_typed_where_the_log_goes_loads_that_file(monkeypatch):
     """The text area has the focus when the screen opens: a person who types a log's path
-    there (and waits) gets the file, not "nothing usable in 1 line"."""
+    there (and waits) gets the file, not "nothing usable in 1 line". The real parse of the
+    file; the fit is the fake's (what is fitted is not this test's)."""
+    fake_fit(monkeypatch)
     app = CalibrateHost(TINY)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await shown_screen(pilot, app)
         screen.query_one("#cal-text").text = str(V1_LOG)
         screen.analyse_now()
-        await settle(pilot, app, rounds=5)
+        await analysed(pilot, screen)
         text = screen_text(app)
         assert "nothing usable" not in text
         row = next(line for line in text.splitlines() if "vllm-v1" in line)
@@ -502,7 +525,7 @@ async def test_f_sends_the_whole_recommendation_rounded_and_the_toast_names_it()
         before = app.config
         assert before is not None
         screen.load_file(str(V1_LOG))
-        await settle(pilot, app, rounds=5)
+        await analysed(pilot, screen)
         screen.query_one("#cal-windows").focus()
         await pilot.press("3")
         await pilot.pause()
@@ -512,7 +535,7 @@ async def test_f_sends_the_whole_recommendation_rounded_and_the_toast_names_it()
         assert k != before.k  # else the test could not tell K was sent
         cal = screen.analysis.calibration
         await pilot.press("f")
-        await settle(pilot, app)
+        await until(pilot, lambda: app.config is not None and app.config.k == k)
         assert not isinstance(app.screen, CalibrateScreen)
         after = app.config
         assert after is not None
@@ -530,34 +553,13 @@ async def test_f_sends_the_whole_recommendation_rounded_and_the_toast_names_it()
             shown = app.query_one(f"#{IDS[key]}").value
             assert len(shown.replace(".", "").lstrip("0")) <= 6, (key, shown)  # was nine decimals
             assert math.isclose(float(shown), value, rel_tol=1e-3), (key, shown, value)
-        exact = region_text(app, app.query_one(ExactPanel))
-        assert re.search(rf"speedup +{re.escape(speedup)}\b", exact), exact
+        panel = app.query_one(ExactPanel)
+        wanted = rf"speedup +{re.escape(speedup)}\b"  # the recommendation's, once computed
+        await until(pilot, lambda: re.search(wanted, region_text(app, panel)) is not None)
+        exact = region_text(app, panel)
+        assert re.search(wanted, exact), exact
         toast = notifications(app)[-1]
         assert f"K {k}" in toast and "policy fixed" in toast and "shape chain" in toast
         assert f"model {cal.chosen.name}" in toast and f"cost {before.cost_model}" in toast
         for key in fitted:
             assert f"{LABELS[key]} {app.query_one(f'#{IDS[key]}').value}" in toast, toast
-
-
-async def test_every_character_of_the_engines_settings_is_on_screen_at_80x24():
-    """Issue 22, item 6: at 80 columns the vLLM setting was cut (``"num_speculativ``) with no
-    way to see the rest. Each setting is read back from the screen, row after row of the
-    Recommend pane, and must be all there (wrapped lines joined; spaces aside)."""
-    app = CalibrateHost(DEFAULT)
-    async with app.run_test(size=(80, 24)) as pilot:
-        screen = await shown_screen(pilot, app)
-        screen.load_file(str(V1_LOG))
-        await settle(pilot, app, rounds=5)
-        screen.query_one("#cal-windows").focus()
-        await pilot.press("3")
-        await pilot.pause()
-        emitted = screen.analysis.emitted
-        assert max(len(text) for text in emitted.values()) > 80  # the case of the issue
-        rows = region_text(app, screen.query_one("#cal-settings")).splitlines()
-        starts = [i for i, row in enumerate(rows) if row.split() and row.split()[0] in emitted]
-        assert [rows[i].split()[0] for i in starts] == list(emitted)
-        column = rows[starts[0]].index(emitted[rows[starts[0]].split()[0]][:8])
-        for first, end in zip(starts, [*starts[1:], len(rows)], strict=True):
-            name = rows[first].split()[0]
-            shown = "".join(row[column:] for row in rows[first:end])
-            assert "".join(shown.split()) == "".join(emitted[name].split()), (name, rows)

@@ -1,6 +1,9 @@
 """The Sweep view draws the one K* grid: every row of a two-parameter grid, `enter` opens that
 very cell, losing cells never read 1.00, provisional cells say so, NO_COLOR drops the colours,
-and the status line describes the preset chosen. (Issue 9, items 3, 8-10, 12.)"""
+and the status line describes the preset chosen. (Issue 9, items 3, 8-10, 12.)
+
+What is about the view alone runs it in a small host app, where the app puts it
+(tests/app/hosts_sweep.py); ``enter`` opening the Speedup view boots the whole app."""
 
 from __future__ import annotations
 
@@ -12,11 +15,13 @@ from textual.widgets import ProgressBar, Static, TabbedContent
 
 from engine.config import SpecConfig
 from engine.plot_data import heatmap_cell_rows, optimal_k_heatmap
+from engine.presets import load_preset
 from spectui.app import create_app
 from spectui.widgets.heatmap import Heatmap
 from spectui.widgets.speedup_view import SpeedupView
-from spectui.widgets.sweep_view import SweepView
-from tests.app.helpers import settle
+from tests.app.app_waits import booted
+from tests.app.helpers import until
+from tests.app.hosts_sweep import finished, laid_out, sweep_host
 from tests.engine.test_plot_data import frame, row
 
 DECAY = """description = "position_decay, decay_base x decay_factor"
@@ -42,16 +47,18 @@ def cell_texts(heatmap: Heatmap) -> list[list[str]]:
     ]
 
 
-async def test_two_parameter_grid_shows_every_row_and_enter_opens_that_cell(isolated_dirs):
+async def test_two_parameter_grid_shows_every_row_and_enter_opens_that_cell(
+    isolated_dirs, monkeypatch
+):
+    monkeypatch.setenv("SPECTUI_SWEEP_WORKERS", "0")  # in a thread: no processes to start
     presets, _ = isolated_dirs
     presets.mkdir(parents=True, exist_ok=True)
     (presets / "decay-grid.toml").write_text(DECAY)
     app = create_app("decay-grid")
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot, app)
+        await booted(pilot, app)
         await pilot.press("f6")
-        await settle(pilot, app)
-        view = app.query_one(SweepView)
+        view = await finished(pilot, app)
         assert view.finished is not None and not view.finished.cancelled
         heatmap = app.query_one(Heatmap)
         grid = optimal_k_heatmap(view.frame, "position_decay")
@@ -72,7 +79,13 @@ async def test_two_parameter_grid_shows_every_row_and_enter_opens_that_cell(isol
         heatmap.focus()
         heatmap.move_cursor(row=row_index, column=1)
         await pilot.press("enter")
-        await settle(pilot, app)
+
+        def cell_curve() -> bool:
+            found = app.query(SpeedupView)
+            last = found.first().last if found else None
+            return last is not None and last.title.startswith("sweep cell")
+
+        await until(pilot, cell_curve)
         assert app.query_one(TabbedContent).active == "speedup"
         speedup = app.query_one(SpeedupView)
         assert speedup.last is not None
@@ -100,11 +113,9 @@ async def test_losing_partial_and_pending_cells_read_as_they_are():
         ]
     )
     grid = optimal_k_heatmap(f, "fixed", planned)
-    app = create_app("tiny")
+    app = sweep_host("tiny")  # the Sweep view (key 3) at 80x24, no sweep started
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
-        await pilot.press("3")  # the Sweep view, no sweep started
-        await settle(pilot, app)
+        await laid_out(pilot, app)
         heatmap = app.query_one(Heatmap)
         heatmap.show(grid)
         await pilot.pause()
@@ -119,12 +130,10 @@ async def test_losing_partial_and_pending_cells_read_as_they_are():
 async def test_no_color_cells_have_no_background(monkeypatch):
     monkeypatch.setenv("NO_COLOR", "1")
     f = frame(row(k=1, acceptance_rate=0.5, draft_cost_us=10, speedup=1.5, ci=0.01))
-    app = create_app("tiny")
+    app = sweep_host("tiny")
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
         assert app.no_color
-        await pilot.press("3")
-        await settle(pilot, app)
+        await laid_out(pilot, app)
         heatmap = app.query_one(Heatmap)
         heatmap.show(optimal_k_heatmap(f, "fixed"))
         await pilot.pause()
@@ -134,25 +143,23 @@ async def test_no_color_cells_have_no_background(monkeypatch):
 
 
 async def test_status_describes_the_chosen_preset_not_the_last_sweep():
-    app = create_app("tiny")
+    app = sweep_host("tiny")
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
-        await pilot.press("3")
-        await settle(pilot, app)
-        view = app.query_one(SweepView)
+        view = await laid_out(pilot, app)
         bar = app.query_one(ProgressBar)
         count = app.query_one("#sweep-count", Static)
         # Before any sweep: a still bar at 0 %, not the animated indeterminate one.
         assert bar.total == 24 and bar.progress == 0
         assert "not started" in str(count.render())
-        await pilot.press("f6")
-        await settle(pilot, app)
+        view.action_start()  # F6 in the app
+        await finished(pilot, app)
         assert view.finished is not None
         assert "done" in str(count.render())
         assert app.query_one(Heatmap).cells
         # Another preset chosen: status, bar and grid describe it (every cell pending).
-        view.choose(app.query_one(SweepView).presets["seed-576"])
-        await settle(pilot, app)
+        view.choose(view.presets["seed-576"])
+        await until(pilot, lambda: view.shown_name == "seed-576")
+        await pilot.pause()
         assert bar.total == 576 and bar.progress == 0
         assert str(count.render()).startswith("0/576")
         heatmap = app.query_one(Heatmap)
@@ -207,15 +214,12 @@ tokens_per_seq = [32, 64]
 """
 
 
-async def test_an_axis_held_constant_is_named_above_the_grid(isolated_dirs):
-    presets, _ = isolated_dirs
-    presets.mkdir(parents=True, exist_ok=True)
-    (presets / "lengths.toml").write_text(LENGTHS)
-    app = create_app("lengths")
+async def test_an_axis_held_constant_is_named_above_the_grid(tmp_path):
+    path = tmp_path / "lengths.toml"
+    path.write_text(LENGTHS)
+    app = sweep_host(load_preset(str(path)))  # the app's preset, shown with key 3
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
-        await pilot.press("3")
-        await settle(pilot, app)
+        await laid_out(pilot, app)
         title = str(app.query_one("#heatmap-title", Static).render())
         assert "tokens_per_seq=32 only" in title
         assert app.query_one(Heatmap).row_count == 2
@@ -237,19 +241,16 @@ async def test_next_model_during_a_sweep_draws_its_last_grid_without_building_on
     import spectui.widgets.sweep_view as sweep_view
     from spectui.messages import SweepSnapshot
 
-    app = create_app("seed-576")
+    app = sweep_host("seed-576")
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot, app)
-        await app.action_show_view("sweep")
-        await settle(pilot, app)
-        view = app.query_one(SweepView)
+        view = await laid_out(pilot, app)
         assert set(view.grids) >= {"fixed", "position_decay"}  # the planned, empty grids
         shown = view.model
         built = []
         monkeypatch.setattr(sweep_view, "_grids", lambda *a, **k: built.append(a) or {})
         view.post_message(SweepSnapshot(pd.DataFrame(), {shown: view.grids[shown]}))
         await pilot.pause()
-        view.focus()
+        app.query_one(Heatmap).focus()  # as key 3 does in the app: m is the view's key
         await pilot.press("m")
         await pilot.pause()
         assert view.model != shown

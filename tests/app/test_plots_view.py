@@ -39,13 +39,14 @@ async def _redrawn(pilot, app) -> None:
 
 
 async def _open_plots(pilot, app, frame, plot: int = 1) -> None:
-    """The Plots view on ``frame`` (as after a sweep), focused, showing plot ``plot``."""
+    """The Plots view on ``frame`` (as after a sweep), focused, showing plot ``plot``: the
+    plot ``n`` reaches, drawn alone (test_y_ticks_are_evenly_spaced_round_values goes from
+    plot to plot with ``n``)."""
     view = app.query_one("#plots-view")
     view.focus()
+    view.index = plot - 1
     await pilot.pause()
     view.update_results(frame)
-    for _ in range(plot - 1):
-        await pilot.press("n")
     await until(pilot, lambda: f"Plot {plot}/6" in screen_text(app))
     await _redrawn(pilot, app)
 
@@ -89,7 +90,8 @@ async def test_y_ticks_are_evenly_spaced_round_values(seed_576_frame):
                 assert len(ticks) >= 2
                 steps = {round(a - b, 6) for a, b in pairwise(ticks)}
                 assert len(steps) == 1, f"plot {plot}: uneven y ticks {ticks}"
-            await pilot.press("n")
+            await pilot.press("n")  # the next plot is shown, drawn for its place
+            await until(pilot, lambda n=plot + 1: f"Plot {n}/6" in screen_text(app))
             await _redrawn(pilot, app)
 
 

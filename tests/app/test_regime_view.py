@@ -12,6 +12,7 @@ from engine.regime import regime_map
 from spectui.app import create_app
 from spectui.messages import ConfigChanged
 from spectui.widgets.regime_view import RegimeView
+from tests.app.app_waits import booted
 from tests.app.helpers import notifications, settle, until
 from tests.app.hosts_views import ViewHost
 from tests.app.screen import region_text, screen_text
@@ -20,17 +21,27 @@ from tests.app.screen import region_text, screen_text
 WEAK = SpecConfig(cost_model="roofline", acceptance_rate=0.4)
 
 
+def _mapped(app) -> bool:
+    """The Regime view shows the map of the form's configuration."""
+    found = app.query("#regime-view")
+    if not found:
+        return False
+    view = found.first()
+    return view.shown is not None and not view.dirty and "K*=" in _text_of(app, "#regime-status")
+
+
 async def _open_regime(pilot, app) -> None:
-    await settle(pilot, app)
+    await booted(pilot, app)
     await pilot.press("6")
-    await settle(pilot, app, rounds=4)
+    await until(pilot, lambda: _mapped(app))
     await pilot.pause()
 
 
-def _host() -> ViewHost:
-    """The Regime view alone, beside the form, on the default preset's form (as key 6)."""
+def _host(config: SpecConfig | None = None) -> ViewHost:
+    """The Regime view alone, beside the form, on the form's ``config`` (as key 6), by
+    default the default preset's."""
     view = RegimeView(id="regime-view")
-    view.config = load_preset("default").config
+    view.config = config if config is not None else load_preset("default").config
     return ViewHost(view, "regime", "6 Regime")
 
 
@@ -103,11 +114,9 @@ async def test_no_pay_cells_are_marked_and_the_map_follows_the_form():
 
 async def test_readable_without_colour(monkeypatch):
     monkeypatch.setenv("NO_COLOR", "1")
-    app = _host()
+    app = _host(WEAK)
     async with app.run_test(size=(80, 24)) as pilot:
         await _open_hosted(pilot, app)
-        _form(app, WEAK)
-        await settle(pilot, app, rounds=4)
         assert app.no_color
         rows = _map_rows(app)
         assert rows[-1].split()[:3] == ["512", f"1{LOSE_MARK}", "0.93"]  # the mark carries it
@@ -134,11 +143,9 @@ async def test_a_map_that_cannot_be_computed_is_reported(tmp_path):
     missing.write_text("batch_size,tokens,verify_us\n1,1,100\n")
     broken = SpecConfig(cost_model="table", cost_table=str(missing))
     missing.unlink()
-    app = _host()
+    app = _host(broken)  # the form's cost table is gone when the view maps it
     async with app.run_test(size=(80, 24)) as pilot:
         await _open_hosted(pilot, app)
-        _form(app, broken)
-        await settle(pilot, app, rounds=4)
         assert "could not compute the map (see the notification)" in screen_text(app)
         assert any(
             n.startswith("Regime map failed: ConfigError: cost.table") for n in notifications(app)
@@ -149,13 +156,11 @@ async def test_a_stale_map_is_not_shown():
     """A map that arrives after the form moved on (its worker too late to cancel) is dropped."""
     from spectui.widgets.regime_view import RegimeReady
 
-    app = _host()
+    eagle = WEAK.replace(draft="eagle-llama-3.1-8b", acceptance_rate=0.8)
+    app = _host(eagle)
     async with app.run_test(size=(80, 24)) as pilot:
         await _open_hosted(pilot, app)
         view = app.query_one("#regime-view")
-        eagle = WEAK.replace(draft="eagle-llama-3.1-8b", acceptance_rate=0.8)
-        _form(app, eagle)
-        await settle(pilot, app, rounds=4)
         view.post_message(RegimeReady(WEAK, regime_map(WEAK), ""))  # an older form's map
         await settle(pilot, app)
         assert view.shown.config == eagle

@@ -23,7 +23,8 @@ from spectui.widgets.cycle_table import MAX_PATH, CycleTable
 from spectui.widgets.exact_panel import ExactPanel, exact_figures
 from spectui.widgets.position_bar import PositionBar
 from spectui.widgets.run_view import RunView
-from tests.app.helpers import notifications, settle
+from tests.app.app_waits import booted
+from tests.app.helpers import notifications, until
 from tests.app.screen import region_text
 from tests.app.test_form_cost import choose
 
@@ -53,12 +54,13 @@ async def test_a_tree_from_the_form_runs_replays_exports_and_matches_the_cli(
     cli = cli_run(capsys, "--preset", "tiny", "--shape", "tree", "--cycles-out", str(cli_file))
     app = create_tiny_app()
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot, app)
+        await booted(pilot, app)
         await choose(pilot, app, "shape.name", "tree")
         assert app.config == load_preset("tiny").config.replace(shape="tree")
         # The Exact panel: the tree's cycle, 60 nodes in 7 levels, as the CLI prints it.
-        await settle(pilot, app)
-        panel = region_text(app, app.query_one(ExactPanel))
+        exact_panel = app.query_one(ExactPanel)
+        await until(pilot, lambda: "nodes/depth" in region_text(app, exact_panel))
+        panel = region_text(app, exact_panel)
         assert panel_value(panel, "nodes/depth") == "60/7"
         assert cli["cost"]["tree_nodes"] == 60 and cli["cost"]["tree_depth"] == 7
         assert panel_value(panel, " draft us") == fmt(cli["cost"]["draft_us"]) == "140.000"
@@ -66,11 +68,12 @@ async def test_a_tree_from_the_form_runs_replays_exports_and_matches_the_cli(
         exact = fmt(cli["metrics"]["speedup_exact"], speedup=True)
         assert panel_value(panel, "speedup ") == exact
         assert "breakeven" not in panel  # a chain's figure
-        await pilot.press("f5")
-        await settle(pilot, app)
-        status = str(app.query_one("#run-status", Static).render())
-        assert "failed" not in status and not any("failed" in n for n in notifications(app))
         view = app.query_one(RunView)
+        await pilot.press("f5")
+        await until(pilot, lambda: view.result is not None or "failed" in _status(app))
+        await pilot.pause()
+        status = _status(app)
+        assert "failed" not in status and not any("failed" in n for n in notifications(app))
         assert view.result is not None
         assert view.result.metrics["cycles"] == cli["metrics"]["cycles"]
         card = str(app.query_one("#card-speedup", Static).render())
@@ -96,18 +99,28 @@ async def test_a_tree_from_the_form_runs_replays_exports_and_matches_the_cli(
         # Depth 1 is reached with the rank probabilities' sum, 0.86 (not the form's accept).
         assert bar[2].endswith(" .86│"), bar
         await pilot.press("x")
-        await settle(pilot, app)
+        await until(pilot, lambda: len(_written(app)) == 1)
         # A run that keeps only its first records: the export runs it again, streaming.
         monkeypatch.setattr(run_view, "RECORDS_KEPT", 100)
         await pilot.press("f5")
-        await settle(pilot, app)
+        await until(pilot, lambda: view.result is not None or "failed" in _status(app))
+        await pilot.pause()
         assert table.total == 100 < cli["metrics"]["cycles"]
         await pilot.press("x")
-        await settle(pilot, app)
+        await until(pilot, lambda: len(_written(app)) == 2)
     files = sorted(results.glob("run-tree-*.csv"))
     assert len(files) == 2
     for exported in files:  # every cycle, the CLI's file
         assert exported.read_bytes() == cli_file.read_bytes()
+
+
+def _status(app) -> str:
+    return str(app.query_one("#run-status", Static).render())
+
+
+def _written(app) -> list[str]:
+    """The exports that have ended (a notification each), or failed."""
+    return [n for n in notifications(app) if n.startswith(("Wrote ", "Export failed"))]
 
 
 def create_tiny_app():

@@ -11,16 +11,19 @@ from spectui.app import create_app
 from spectui.widgets.heatmap import Heatmap
 from spectui.widgets.speedup_view import SpeedupView
 from spectui.widgets.sweep_view import SweepView
-from tests.app.helpers import settle
+from tests.app.app_waits import booted
+from tests.app.helpers import until
+from tests.app.hosts_sweep import finished
 
 
-async def test_batch_size_sweep_has_a_k_star_row_per_batch_and_enter_opens_it():
+async def test_batch_size_sweep_has_a_k_star_row_per_batch_and_enter_opens_it(monkeypatch):
+    monkeypatch.setenv("SPECTUI_SWEEP_WORKERS", "0")  # in a thread: no processes to start
     app = create_app("batch-size")
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot, app)
+        await booted(pilot, app)
         await pilot.press("f6")
-        await settle(pilot, app, rounds=6)
-        view = app.query_one(SweepView)
+        view = await finished(pilot, app)
+        assert isinstance(view, SweepView)
         assert view.finished is not None and not view.finished.cancelled
         assert sorted(view.frame["workload.batch_size"].unique()) == [1, 8, 32, 128]
         heatmap = app.query_one(Heatmap)
@@ -34,7 +37,13 @@ async def test_batch_size_sweep_has_a_k_star_row_per_batch_and_enter_opens_it():
         heatmap.focus()
         heatmap.move_cursor(row=2, column=0)  # batch 32
         await pilot.press("enter")
-        await settle(pilot, app)
+
+        def cell_curve() -> bool:
+            found = app.query(SpeedupView)
+            last = found.first().last if found else None
+            return last is not None and last.title.startswith("sweep cell")
+
+        await until(pilot, cell_curve)
         assert app.query_one(TabbedContent).active == "speedup"
         config = app.query_one(SpeedupView).config
         assert config is not None

@@ -20,7 +20,8 @@ from engine.grid import SweepSpec
 from engine.presets import load_preset
 from spectui.widgets.heatmap import Heatmap
 from spectui.widgets.sweep_view import SweepView
-from tests.app.helpers import settle, until
+from tests.app.helpers import until
+from tests.app.hosts_sweep import finished, laid_out
 
 
 class Host(App):
@@ -111,7 +112,7 @@ async def test_the_first_progress_figure_comes_before_planning_ends(
     gate.plan_open.clear()
     app = Host("tiny")
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot, app)
+        await laid_out(pilot, app)
         view = app.query_one(SweepView)
         view.action_start()
         await _until(gate.planned.is_set)  # planning has seen every configuration
@@ -119,14 +120,14 @@ async def test_the_first_progress_figure_comes_before_planning_ends(
         await pilot.pause()
         assert text(app, "#sweep-count") == "planning 16/24 configurations…"
         gate.plan_open.set()
-        await settle(pilot, app)
+        await finished(pilot, app)
         assert text(app, "#sweep-count").startswith("24/24 done")
 
 
 async def _at_the_gate(pilot, app, gate, rows: int) -> None:
     """Start the sweep, wait until ``rows`` rows came and the gate holds the rest, and let
     the view's progress timer read them once."""
-    await settle(pilot, app)
+    await laid_out(pilot, app)
     view = app.query_one(SweepView)
     view.action_start()
     await _until(gate.reached.is_set)
@@ -144,7 +145,7 @@ async def test_the_eta_counts_from_the_end_of_planning(isolated_dirs, gate, monk
         # 12 configurations in 12 s of work (planning's 100 s not counted): 12 s to go.
         assert text(app, "#sweep-count") == "12/24 · 1/s · ETA 12s"
         gate.release.set()
-        await settle(pilot, app)
+        await finished(pilot, app)
 
 
 async def test_a_burst_of_rows_shows_its_last_count_not_its_first(isolated_dirs, gate):
@@ -156,7 +157,7 @@ async def test_a_burst_of_rows_shows_its_last_count_not_its_first(isolated_dirs,
         await _at_the_gate(pilot, app, gate, 12)
         assert text(app, "#sweep-count") == "12/24"
         gate.release.set()
-        await settle(pilot, app)
+        await finished(pilot, app)
 
 
 def _grid(rows: int, changed: int = -1) -> pd.DataFrame:
@@ -212,7 +213,7 @@ async def test_choosing_another_preset_while_a_sweep_runs_names_both(isolated_di
     gate.after = 0
     app = Host("tiny")
     async with app.run_test(size=(160, 40)) as pilot:
-        await settle(pilot, app)
+        await laid_out(pilot, app)
         view = app.query_one(SweepView)
         assert text(app, "#heatmap-title").startswith("tiny · K* of fixed")
         view.action_start()
@@ -221,7 +222,7 @@ async def test_choosing_another_preset_while_a_sweep_runs_names_both(isolated_di
         await pilot.pause()
         await pilot.pause()
         gate.release.set()
-        await settle(pilot, app)
+        await finished(pilot, app)
         # tiny's results stay on screen, and the title says so: s runs the one chosen.
         assert view.finished is not None and heatmap_rows(app)[0] == "a=0.5"
         assert text(app, "#heatmap-title").startswith("tiny (s runs seed-576) · K* of fixed")
@@ -230,13 +231,14 @@ async def test_choosing_another_preset_while_a_sweep_runs_names_both(isolated_di
 async def test_choosing_another_preset_shows_its_grid_not_the_last_sweeps(isolated_dirs):
     app = Host("tiny")
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot, app)
+        await laid_out(pilot, app)
         view = app.query_one(SweepView)
         view.action_start()
-        await settle(pilot, app)
+        await finished(pilot, app)
         assert "24/24 done" in text(app, "#sweep-count")
         app.query_one("#sweep-preset", Select).value = "seed-576"
-        await settle(pilot, app)
+        await until(pilot, lambda: app.query_one(SweepView).shown_name == "seed-576")
+        await pilot.pause()
         assert heatmap_rows(app)[:2] == ["a=0.5", "a=0.6"]  # seed-576's acceptances
         assert "0/576 · not started" in text(app, "#sweep-count")
         assert set(cell_texts(app)) == {"    ·     "}  # none of tiny's results
@@ -246,11 +248,12 @@ async def test_choosing_another_preset_shows_its_grid_not_the_last_sweeps(isolat
 async def test_the_blank_entry_says_no_preset_and_shows_no_grid(isolated_dirs):
     app = Host("seed-576")
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot, app)
+        await laid_out(pilot, app)
         assert "0/576 · not started" in text(app, "#sweep-count")
         select = app.query_one("#sweep-preset", Select)
         select.value = Select.NULL
-        await settle(pilot, app)
+        await until(pilot, lambda: "no sweep preset chosen" in text(app, "#sweep-info"))
+        await pilot.pause()
         assert "no preset" in str(select.query_one("SelectCurrent #label").render())
         assert "576" not in text(app, "#sweep-count")
         assert heatmap_rows(app) == []
@@ -267,9 +270,9 @@ async def test_a_grid_whose_k_is_fixed_says_so_instead_of_losing(isolated_dirs):
     )
     app = Host(fixed_k)
     async with app.run_test(size=(160, 40)) as pilot:
-        await settle(pilot, app)
+        await laid_out(pilot, app)
         app.query_one(SweepView).action_start()
-        await settle(pilot, app)
+        await finished(pilot, app)
         speedups = app.query_one(SweepView).frame["speedup"].tolist()
         assert speedups[0] < 1 < speedups[1]  # the first one loses to the baseline
         assert "K=5 only: K does not vary" in text(app, "#heatmap-title")
@@ -279,9 +282,9 @@ async def test_a_grid_whose_k_is_fixed_says_so_instead_of_losing(isolated_dirs):
 async def test_the_legend_says_the_speedups_are_monte_carlo(isolated_dirs):
     app = Host("tiny")
     async with app.run_test(size=(160, 40)) as pilot:
-        await settle(pilot, app)
+        await laid_out(pilot, app)
         app.query_one(SweepView).action_start()
-        await settle(pilot, app)
+        await finished(pilot, app)
         assert text(app, "#heatmap-legend").startswith("K* and its Monte Carlo speedup per cell")
 
 
@@ -300,7 +303,7 @@ async def test_a_model_not_on_screen_when_its_rows_came_is_drawn_when_shown_agai
     gate.after, gate.per_config_s = 0, 1.0  # a snapshot after every group of rows
     app = Host("seed-576")  # the fixed model's 192 rows first, in groups of 4
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot, app)
+        await laid_out(pilot, app)
         view = app.query_one(SweepView)
         view.action_start()
         await _until(gate.reached.is_set)
@@ -318,7 +321,7 @@ async def test_a_model_not_on_screen_when_its_rows_came_is_drawn_when_shown_agai
         await _until(lambda: len(app.query_one(Heatmap).cells) > 0)
         assert len(app.query_one(Heatmap).cells) == 24  # fixed's every cell
         gate.release.set()
-        await settle(pilot, app)
+        await finished(pilot, app)
 
 
 async def test_escape_while_planning_stops_at_once(isolated_dirs, monkeypatch):
@@ -340,7 +343,7 @@ async def test_escape_while_planning_stops_at_once(isolated_dirs, monkeypatch):
 
     app = Host("tiny")
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot, app)
+        await laid_out(pilot, app)
         view = app.query_one(SweepView)
         configs = Slow(view._configs(view._selected()))
         configs.armed = True
@@ -349,7 +352,8 @@ async def test_escape_while_planning_stops_at_once(isolated_dirs, monkeypatch):
         await _until(blocked.is_set)
         view.action_cancel()
         resume.set()
-        await settle(pilot, app)
+        await until(pilot, lambda: "cancelled while planning" in text(app, "#sweep-count"))
+        await until(pilot, lambda: not view.running)
         assert not view.running and view.finished is None
         assert text(app, "#sweep-count") == "tiny: cancelled while planning, nothing ran"
         assert not list(results.glob("*"))
@@ -413,7 +417,7 @@ async def test_every_heatmap_column_is_reached_by_keys_and_the_hint_says_what_is
     wide = _preset_of("wide", {"acceptance_rate": [0.5, 0.9], "draft_cost_us": COSTS, "k": [1, 2]})
     app = BesideTheForm(wide)
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
+        await laid_out(pilot, app)
         heatmap = app.query_one(Heatmap)
         headings = [f"{c:g}us" for c in COSTS]
 
@@ -452,7 +456,7 @@ async def test_every_heatmap_column_is_reached_by_keys_and_the_hint_says_what_is
 async def test_no_columns_hint_when_the_heatmap_fits(isolated_dirs):
     app = BesideTheForm(load_preset("tiny"))
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
+        await laid_out(pilot, app)
         assert "·" in _shown(app, "#heatmap")  # its cells, pending
         assert _shown(app, "#heatmap-more") == ""
         assert _shown(app, "#heatmap-row") == ""  # tiny's labels are whole
@@ -477,7 +481,7 @@ async def test_regime_study_long_row_labels_leave_cells_in_sight(isolated_dirs):
     # out on one line or, depending on when a layout comes, on three; at 24 rows the three
     # pushed the row line's end off the screen (a loaded clean-clone run, and CI).
     async with app.run_test(size=(80, 30)) as pilot:
-        await settle(pilot, app)
+        await laid_out(pilot, app)
         # The grid is laid out once the plan is in: wait for its cells, under load too.
         await until(pilot, lambda: "·" in _shown(app, "#heatmap"))
         lines = _shown(app, "#heatmap").splitlines()

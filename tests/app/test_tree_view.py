@@ -12,7 +12,7 @@ import engine.tree_scenario
 from engine.config import SpecConfig
 from engine.exact import survival
 from engine.presets import load_preset
-from engine.tree_scenario import BATCH_SIZES, BUDGETS, BudgetGrid, budget_by_batch
+from engine.tree_scenario import BATCH_SIZES, BUDGETS, BudgetGrid
 from engine.trees import parse_tree, path_probs
 from spectui.app import create_app
 from spectui.widgets.regime_view import map_config
@@ -23,6 +23,7 @@ from spectui.widgets.tree_view import (
     prob_text,
     summary_cell,
 )
+from tests.app.app_waits import booted
 from tests.app.helpers import settle, until
 from tests.app.hosts_views import ViewHost
 from tests.app.screen import region_text, screen_text, style_of
@@ -61,16 +62,32 @@ def grids(monkeypatch) -> list[BudgetGrid]:
     return made
 
 
+def _drawn(app) -> bool:
+    """The Tree view shows the form's tree and its heatmap (or why it cannot)."""
+    found = app.query("#tree-view")
+    if not found:
+        return False
+    view = found.first()
+    done = view.error or (view.draft is not None and view.grid is not None)
+    busy = [w for w in app.workers if w.node is view and not w.is_finished]
+    return not view.dirty and bool(done) and not busy
+
+
 async def _open_tree(pilot, app, config: SpecConfig | None = TREE, hide: bool = True) -> None:
-    """Load ``config`` into the form (None: keep the preset's), hide the form, press 8."""
-    await settle(pilot, app)
+    """Load ``config`` into the form (None: keep the preset's), press 8, hide the form.
+
+    The form is hidden once the view is drawn: hidden just before, the tab bar sometimes
+    kept its short labels at 80 columns (ViewTabs refits them on a resize, and Textual sent
+    it none when a layout after the tree's scroll had taken the new width first)."""
+    await booted(pilot, app)
     if config is not None:
         app.form.load_config(config)
-        await settle(pilot, app)
+        await until(pilot, lambda: app.config == config)
+    await pilot.press("8")
+    await until(pilot, lambda: _drawn(app))
     if hide:
         await pilot.press("ctrl+b")  # the form hidden: 80 columns for the view
-    await pilot.press("8")
-    await settle(pilot, app, rounds=4)
+        await until(pilot, lambda: app.query_one("#tree-view").size.width == 80)
     await pilot.pause()
 
 
@@ -175,19 +192,23 @@ async def test_the_heatmap_row_shows_the_best_budget(grids):
         assert "rank p 0.6,0.25" in screen_text(app)
 
 
+def _status(app) -> str:
+    return region_text(app, app.query_one("#tree-status")).strip()
+
+
 async def test_a_bad_shape_text_says_so_in_one_line(grids):
     app = create_app("default")
     async with app.run_test(size=(100, 30)) as pilot:
         await _open_tree(pilot, app, hide=False)
         app.query_one("#tree", Input).value = "parents=0,3"  # node 2 under a later node
-        await settle(pilot, app, rounds=4)
-        status = region_text(app, app.query_one("#tree-status")).strip()
+        await until(pilot, lambda: "node 2 has parent 3" in _status(app))
+        status = _status(app)
         assert status.endswith("shape.tree: tree: node 2 has parent 3; it must be 0..1")
         assert "\n" not in status
         await pilot.press("f3", "s")  # nothing to sample: the app keeps running
         app.query_one("#rank_probs", Input).value = "0.9,0.2"  # an invalid form says why
-        await settle(pilot, app, rounds=4)
-        status = " ".join(region_text(app, app.query_one("#tree-status")).split())  # wrapped
+        await until(pilot, lambda: "rank_probs" in _status(app))
+        status = " ".join(_status(app).split())  # wrapped
         assert app.config is None
         assert status == (
             "form invalid: shape.rank_probs: 0.9,0.2 sums to more than 1: at most one child "
@@ -195,14 +216,24 @@ async def test_a_bad_shape_text_says_so_in_one_line(grids):
         )
         app.query_one("#rank_probs", Input).value = "0.6,0.25"
         app.query_one("#tree", Input).value = "parents=0,1"
-        await settle(pilot, app, rounds=4)
+        await until(pilot, lambda: len(_tree_lines(app)) == 3)
+        await until(pilot, lambda: _drawn(app))
         assert len(_tree_lines(app)) == 3
         assert app.is_running
 
 
-async def test_the_form_chain_on_the_real_engine():
+async def test_the_form_chain_on_the_real_engine(monkeypatch):
     """The default form (a chain of K = 5, p = 0.8) with the real budget_by_batch: the chain's
-    nodes read its survival P(n >= i); each heatmap row its best budget."""
+    nodes read its survival P(n >= i); each heatmap row its best budget (the real grid, of
+    the form mapped as the Regime view maps it, computed once: it takes seconds)."""
+    real = engine.tree_scenario.budget_by_batch
+    made: list[tuple[SpecConfig, BudgetGrid]] = []
+
+    def recorded(config, *args, **kwargs):
+        made.append((config, real(config, *args, **kwargs)))
+        return made[-1][1]
+
+    monkeypatch.setattr(engine.tree_scenario, "budget_by_batch", recorded)
     app = _host(config=None)
     async with app.run_test(size=(80, 24)) as pilot:
         await _open_hosted(pilot, app)
@@ -214,7 +245,8 @@ async def test_the_form_chain_on_the_real_engine():
                 "r1",
                 prob_text(float(survival(config)[i - 1])),
             ]
-        grid = budget_by_batch(map_config(config)[0])
+        [(mapped, grid)] = made  # the real engine's grid, of the form mapped
+        assert mapped == map_config(config)[0]
         rows = region_text(app, app.query_one("#tree-budgets")).splitlines()[1:]
         for b, batch in enumerate(grid.batch_sizes):
             best = summary_cell(int(grid.best_budget[b]), float(grid.best_speedup[b]))
