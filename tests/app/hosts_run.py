@@ -2,23 +2,17 @@
 
 Both are :class:`tests.app.hosts_views.ViewHost`: the app's stylesheet, header, side panel
 (an empty panel of the form's width, or hidden), tab bar and key bar, with the one view
-mounted. The Run view sits in the "1 Run" tab, as in the app (ViewHost puts its view in a
-second tab). What F5 does in the app (``SpectuiApp.action_run``: start the view's run of the
-form's configuration, focus its table) is :meth:`RunHost.run`.
+mounted. The Run view sits in the "1 Run" tab, as in the app. What F5 does in the app
+(``SpectuiApp.action_run``: start the view's run of the form's configuration, focus its
+table) is :meth:`RunHost.run`.
 """
 
 from __future__ import annotations
 
-from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
-from textual.widgets import Header, Static, TabPane
-
 from engine.config import SpecConfig
 from engine.presets import load_preset
-from spectui.widgets.footer import KeysFooter
 from spectui.widgets.run_view import RunView
 from spectui.widgets.speedup_view import SpeedupView
-from spectui.widgets.view_tabs import ViewTabs
 from tests.app.helpers import until
 from tests.app.hosts_views import ViewHost
 
@@ -34,20 +28,6 @@ class RunHost(ViewHost):
 
     def __init__(self, *, autoplay: bool = False, form: bool = True) -> None:
         super().__init__(RunView(id="run-view", autoplay=autoplay), "run", "1 Run", form=form)
-
-    def compose(self) -> ComposeResult:
-        yield Header()
-        with Horizontal(id="main"):
-            side = Vertical(id="side")
-            side.display = self.form_shown
-            with side:
-                yield Static("", id="form-placeholder")
-            with ViewTabs(id="views", initial="run"):
-                with TabPane("1 Run", id="run"):
-                    yield self.view
-                with TabPane("2 Speedup", id="speedup"):
-                    yield Static("")
-        yield KeysFooter()
 
     @property
     def run_view(self) -> RunView:

@@ -22,7 +22,8 @@ from tests.app.helpers import APP_CSS
 
 class ViewHost(App[None]):
     """``view`` in a tab of its own (``pane_id``, labelled ``label``) beside the side panel,
-    or with the side panel hidden when ``form`` is False; a Run tab beside it to switch to."""
+    or with the side panel hidden when ``form`` is False; a Run tab beside it to switch to
+    (for the Run view itself, a Speedup tab)."""
 
     CSS_PATH = APP_CSS
 
@@ -41,10 +42,16 @@ class ViewHost(App[None]):
             with side:
                 yield Static("", id="form-placeholder")
             with ViewTabs(id="views", initial=self.pane_id):
-                with TabPane("1 Run", id="run"):
-                    yield Static("")
-                with TabPane(self.label, id=self.pane_id):
-                    yield self.view
+                if self.pane_id == "run":  # the Run view in its own tab, another beside it
+                    with TabPane(self.label, id="run"):
+                        yield self.view
+                    with TabPane("2 Speedup", id="speedup"):
+                        yield Static("")
+                else:
+                    with TabPane("1 Run", id="run"):
+                        yield Static("")
+                    with TabPane(self.label, id=self.pane_id):
+                        yield self.view
         yield KeysFooter()
 
     async def show(self, pane_id: str) -> None:
