@@ -29,6 +29,7 @@ import math
 import os
 import tomllib
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -277,11 +278,33 @@ def load_preset_file(path: Path) -> Preset:
         raise PresetError(f"{path}: not a text file (UTF-8 expected)") from None
     except OSError as err:
         raise PresetError(f"{path}: cannot read: {err.strerror}") from None
+    # What validation reads besides the text: the hardware and model ids a config names.
+    # Both are cached by the user's spec files' stamps, so a changed file is read again.
+    from .config import known_spec_ids
+
+    preset, error = _parsed(path, text, known_spec_ids("hardware"), known_spec_ids("model"))
+    if error is not None:
+        raise PresetError(error)
+    assert preset is not None
+    return preset
+
+
+@lru_cache(maxsize=64)
+def _parsed(
+    path: Path, text: str, hardware: tuple[str, ...], models: tuple[str, ...]
+) -> tuple[Preset | None, str | None]:
+    """A preset file's validation, once per (path, text, known ids) in a process: checking
+    regime-study's grid expands 5,760 combinations, and the app lists every preset each
+    time its Sweep view or preset picker opens. A Preset is frozen; its result or its one
+    error line is returned, never a shared exception object."""
     try:
         data = toml_document(text)
     except tomllib.TOMLDecodeError as err:
-        raise PresetError(f"{path}: not valid TOML: {err}") from None
-    return parse_preset(path, data)
+        return None, f"{path}: not valid TOML: {err}"
+    try:
+        return parse_preset(path, data), None
+    except PresetError as err:
+        return None, str(err)
 
 
 def preset_paths() -> dict[str, Path]:

@@ -50,6 +50,16 @@ def _no_animations(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(constants, "TEXTUAL_ANIMATIONS", "none")
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown() -> None:
+    """After each test, its garbage is collected and what is left (modules, caches, module
+    fixtures) is frozen: the cyclic GC's full passes then scan only what later tests make,
+    not the whole process. An app test makes hundreds of thousands of objects; without
+    this the GC took about a sixth of the app tests' CPU time, and more as the process grew."""
+    gc.collect()
+    gc.freeze()
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish() -> None:
     """Collect garbage now, then freeze what is left, so that pytest's own collections at

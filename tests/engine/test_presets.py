@@ -119,3 +119,25 @@ def test_a_grid_of_policy_limits_that_cannot_work_is_refused_on_loading(tmp_path
     with pytest.raises(PresetError) as info:
         load_preset_file(path)
     assert str(info.value).startswith(f"{path}: grid: k: 9 is above policy.k_max 8")
+
+
+def test_a_preset_is_validated_again_when_its_text_or_the_users_hardware_changes(tmp_path):
+    """Validation is kept per (path, text, known hardware and model ids) in a process (the
+    app lists every preset each time its Sweep view or picker opens): an edited file, or a
+    hardware id the user adds, is seen at the next load, and an error stays the file's."""
+    path = tmp_path / "p.toml"
+    path.write_text('description = "x"\n[config]\n"cost.model" = "roofline"\n"cost.gpu" = "mine"\n')
+    for _ in range(2):  # the same error twice, from the kept result too
+        with pytest.raises(PresetError) as info:
+            load_preset_file(path)
+        assert str(info.value).startswith(f"{path}: config.cost.gpu: unknown hardware 'mine'")
+    spec_dir = tmp_path / "xdg-config" / "spectui"
+    spec_dir.mkdir(parents=True)
+    (spec_dir / "hardware.toml").write_text(
+        '[mine]\nname = "mine"\nflops_bf16 = 1e15\nmem_bw_bytes_s = 3e12\n'
+        'mem_bytes = 80e9\nsource = "test"\nnotes = "test"\n'
+    )
+    assert load_preset_file(path).config.gpu == "mine"
+    path.write_text('description = "x"\n[config]\nk = 7\n')
+    assert load_preset_file(path).config.k == 7
+    assert load_preset_file(path) is load_preset_file(path)  # kept: one validation
