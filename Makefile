@@ -40,8 +40,15 @@ PYTEST_WORKERS ?= auto
 # With bytecode written (some machines set PYTHONDONTWRITEBYTECODE): each module is compiled
 # once, not again in every worker, `spectui` subprocess and Dask worker the tests start
 # (importing pandas from source is 3x its time from bytecode).
-test: lint
-	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist worksteal
+# mypy runs beside pytest (it is one process; the test workers leave part of a core idle
+# while they wait on subprocesses), and `make test` fails if either does.
+test: $(VENV)/.test-deps
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy > $(VENV)/mypy.out 2>&1 & mypy=$$!; \
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist worksteal; \
+	tests=$$?; wait $$mypy; typed=$$?; cat $(VENV)/mypy.out; \
+	[ $$tests -eq 0 ] && [ $$typed -eq 0 ]
 
 # Regenerate the committed results from the original's sweep.
 results: $(VENV)/.run-deps
