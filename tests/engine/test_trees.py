@@ -1,3 +1,4 @@
+import functools
 import itertools
 
 import numpy as np
@@ -146,10 +147,13 @@ def test_sample_cycles_is_seeded():
 # ---- Sequoia --------------------------------------------------------------------------------
 
 
-def _all_trees(max_nodes: int, ranks: int):
-    """Every tree of 0..max_nodes nodes whose children carry distinct ranks in 1..ranks: every
-    breadth-first parent sequence, with every injective rank labelling of each sibling group
-    (the same tree may come more than once: harmless for a maximum)."""
+@functools.cache
+def _all_trees(max_nodes: int, ranks: int) -> tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]:
+    """Every tree of 0..max_nodes nodes whose children carry distinct ranks in 1..ranks, as
+    (parents, ranks): every breadth-first parent sequence, with every injective rank
+    labelling of each sibling group (the same tree may come more than once: harmless for a
+    maximum). Enumerated once for the module."""
+    out = []
     for n in range(max_nodes + 1):
         for parents in itertools.product(*(range(i) for i in range(1, n + 1))):
             if any(a > b for a, b in itertools.pairwise(parents)):
@@ -157,7 +161,22 @@ def _all_trees(max_nodes: int, ranks: int):
             groups = [len(list(g)) for _, g in itertools.groupby(parents)]
             labellings = [itertools.permutations(range(1, ranks + 1), g) for g in groups]
             for labels in itertools.product(*labellings):
-                yield Tree(tuple(parents), tuple(itertools.chain.from_iterable(labels)))
+                out.append((tuple(parents), tuple(itertools.chain.from_iterable(labels))))
+    return tuple(out)
+
+
+def _brute_tokens(parents, ranks, rank_probs) -> tuple[int, float]:
+    """(depth, 1 + the sum of every node's path probability), written out here from the
+    model (p of a rank at a depth; the deepest row repeats; a rank past its row's list has
+    p = 0), not with engine.trees."""
+    rows = rank_probs if isinstance(rank_probs[0], list) else [rank_probs]
+    depth, path = [0], [1.0]
+    for parent, rank in zip(parents, ranks, strict=True):
+        d = depth[parent] + 1
+        row = rows[min(d, len(rows)) - 1]
+        depth.append(d)
+        path.append(path[parent] * (row[rank - 1] if rank <= len(row) else 0.0))
+    return max(depth), sum(path)
 
 
 @pytest.mark.parametrize(
@@ -171,9 +190,10 @@ def _all_trees(max_nodes: int, ranks: int):
 def test_sequoia_matches_brute_force(rank_probs):
     budget_max, depth_max = 6, 6
     best = np.ones((budget_max + 1, depth_max + 1))
-    for tree in _all_trees(budget_max, 3):
-        value = expected_tokens(tree, rank_probs)
-        best[tree.nodes :, tree.depth :] = np.maximum(best[tree.nodes :, tree.depth :], value)
+    for parents, ranks in _all_trees(budget_max, 3):
+        depth, value = _brute_tokens(parents, ranks, rank_probs)
+        nodes = len(parents)
+        best[nodes:, depth:] = np.maximum(best[nodes:, depth:], value)
     values = sequoia_values(rank_probs, budget_max, depth_max)
     np.testing.assert_allclose(values, best, rtol=0, atol=1e-12)
     for budget in range(budget_max + 1):
