@@ -26,8 +26,12 @@ class CostModel(Protocol):
 
 def as_float(name: str, value: npt.ArrayLike, minimum: float) -> npt.NDArray[np.float64]:
     """``value`` as a float array, every element finite and >= ``minimum``, else ValueError."""
+    if type(value) is float or type(value) is int:  # a scalar: checked without array passes
+        if not (math.isfinite(value) and value >= minimum):
+            raise ValueError(f"{name}: must be a finite number >= {minimum:g}, got {value!r}")
+        return np.asarray(value, dtype=np.float64)
     array = np.asarray(value, dtype=np.float64)
-    if not np.all(np.isfinite(array)) or np.any(array < minimum):
+    if not np.isfinite(array).all() or (array < minimum).any():
         raise ValueError(f"{name}: must be a finite number >= {minimum:g}, got {value!r}")
     return array
 

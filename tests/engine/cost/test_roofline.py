@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -206,6 +208,14 @@ def test_bad_workload_names_the_argument(costs):
         additive.verify_us(2, 1, -5)
     with pytest.raises(ValueError, match="^k:"):
         additive.draft_us(-1, 1, 0)
+    # Scalars (float or int, checked without arrays) and arrays, each way a value is bad.
+    for bad in (math.nan, math.inf, -0.5, 0.999, np.float64(math.nan), np.array([2.0, math.nan])):
+        with pytest.raises(ValueError, match="^w: must be a finite number >= 1, got "):
+            additive.verify_us(bad, 1, 0)
+    for bad in (-1, -1e-300, math.nan, -math.inf, np.array([[0.0], [-1.0]])):
+        with pytest.raises(ValueError, match="^context_len: must be a finite number >= 0, got "):
+            additive.verify_us(2, 1, bad)
+    assert additive.verify_us(1, 1, 0) == additive.verify_us(1.0, np.float64(1), np.int64(0))
 
 
 def test_linear_cost():
