@@ -11,6 +11,7 @@ import pytest
 
 import engine.files
 from tests.dask_fixtures import in_process_cluster
+from tests.dask_local import local_cluster_in_process  # noqa: F401
 
 # A small grid with newer fields (roofline costs by batch size) and a K policy beside it.
 PRESET = """description = "dask test grid"
@@ -48,11 +49,13 @@ def _sweep(cli, preset: Path, out: Path, *flags: str) -> tuple[int, str, str]:
     return cli("sweep", "--preset", str(preset), "--out", str(out), *flags)
 
 
+@pytest.mark.usefixtures("local_cluster_in_process")
 def test_the_same_bytes_on_one_or_two_processes_and_one_or_two_dask_workers(
     cli, preset, tmp_path, dask_cluster
 ):
-    """One Dask worker: a cluster the CLI starts (local:1, a worker process); two: a running
-    scheduler's (the module's cluster, by its address)."""
+    """One Dask worker: a cluster the CLI starts (local:1, its worker a thread here:
+    tests/dask_local.py); two: a running scheduler's (the module's cluster, by its
+    address). One or two processes: --workers."""
     address = dask_cluster.scheduler_address
     files = {}
     for name, flags in {

@@ -3,10 +3,13 @@ the app's sweeps to a Dask cluster, with the rows a local sweep gives; a bad val
 unreachable scheduler is a notification; cancel and quit stop a Dask sweep. And the view's
 store of finished rows (:class:`spectui.widgets.sweep_view.SweepStore`).
 
-The sweeps that need *a* scheduler run on the module's cluster, whose worker is a thread of
-the test process (tests/dask_fixtures.py), at its tcp:// address; quitting starts a
-``local:1`` cluster (a worker process, seconds to start) and shuts it down. The sweeps are
-few and small; those that need no worker processes run in the app's thread."""
+The Sweep view runs in a small host app (tests/app/hosts_sweep.py: no worker processes, a
+local sweep runs in a thread of the host); its ``s`` and cancel actions stand in for the
+app's F6 and escape (routed to the view: tests/app/test_sweep.py). The sweeps that need *a*
+scheduler run on the module's cluster, whose worker is a thread of the test process
+(tests/dask_fixtures.py), at its tcp:// address; quitting starts a ``local:1`` cluster and
+shuts it down (its worker a thread too: tests/dask_local.py). The sweeps are few and
+small."""
 
 from __future__ import annotations
 
@@ -22,12 +25,13 @@ import pytest
 import engine.cluster
 from engine.presets import load_preset
 from engine.sweep import plan_sweep, run_sweep, sweep_rows
-from spectui.app import create_app
 from spectui.widgets.heatmap import Heatmap
 from spectui.widgets.sweep_view import SweepStore, SweepView
 from tests.app.helpers import notifications, settle
+from tests.app.hosts_sweep import finished, laid_out, sweep_host
 from tests.app.test_sweep import expected_cells
 from tests.dask_fixtures import in_process_cluster
+from tests.dask_local import local_cluster_in_process  # noqa: F401
 
 
 async def _until(condition, seconds: float = 60.0) -> None:
@@ -80,13 +84,10 @@ def _tiny_with(tmp_path, scheduler: str):
 async def _sweep_matches_the_local_run(app, pilot, results, where: str) -> SweepView:
     """Run the tiny sweep (where the count line says it will run) and compare it with the
     local run."""
-    await settle(pilot, app)
-    await app.action_show_view("sweep")
-    await settle(pilot, app)
+    view = await laid_out(pilot, app)
     assert str(app.query_one("#sweep-count").render()) == f"0/24 · not started · {where}"
-    await pilot.press("f6")
-    await settle(pilot, app, rounds=6)
-    view = app.query_one(SweepView)
+    view.action_start()  # F6 in the app
+    await finished(pilot, app)
     assert view.finished is not None and not view.finished.cancelled
     local = run_sweep(load_preset("tiny").sweep.configs())
     pd.testing.assert_frame_equal(view.frame, local)
@@ -107,9 +108,8 @@ async def test_a_preset_scheduler_runs_the_sweep_on_dask_with_the_local_rows(
     isolated_dirs, tmp_path, monkeypatch, dask_cluster
 ):
     _, results = isolated_dirs
-    monkeypatch.setenv("SPECTUI_SWEEP_WORKERS", "0")  # no pool to start: the sweep is Dask's
     address = dask_cluster.scheduler_address
-    app = create_app(str(_tiny_with(tmp_path, address)))
+    app = sweep_host(str(_tiny_with(tmp_path, address)))  # the app's preset, by its path
     async with app.run_test(size=(120, 40)) as pilot:
         view = await _sweep_matches_the_local_run(app, pilot, results, f"on {address}")
         # The dashboard of the cluster, while it ran (bokeh is installed with the extra).
@@ -124,7 +124,7 @@ async def test_spectui_scheduler_wins_over_the_preset(
     address = dask_cluster.scheduler_address
     monkeypatch.setenv("SPECTUI_SCHEDULER", address)
     # The preset's own scheduler cannot be reached: the sweep runs on the variable's.
-    app = create_app(str(_tiny_with(tmp_path, "tcp://127.0.0.1:9")))
+    app = sweep_host(str(_tiny_with(tmp_path, "tcp://127.0.0.1:9")))
     async with app.run_test(size=(120, 40)) as pilot:
         await _sweep_matches_the_local_run(app, pilot, results, f"on {address}")
         assert not [m for m in notifications(app) if "failed" in m]
@@ -133,16 +133,13 @@ async def test_spectui_scheduler_wins_over_the_preset(
 async def test_a_bad_spectui_scheduler_is_notified_and_nothing_runs(isolated_dirs, monkeypatch):
     _, results = isolated_dirs
     monkeypatch.setenv("SPECTUI_SCHEDULER", "my-cluster:8786")
-    app = create_app("tiny")
+    app = sweep_host("tiny")
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot, app)
-        await app.action_show_view("sweep")
-        await settle(pilot, app)
+        view = await laid_out(pilot, app)
         count = app.query_one("#sweep-count")
         assert str(count.render()) == "0/24 · not started · SPECTUI_SCHEDULER invalid"
-        await pilot.press("f6")
+        view.action_start()  # F6 in the app
         await settle(pilot, app)
-        view = app.query_one(SweepView)
         (message,) = [m for m in notifications(app) if "SPECTUI_SCHEDULER" in m]
         assert "'my-cluster:8786'" in message and "\n" not in message
         assert "tcp://HOST:PORT" in message and "local:N" in message
@@ -159,12 +156,10 @@ async def test_an_unreachable_scheduler_is_one_notification_and_the_app_goes_on(
     _, results = isolated_dirs
     monkeypatch.setattr(engine.cluster, "CONNECT_TIMEOUT_S", 0.2)  # nothing listens there
     monkeypatch.setenv("SPECTUI_SCHEDULER", "tcp://127.0.0.1:9")
-    monkeypatch.setenv("SPECTUI_SWEEP_WORKERS", "0")  # the next sweep: in the app's thread
-    app = create_app("tiny")
+    app = sweep_host("tiny")  # the next sweep: in the host's thread
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot, app)
-        view = app.query_one(SweepView)
-        await pilot.press("f6")
+        view = await laid_out(pilot, app)
+        view.action_start()  # F6 in the app
         # Not settle() at once: waiting on a worker that then fails raises in the test.
         await _until(lambda: view.sweep_worker is not None and view.sweep_worker.is_finished)
         await settle(pilot, app)
@@ -179,8 +174,8 @@ async def test_an_unreachable_scheduler_is_one_notification_and_the_app_goes_on(
         assert not list(results.glob("*"))  # no file for a sweep that never ran
         # The app goes on: the next sweep, on this machine, runs.
         monkeypatch.delenv("SPECTUI_SCHEDULER")
-        await pilot.press("f6")
-        await settle(pilot, app, rounds=6)
+        view.action_start()
+        await finished(pilot, app)
         assert view.finished is not None and view.finished.done == 24
 
 
@@ -192,11 +187,10 @@ async def test_cancel_during_a_dask_sweep_keeps_the_finished_rows(
     monkeypatch.setenv("SPECTUI_SCHEDULER", address)
     # One heatmap cell a task (8 K values): 72 tasks, at most 4 in flight.
     monkeypatch.setattr(engine.cluster, "task_size", lambda plan, exact_only, workers: 8)
-    app = create_app("seed-576")
+    app = sweep_host("seed-576")
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot, app)
-        view = app.query_one(SweepView)
-        await app.action_start_sweep()
+        view = await laid_out(pilot, app)
+        view.action_start()  # F6 in the app
         await _until(gated_rows.reached.is_set)
         count = app.query_one("#sweep-count")
         await _until(lambda: "worker" in str(count.render()))
@@ -205,7 +199,7 @@ async def test_cancel_during_a_dask_sweep_keeps_the_finished_rows(
         assert dashboard.startswith("dashboard http://")
         runner = view.runner
         assert runner is not None and runner.client is not None
-        app.simulate_key("escape")  # the gate opens: the sweep's thread sees the cancel
+        view.action_cancel()  # escape in the app: the gate opens, the thread sees the cancel
         # Not settle(): a cancelled worker counts as complete while its thread still runs.
         await _until(lambda: view.finished is not None)
         await settle(pilot, app)
@@ -224,19 +218,20 @@ async def test_cancel_during_a_dask_sweep_keeps_the_finished_rows(
         assert any("partial results saved" in m for m in notifications(app))
 
 
+@pytest.mark.usefixtures("local_cluster_in_process")
 async def test_quitting_during_a_dask_sweep_stops_it_and_shuts_the_cluster(
     isolated_dirs, monkeypatch, gated_rows
 ):
     _, results = isolated_dirs
     monkeypatch.setenv("SPECTUI_SCHEDULER", "local:1")
     monkeypatch.setattr(engine.cluster, "task_size", lambda plan, exact_only, workers: 8)
-    app = create_app("seed-576")
+    app = sweep_host("seed-576")
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot, app)
-        view = app.query_one(SweepView)
-        await app.action_start_sweep()
+        view = await laid_out(pilot, app)
+        view.action_start()  # F6 in the app
         await _until(gated_rows.reached.is_set)
         runner = view.runner
+        assert runner is not None and runner.cluster is not None  # local:1, started
         app.exit()  # cancels the sweep's worker: the gate opens
     # The sweep's thread stops taking rows, closes the cluster and saves what it had.
     await _until(lambda: runner.client is None and runner.cluster is None)
@@ -269,16 +264,14 @@ async def test_cancel_while_the_cluster_starts_does_not_wait_for_it(monkeypatch)
 
     monkeypatch.setattr(engine.cluster, "DaskRunner", SlowRunner)
     monkeypatch.setenv("SPECTUI_SCHEDULER", "tcp://example.invalid:8786")
-    monkeypatch.setenv("SPECTUI_SWEEP_WORKERS", "0")
-    app = create_app("tiny")
+    app = sweep_host("tiny")
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot, app)
-        view = app.query_one(SweepView)
-        await app.action_start_sweep()
+        view = await laid_out(pilot, app)
+        view.action_start()  # F6 in the app
         await _until(started.is_set)
         count = str(app.query_one("#sweep-count").render())
         assert count == "0/24 · connecting to tcp://example.invalid:8786…"
-        app.simulate_key("escape")
+        view.action_cancel()  # escape in the app
         await _until(lambda: view.finished is not None)
         await pilot.pause()
         assert asked.is_set()
