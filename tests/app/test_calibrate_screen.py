@@ -13,7 +13,6 @@ pastes, sees the analysis pending, and runs it with ``analyse_now`` (no sleeps).
 
 from __future__ import annotations
 
-import importlib
 import math
 import re
 import sys
@@ -34,7 +33,8 @@ from spectui.screens.calibrate import PASTED, CalibrateScreen
 from spectui.widgets.exact_panel import ExactPanel
 from spectui.widgets.param_form import IDS, LABELS
 from tests.app.app_waits import booted
-from tests.app.helpers import notifications, settle, type_into, until
+from tests.app.helpers import notifications, settle, until
+from tests.app.hosts_keys import set_field
 from tests.app.hosts_screens import CalibrateHost, shown_screen
 from tests.app.screen import region_text, screen_text
 
@@ -143,14 +143,6 @@ PARSED = FakeParse(
 )
 
 
-def fake_fit(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Stand the fake ``engine.calibrate.fit`` in, the real ``.logs`` kept: the real parse of
-    a log, a fit that takes no time."""
-    real_logs = importlib.import_module("engine.calibrate.logs")
-    fake_engine(monkeypatch)
-    monkeypatch.setitem(sys.modules, "engine.calibrate.logs", real_logs)
-
-
 def fake_engine(monkeypatch: pytest.MonkeyPatch, **overrides: object) -> dict[str, list]:
     """Stand fake ``engine.calibrate.logs`` and ``.fit`` modules in; return the calls."""
     calls: dict[str, list] = {"parse": [], "recommend": []}
@@ -223,7 +215,8 @@ async def paste(pilot, screen: CalibrateScreen, text: str) -> None:
 async def test_f8_and_the_palette_open_the_screen_and_f_sends_the_fit_to_the_form(monkeypatch):
     """In the app: F8 opens the screen, escape closes it, the palette opens it too, on the
     form's scenario; what f sends is what the form then shows (each key's part on the screen:
-    test_f_sends_the_fitted_model_and_closes)."""
+    the host tests below, f and ctrl+f). Then on an invalid form: a fit, but no
+    recommendation, and ctrl+f says the form is invalid."""
     calls = fake_engine(monkeypatch)
     app = create_app("tiny")  # fixed, K = 3
     async with app.run_test(size=(80, 24)) as pilot:
@@ -254,9 +247,46 @@ async def test_f8_and_the_palette_open_the_screen_and_f_sends_the_fit_to_the_for
         assert (app.config.draft_model, app.config.decay_factor) == ("position_decay", 0.9)
         assert app.config.k == 4  # the recommended K (the fake's)
         assert (app.config.policy, app.config.shape) == ("fixed", "chain")
+        # An invalid form gets a fit but no recommendation.
+        await set_field(pilot, app, "k", "0")
+        await until(pilot, lambda: app.config is None)
+        assert app.config is None
+        calls["recommend"].clear()
+        screen = await open_screen(pilot, app)
+        await paste(pilot, screen, PASTE)
+        screen.analyse_now()
+        await analysed(pilot, screen)
+        assert calls["recommend"] == []
+        status = "pasted text: 1 used, 1 rejected · position_decay · form invalid"
+        assert status in [line.strip() for line in screen_text(app).splitlines()]
+        screen.action_pane("cal-tab-recommend")
+        await pilot.pause()
+        assert "\n form invalid: no K recommended" in screen_text(app)
+        await pilot.press("ctrl+f")
+        await pilot.pause()
+        assert isinstance(app.screen, CalibrateScreen)
+        assert any("The form is invalid" in n for n in notifications(app))
 
 
-async def test_pasted_text_is_analysed_after_the_pause_and_its_windows_listed(monkeypatch):
+def _assert_sent_the_fit(app: CalibrateHost) -> None:
+    """The screen has closed with the fitted model and the recommended K (the fake's)."""
+    assert not isinstance(app.screen, CalibrateScreen)
+    [sent] = app.sent
+    assert sent is not None
+    assert (sent.draft_model, sent.decay_base, sent.decay_factor) == (
+        "position_decay",
+        0.85,
+        0.9,
+    )
+    assert sent.k == 4  # the recommended K (the fake's)
+    assert (sent.policy, sent.shape) == ("fixed", "chain")
+
+
+async def test_pasted_text_is_analysed_after_the_pause_its_windows_listed_and_f_sends_it(
+    monkeypatch,
+):
+    """Pasted text is analysed after the pause; its windows are listed, a rejected one with
+    its reason; f (out of the text area) sends the fitted model and closes."""
     calls = fake_engine(monkeypatch)
     app = CalibrateHost(TINY)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -276,16 +306,7 @@ async def test_pasted_text_is_analysed_after_the_pause_and_its_windows_listed(mo
         # recommended for.
         assert calls["recommend"] == [TINY]
         assert "position_decay" in text and "K = 4" in text
-
-
-async def test_a_rejected_window_shows_why(monkeypatch):
-    fake_engine(monkeypatch)
-    app = CalibrateHost(TINY)
-    async with app.run_test(size=(80, 24)) as pilot:
-        screen = await shown_screen(pilot, app)
-        await paste(pilot, screen, PASTE)
-        screen.analyse_now()
-        await analysed(pilot, screen)
+        # A rejected window shows why.
         row = next(line for line in screen_text(app).splitlines() if line.lstrip().startswith("3 "))
         assert "rejected: M 2.50" in row
         # Its whole reason, under the table, when the row is highlighted.
@@ -294,6 +315,10 @@ async def test_a_rejected_window_shows_why(monkeypatch):
         table.move_cursor(row=1)
         await pilot.pause()
         assert "line 3: rejected: M 2.50 != 1 + sum r_i 2.31" in screen_text(app)
+        # f sends the fitted model and closes.
+        await pilot.press("f")
+        await until(pilot, lambda: app.sent)
+        _assert_sent_the_fit(app)
 
 
 async def test_an_unusable_log_is_one_line_in_the_status_and_the_app_keeps_running(monkeypatch):
@@ -338,30 +363,6 @@ async def test_an_unexpected_failure_is_reported_and_the_screen_stays(monkeypatc
         assert isinstance(app.screen, CalibrateScreen)
 
 
-@pytest.mark.parametrize(("key", "focus"), [("f", "#cal-windows"), ("ctrl+f", "#cal-text")])
-async def test_f_sends_the_fitted_model_and_closes(monkeypatch, key, focus):
-    fake_engine(monkeypatch)
-    app = CalibrateHost(TINY)  # fixed, K = 3
-    async with app.run_test(size=(80, 24)) as pilot:
-        screen = await shown_screen(pilot, app)
-        await paste(pilot, screen, PASTE)
-        screen.analyse_now()
-        await analysed(pilot, screen)
-        screen.query_one(focus).focus()  # in the text area, f is a letter: ctrl+f there
-        await pilot.press(key)
-        await until(pilot, lambda: app.sent)
-        assert not isinstance(app.screen, CalibrateScreen)
-        [sent] = app.sent
-        assert sent is not None
-        assert (sent.draft_model, sent.decay_base, sent.decay_factor) == (
-            "position_decay",
-            0.85,
-            0.9,
-        )
-        assert sent.k == 4  # the recommended K (the fake's)
-        assert (sent.policy, sent.shape) == ("fixed", "chain")
-
-
 async def test_the_log_k_typed_in_goes_to_the_fit(monkeypatch):
     seen: list[int | None] = []
 
@@ -388,31 +389,9 @@ async def test_the_log_k_typed_in_goes_to_the_fit(monkeypatch):
         assert "No per-position rates in this log: nothing to plot." in text
 
 
-async def test_an_invalid_form_gets_a_fit_but_no_recommendation(monkeypatch):
-    calls = fake_engine(monkeypatch)
-    app = create_app("tiny")
-    async with app.run_test(size=(80, 24)) as pilot:
-        await booted(pilot, app)
-        await type_into(pilot, app, "k", "0")
-        await until(pilot, lambda: app.config is None)
-        assert app.config is None
-        screen = await open_screen(pilot, app)
-        await paste(pilot, screen, PASTE)
-        screen.analyse_now()
-        await analysed(pilot, screen)
-        assert calls["recommend"] == []
-        status = "pasted text: 1 used, 1 rejected · position_decay · form invalid"
-        assert status in [line.strip() for line in screen_text(app).splitlines()]
-        screen.action_pane("cal-tab-recommend")
-        await pilot.pause()
-        assert "\n form invalid: no K recommended" in screen_text(app)
-        await pilot.press("ctrl+f")
-        await pilot.pause()
-        assert isinstance(app.screen, CalibrateScreen)
-        assert any("The form is invalid" in n for n in notifications(app))
-
-
-async def test_f_before_any_fit_says_so_and_stays(monkeypatch):
+async def test_f_before_any_fit_says_so_and_stays_and_ctrl_f_sends_from_the_text(monkeypatch):
+    """f before any fit says so and the screen stays; once fitted, in the text area (where f
+    is a letter) ctrl+f sends the fitted model and closes."""
     fake_engine(monkeypatch)
     app = CalibrateHost(TINY)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -422,19 +401,32 @@ async def test_f_before_any_fit_says_so_and_stays(monkeypatch):
         await pilot.pause()
         assert isinstance(app.screen, CalibrateScreen)
         assert any("Nothing fitted yet" in n for n in notifications(app))
+        await paste(pilot, screen, PASTE)
+        screen.analyse_now()
+        await analysed(pilot, screen)
+        screen.query_one("#cal-text").focus()  # in the text area, f is a letter: ctrl+f there
+        await pilot.press("ctrl+f")
+        await until(pilot, lambda: app.sent)
+        _assert_sent_the_fit(app)
 
 
 # --- the real engine on a real log ---------------------------------------------------------
 async def test_a_real_vllm_log_file_is_parsed_fitted_and_recommended():
-    """And issue 22, item 6: at 80 columns the vLLM setting was cut (``"num_speculativ``) with
+    """The log's path typed where the log goes: the text area has the focus when the screen
+    opens, and a person who types a log's path there (and waits) gets the file, not "nothing
+    usable in 1 line".
+
+    And issue 22, item 6: at 80 columns the vLLM setting was cut (``"num_speculativ``) with
     no way to see the rest. Each setting is read back from the screen, row after row of the
     Recommend pane, and must be all there (wrapped lines joined; spaces aside)."""
     app = CalibrateHost(TINY)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await shown_screen(pilot, app)
-        screen.load_file(str(V1_LOG))
+        screen.query_one("#cal-text").text = str(V1_LOG)
+        screen.analyse_now()
         await analysed(pilot, screen)
         text = screen_text(app)
+        assert "nothing usable" not in text
         assert "✗" not in text, text
         # The window, by hand from the fixture: M 2.16 = 1 + 0.543 + 0.357 + 0.264;
         # 150 / (2.16 - 1) = 129.3 drafts, so K = 387 / 129.3 = 3 and drafts = 387 / 3 = 129.
@@ -497,25 +489,11 @@ async def test_a_real_sglang_log_asks_for_its_k_and_fits_the_fixed_model_with_it
         assert "(no interval: no draft count in the log)" in screen_text(app)
 
 
-async def test_a_path_typed_where_the_log_goes_loads_that_file(monkeypatch):
-    """The text area has the focus when the screen opens: a person who types a log's path
-    there (and waits) gets the file, not "nothing usable in 1 line". The real parse of the
-    file; the fit is the fake's (what is fitted is not this test's)."""
-    fake_fit(monkeypatch)
-    app = CalibrateHost(TINY)
-    async with app.run_test(size=(80, 24)) as pilot:
-        screen = await shown_screen(pilot, app)
-        screen.query_one("#cal-text").text = str(V1_LOG)
-        screen.analyse_now()
-        await analysed(pilot, screen)
-        text = screen_text(app)
-        assert "nothing usable" not in text
-        row = next(line for line in text.splitlines() if "vllm-v1" in line)
-        assert row.split()[:6] == ["3", "vllm-v1", "129", "3", "2.16", "used"]
-
-
 async def test_f_sends_the_whole_recommendation_rounded_and_the_toast_names_it():
-    """Issue 22, item 5: ``f`` sent the model at nine decimals and kept the form's K (5), so the
+    """F4 on the screen copies the recommended K's engine flags (test_keys.py's F4, here on
+    the screen that has them).
+
+    Issue 22, item 5: ``f`` sent the model at nine decimals and kept the form's K (5), so the
     form showed 1.803x against the recommendation's 1.842x. Now the recommended K, the model
     at a few significant digits, a fixed K policy and a chain go to the form, its cost model
     stays, the Exact panel shows the recommendation's speedup, and the toast says all that."""
@@ -534,6 +512,16 @@ async def test_f_sends_the_whole_recommendation_rounded_and_the_toast_names_it()
         k, speedup = int(head[1]), head[2]
         assert k != before.k  # else the test could not tell K was sent
         cal = screen.analysis.calibration
+        # F4 here copies the recommendation's engine flags, one line each; the screen stays.
+        await pilot.press("f4")
+        await pilot.pause()
+        lines = app.clipboard.splitlines()
+        assert len(lines) == 4, lines
+        assert "--speculative-config" in lines[0]
+        assert f'"num_speculative_tokens": {k}' in lines[0]
+        assert any(f"--draft-max {k} " in line for line in lines)
+        assert f"Copied the engine flags for K = {k}" in notifications(app)[-1]
+        assert isinstance(app.screen, CalibrateScreen)  # the screen stays
         await pilot.press("f")
         await until(pilot, lambda: app.config is not None and app.config.k == k)
         assert not isinstance(app.screen, CalibrateScreen)

@@ -14,8 +14,9 @@ from spectui.screens.help import HelpScreen
 from spectui.widgets.cycle_table import CycleTable
 from spectui.widgets.param_form import MARK_FOCUS
 from spectui.widgets.run_view import RunView
-from tests.app.helpers import APP_CSS, notifications, type_into, until
+from tests.app.helpers import APP_CSS, notifications, until
 from tests.app.hosts_form import FormHost, caught_up
+from tests.app.hosts_keys import set_field
 from tests.app.screen import region_text, screen_lines, screen_text
 
 # (field key, its label, words of its help, its unit or None, its allowed values), as a
@@ -66,15 +67,22 @@ async def test_the_help_screen_of_each_field_shows_its_help_unit_and_range(monke
             app.push_screen(HelpScreen(key))
             await until(pilot, lambda: "Press escape to close" in _help_text(app))
             _assert_shows_the_fields_help(_help_text(app), key, label, words, unit, allowed)
-            await pilot.press("escape")
+            app.pop_screen()  # (escape, which closes it, is pressed in the app below)
             await until(pilot, lambda: not isinstance(app.screen, HelpScreen))
 
 
-async def test_f1_on_a_focused_field_shows_its_help_unit_and_range():
+async def test_f1_on_a_focused_field_shows_its_help_unit_and_range(monkeypatch):
     """In the app: each field F1 describes is marked as focused (F1 shows the focused
     field's help, as above); F1 in a field shows that field's help above the help page; F1
     outside the form, the page alone (? too, outside a text field; Escape closes it). With
-    the linear cost, then the roofline's fields."""
+    the linear cost, then the roofline's fields. The help page is its first section here,
+    the model in a few sentences (what 80x24 shows of it under a field's section): the
+    whole page's Markdown, its table of keys, is most of the work of showing the screen,
+    and the "help" snapshot (test_snapshots.py) shows the whole page in the app."""
+    import spectui.screens.help as help_module
+
+    whole = help_module.HELP_TEXT
+    monkeypatch.setattr(help_module, "HELP_TEXT", whole[: whole.index("## Keys")])
     app = create_app("tiny")
     async with app.run_test(size=(80, 24)) as pilot:
         await until(pilot, lambda: app.form.ready)
@@ -164,48 +172,15 @@ def test_command_line_round_trips_through_the_cli():
     assert command_line(SpecConfig()) == "spectui run"  # the defaults need no flag
 
 
-async def test_f4_copies_the_form_as_a_command_the_cli_reads_back():
-    """F4 copies the form as a command, which the CLI reads back; on an invalid form, copy
-    and pin (F9) say which field, and the app goes on."""
-    app = create_app("tiny")
-    async with app.run_test(size=(80, 24)) as pilot:
-        await until(pilot, lambda: app.form.ready)
-        await type_into(pilot, app, "acceptance_rate", "1.5")
-        await until(pilot, lambda: app.config is None)
-        await pilot.press("f4")
-        await pilot.press("f9")
-        await until(pilot, lambda: "Cannot pin: fix accept first." in notifications(app))
-        said = notifications(app)
-        assert "Cannot copy the command: fix accept first." in said
-        assert "Cannot pin: fix accept first." in said
-        assert app.clipboard == "" and app.pinned is None
-        await type_into(pilot, app, "acceptance_rate", "0.5")
-        await until(pilot, lambda: app.config is not None)
-        await pilot.press("f9")
-        await until(pilot, lambda: app.pinned is not None)
-        assert app.pinned.config.acceptance_rate == 0.5
-        # A valid form: its command line, shell specials and all.
-        loaded = load_preset("tiny").config.replace(**HOSTILE)
-        app.form.load_config(loaded)
-        await until(pilot, lambda: app.config == loaded)
-        app.form.focus_field("k")
-        await type_into(pilot, app, "k", "9")  # the form's value, not the loaded one
-        await until(pilot, lambda: app.config == loaded.replace(k=9))
-        await pilot.press("f4")
-        await until(pilot, lambda: app.clipboard.startswith("spectui run"))
-        form_config, errors = app.form.current_config()
-        assert errors == {} and form_config.k == 9
-        assert _config_of(app.clipboard) == form_config
-        assert any(
-            m.startswith("Copied the form as a command: spectui run") for m in notifications(app)
-        )
-
-
-async def test_f4_copies_the_highlighted_cycle_row_and_a_written_file_once(isolated_dirs):
+async def test_f4_copies_the_highlighted_cycle_row_and_a_written_file_once(
+    isolated_dirs, monkeypatch
+):
     """F4 copies the focused table's highlighted row, but a file written since (a cycles
-    CSV, a preset, a sweep CSV) once: its path."""
+    CSV, a preset, a sweep CSV) once: its path. The sweep runs in a thread of the app (no
+    worker processes to start: where it runs is tests/app/test_pool.py's)."""
     from spectui.screens.presets import SavePreset
 
+    monkeypatch.setenv("SPECTUI_SWEEP_WORKERS", "0")
     presets, results = isolated_dirs
     app = create_app("tiny", replay_autoplay=False)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -264,41 +239,8 @@ async def test_f4_copies_the_highlighted_cycle_row_and_a_written_file_once(isola
         assert "Copied the sweep CSV's path" in notifications(app)[-1]
 
 
-async def test_f4_on_calibrate_copies_the_recommendations_engine_flags():
-    from spectui.screens.calibrate import CalibrateScreen
-
-    log = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "vllm_v1_mean_length.log"
-    app = create_app("tiny")
-    async with app.run_test(size=(80, 24)) as pilot:
-        await until(pilot, lambda: app.form.ready and app.config is not None)
-        await pilot.press("f8")
-        await until(pilot, lambda: isinstance(app.screen, CalibrateScreen))
-        screen = app.screen
-        assert isinstance(screen, CalibrateScreen)
-        screen.load_file(str(log))
-        await until(pilot, lambda: screen.analysis is not None and screen.analysis.done)
-        screen.query_one("#cal-windows").focus()
-        await pilot.press("3")
-        await until(pilot, lambda: any("Recommended K = " in line for line in screen_lines(app)))
-        head = next(line for line in screen_lines(app) if "Recommended K = " in line)
-        k = int(head.split("Recommended K = ")[1].split()[0].rstrip(",.:"))
-        await pilot.press("f4")
-        await pilot.pause()
-        lines = app.clipboard.splitlines()
-        assert len(lines) == 4, lines
-        assert "--speculative-config" in lines[0]
-        assert f'"num_speculative_tokens": {k}' in lines[0]
-        assert any(f"--draft-max {k} " in line for line in lines)
-        assert f"Copied the engine flags for K = {k}" in notifications(app)[-1]
-        assert isinstance(app.screen, CalibrateScreen)  # the screen stays
-
-
-async def test_the_palette_has_copy_and_pin():
-    app = create_app("tiny")
-    async with app.run_test(size=(80, 24)):
-        titles = [c.title for c in app.get_system_commands(app.screen)]
-        for title in ("Copy", "Copy command line", "Copy file path", "Pin / unpin"):
-            assert title in titles
+# F4 on the Calibrate screen (its engine flags): test_calibrate_screen.py's
+# test_f_sends_the_whole_recommendation_rounded_and_the_toast_names_it, on the same screen.
 
 
 # --- pin and compare (F9) ----------------------------------------------------------------------
@@ -310,7 +252,10 @@ def _k_star(config) -> int:
     return speedups.index(max(speedups)) + 1
 
 
-async def test_f9_pins_the_result_and_the_run_and_speedup_views_compare_with_it():
+async def test_f9_pins_and_compares_f4_copies_the_form_and_the_palette_has_both():
+    """F9 pins the result, and the Run and Speedup views compare with it; F9 again unpins.
+    Then F4 copies the form as a command, which the CLI reads back; on an invalid form, copy
+    and pin say which field, and the app goes on. The palette has copy and pin."""
     from engine.exact import exact_metrics
 
     then = load_preset("tiny").config  # fixed 0.8, K = 3
@@ -336,7 +281,7 @@ async def test_f9_pins_the_result_and_the_run_and_speedup_views_compare_with_it(
         await until(pilot, lambda: pinned in screen_text(app))
         assert f"K*={_k_star(then)}" in notifications(app)[-1]
         assert pinned in screen_text(app)
-        await type_into(pilot, app, "acceptance_rate", "0.6")
+        await set_field(pilot, app, "acceptance_rate", "0.6")
         # Under the cards: Δ speedup (exact: no run of the new form yet), K* then and now.
         old = exact_metrics(then)["speedup_exact"]
         new = exact_metrics(now)["speedup_exact"]
@@ -368,6 +313,41 @@ async def test_f9_pins_the_result_and_the_run_and_speedup_views_compare_with_it(
         await pilot.press("1")
         await until(pilot, lambda: "cycle " in screen_text(app))  # the Run view's status
         assert "vs pinned" not in screen_text(app) and "Δ speedup" not in screen_text(app)
+
+        # --- copy (F4) and pin on an invalid form, then the form as a command ---
+        await set_field(pilot, app, "acceptance_rate", "1.5")
+        await until(pilot, lambda: app.config is None)
+        await pilot.press("f4")
+        await pilot.press("f9")
+        await until(pilot, lambda: "Cannot pin: fix accept first." in notifications(app))
+        said = notifications(app)
+        assert "Cannot copy the command: fix accept first." in said
+        assert "Cannot pin: fix accept first." in said
+        assert app.clipboard == "" and app.pinned is None
+        await set_field(pilot, app, "acceptance_rate", "0.5")
+        await until(pilot, lambda: app.config is not None)
+        await pilot.press("f9")
+        await until(pilot, lambda: app.pinned is not None)
+        assert app.pinned.config.acceptance_rate == 0.5
+        # A valid form: its command line, shell specials and all.
+        loaded = load_preset("tiny").config.replace(**HOSTILE)
+        app.form.load_config(loaded)
+        await until(pilot, lambda: app.config == loaded)
+        app.form.focus_field("k")
+        await set_field(pilot, app, "k", "9")  # the form's value, not the loaded one
+        await until(pilot, lambda: app.config == loaded.replace(k=9))
+        await pilot.press("f4")
+        await until(pilot, lambda: app.clipboard.startswith("spectui run"))
+        form_config, errors = app.form.current_config()
+        assert errors == {} and form_config.k == 9
+        assert _config_of(app.clipboard) == form_config
+        assert any(
+            m.startswith("Copied the form as a command: spectui run") for m in notifications(app)
+        )
+        # The palette has copy and pin.
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        for title in ("Copy", "Copy command line", "Copy file path", "Pin / unpin"):
+            assert title in titles
 
 
 async def test_a_data_table_row_is_copied_with_its_label_tab_separated():

@@ -70,19 +70,19 @@ async def _tiny_sweep(app, pilot) -> SweepView:
     return app.query_one(SweepView)
 
 
-@pytest.mark.parametrize("workers", ["1", "0"])
-async def test_app_sweep_in_processes_or_thread_matches_the_engine(monkeypatch, workers):
-    monkeypatch.setenv("SPECTUI_SWEEP_WORKERS", workers)
+async def test_app_sweep_in_a_thread_matches_the_engine(monkeypatch):
+    """SPECTUI_SWEEP_WORKERS=0: the sweep runs in a thread of the app (in processes: the
+    test of a broken pool below)."""
+    monkeypatch.setenv("SPECTUI_SWEEP_WORKERS", "0")
     app = create_app("tiny")
     async with app.run_test(size=(120, 40)) as pilot:
         view = await _tiny_sweep(app, pilot)
         assert view.finished is not None and not view.finished.cancelled
         pd.testing.assert_frame_equal(view.frame, run_sweep(load_preset("tiny").sweep.configs()))
-        # Processes were used exactly when asked for (inside Textual, whose stderr has no fd),
-        # from the engine's pool, the one the CLI uses too.
+        # No processes (inside Textual, whose stderr has no fd), from the engine's pool.
         assert isinstance(app.pool, engine.pool.SweepPool)
         assert app.pool.problem is None
-        assert (app.pool._executor is not None) == (workers == "1")
+        assert app.pool._executor is None
     assert app.pool._executor is None  # shut down with the app
 
 
@@ -100,7 +100,12 @@ async def test_no_processes_means_a_thread_and_a_warning(monkeypatch):
         assert any("no worker processes" in m for m in notifications(app))
 
 
-async def test_a_broken_pool_is_replaced_for_the_next_sweep(monkeypatch):
+async def test_app_sweep_in_processes_matches_the_engine_and_a_broken_pool_is_replaced(
+    monkeypatch,
+):
+    """SPECTUI_SWEEP_WORKERS=1: the sweep runs in a worker process, as the engine computes
+    it. A pool broken in a sweep is discarded, its processes stopped, and the next sweep
+    gets a new one."""
     import engine.sweep
 
     def broken(*args, **kwargs):
@@ -111,7 +116,15 @@ async def test_a_broken_pool_is_replaced_for_the_next_sweep(monkeypatch):
     monkeypatch.setenv("SPECTUI_SWEEP_WORKERS", "1")
     app = create_app("tiny")
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot, app)
+        view = await _tiny_sweep(app, pilot)
+        assert view.finished is not None and not view.finished.cancelled
+        pd.testing.assert_frame_equal(view.frame, run_sweep(load_preset("tiny").sweep.configs()))
+        # Processes were used (inside Textual, whose stderr has no fd), from the engine's
+        # pool, the one the CLI uses too.
+        assert isinstance(app.pool, engine.pool.SweepPool)
+        assert app.pool.problem is None
+        assert app.pool._executor is not None
+        # A worker dies in the next sweep.
         first = app.pool.executor()
         assert first is not None
         first_processes = list(first._processes.values())
@@ -126,3 +139,4 @@ async def test_a_broken_pool_is_replaced_for_the_next_sweep(monkeypatch):
         view = await _tiny_sweep(app, pilot)
         assert view.finished is not None and view.finished.done == 24
         assert app.pool._executor not in (None, first)
+    assert app.pool._executor is None  # shut down with the app

@@ -10,7 +10,8 @@ from textual.widgets import Input, OptionList
 from engine.presets import PresetError, load_preset
 from spectui.app import create_app
 from spectui.screens.presets import Confirm, PresetPicker, SavePreset
-from tests.app.helpers import notifications, type_into, until
+from tests.app.helpers import notifications, until
+from tests.app.hosts_keys import set_field
 from tests.app.screen import row_with, screen_lines, screen_text
 
 
@@ -36,14 +37,19 @@ async def _gone(pilot, app, screen_type) -> None:
 async def test_load_preset_from_picker_and_a_malformed_one_is_named_by_file_and_key(
     isolated_dirs,
 ):
-    """A malformed user preset is refused, naming its file and key, and the picker lists it
-    as an error instead of crashing; enter on a preset in the picker loads it."""
+    """The command palette lists every action and preset. A malformed user preset is
+    refused, naming its file and key, and the picker lists it as an error instead of
+    crashing; enter on a preset in the picker loads it."""
     presets, _ = isolated_dirs
     presets.mkdir(parents=True)
     bad = presets / "broken.toml"
     bad.write_text("[config]\nacceptance_rate = 1.7\n")
     app = create_app("tiny")
     async with app.run_test(size=(120, 40)) as pilot:
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        for title in ("Help", "Run", "Sweep", "Presets", "Save preset", "Cancel sweep"):
+            assert title in titles
+        assert "Preset: seed-576" in titles and "View: Sweep" in titles
         await until(pilot, lambda: app.form.ready and app.config is not None)
         before = app.config
         assert app.apply_preset("broken") is False
@@ -70,56 +76,10 @@ async def test_load_preset_from_picker_and_a_malformed_one_is_named_by_file_and_
         assert app.query_one("#k", Input).value == str(cheap.k)
 
 
-async def test_save_preset_asks_before_overwriting(isolated_dirs):
-    presets, _ = isolated_dirs
-    path = presets / "mine.toml"
-    app = create_app("tiny")
-    async with app.run_test(size=(120, 40)) as pilot:
-        await until(pilot, lambda: app.form.ready)
-        await type_into(pilot, app, "k", "4")
-        await until(pilot, lambda: app.config is not None and app.config.k == 4)
-        await pilot.press("ctrl+s")
-        await _shown(pilot, app, SavePreset)
-        await pilot.press(*"mine")  # replaces the suggested name, which is selected
-        await pilot.press("tab")
-        await pilot.press(*"my run")
-        await pilot.press("enter")
-        await until(pilot, path.exists)
-        saved = load_preset(str(path))
-        assert saved.config == app.config and saved.description == "my run"
-        # Same name again: a question, and "n" leaves the file alone.
-        await type_into(pilot, app, "k", "6")
-        await until(pilot, lambda: app.config is not None and app.config.k == 6)
-        for answer, expected_k, said in (("n", 4, "Not saved: mine is taken."), ("y", 6, None)):
-            await pilot.press("ctrl+s")
-            await _shown(pilot, app, SavePreset)
-            await pilot.press(*"mine")
-            await pilot.press("enter")
-            await _shown(pilot, app, Confirm)
-            assert isinstance(app.screen, Confirm)
-            count = len(notifications(app))
-            await pilot.press(answer)
-            await _gone(pilot, app, Confirm)
-            await until(pilot, lambda count=count: len(notifications(app)) > count)  # done
-            if said is not None:
-                assert notifications(app)[-1] == said
-            assert load_preset(str(path)).config.k == expected_k
-
-
-async def test_command_palette_lists_every_action_and_preset():
-    app = create_app("tiny")
-    async with app.run_test(size=(120, 40)):
-        titles = [c.title for c in app.get_system_commands(app.screen)]
-        for title in ("Help", "Run", "Sweep", "Presets", "Save preset", "Cancel sweep"):
-            assert title in titles
-        assert "Preset: seed-576" in titles and "View: Sweep" in titles
-
-
-async def test_save_dialog_suggests_a_free_name_enter_saves_and_a_bad_name_is_explained(
-    isolated_dirs,
-):
+async def test_save_dialog_suggests_a_free_name_and_never_overwrites_silently(isolated_dirs):
     """The dialog suggests a name not taken; enter in the name field saves; a wrong name is
-    explained, and the error goes once the name is fixed."""
+    explained, and the error goes once the name is fixed. Saving under a name taken asks
+    before overwriting."""
     presets, _ = isolated_dirs
     app = create_app("tiny")  # fixed, K = 3
     async with app.run_test(size=(80, 24)) as pilot:
@@ -148,6 +108,37 @@ async def test_save_dialog_suggests_a_free_name_enter_saves_and_a_bad_name_is_ex
         assert "✗ name" not in screen_text(app)
         await pilot.press("enter")
         await until(pilot, (presets / "bad.toml").exists)
+        await _gone(pilot, app, SavePreset)
+        # A name typed over the suggestion (selected), and a description.
+        path = presets / "mine.toml"
+        await set_field(pilot, app, "k", "4")
+        await until(pilot, lambda: app.config is not None and app.config.k == 4)
+        await pilot.press("ctrl+s")
+        await _shown(pilot, app, SavePreset)
+        await pilot.press(*"mine")  # replaces the suggested name, which is selected
+        await pilot.press("tab")
+        await pilot.press(*"my run")
+        await pilot.press("enter")
+        await until(pilot, path.exists)
+        saved = load_preset(str(path))
+        assert saved.config == app.config and saved.description == "my run"
+        # Same name again: a question, and "n" leaves the file alone.
+        await set_field(pilot, app, "k", "6")
+        await until(pilot, lambda: app.config is not None and app.config.k == 6)
+        for answer, expected_k, said in (("n", 4, "Not saved: mine is taken."), ("y", 6, None)):
+            await pilot.press("ctrl+s")
+            await _shown(pilot, app, SavePreset)
+            await pilot.press(*"mine")
+            await pilot.press("enter")
+            await _shown(pilot, app, Confirm)
+            assert isinstance(app.screen, Confirm)
+            count = len(notifications(app))
+            await pilot.press(answer)
+            await _gone(pilot, app, Confirm)
+            await until(pilot, lambda count=count: len(notifications(app)) > count)  # done
+            if said is not None:
+                assert notifications(app)[-1] == said
+            assert load_preset(str(path)).config.k == expected_k
 
 
 async def test_error_toasts_are_framed_apart():
@@ -156,7 +147,7 @@ async def test_error_toasts_are_framed_apart():
     app = create_app("tiny")
     async with app.run_test(size=(80, 24), notifications=True) as pilot:
         await until(pilot, lambda: app.form.ready)
-        await type_into(pilot, app, "k", "x")
+        await set_field(pilot, app, "k", "x")
         await until(pilot, lambda: app.config is None)
         await pilot.press("f5")
         await pilot.press("ctrl+s")
