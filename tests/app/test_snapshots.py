@@ -1,8 +1,14 @@
 """How each view looks, at 80x24 and 120x40, with the tiny preset and its fixed seed.
 
+Two apps per terminal size go through the views in turn (:data:`SESSIONS`), and each
+snapshot is compared with its own baseline file, as ``snap_compare`` would take it from an
+app given only that view's steps (see tests/app/snap_session.py): the order is such that
+no step leaves anything on screen that a later snapshot would show (the invalid value is
+typed back before the run; the arena's preset is loaded from the Run view).
 Update the baselines with ``pytest tests/app/test_snapshots.py --snapshot-update``.
 Wall-clock figures (rate, ETA, durations, file paths) are hidden by SPECTUI_HIDE_TIMINGS.
 The Run view's replay does not move by itself here: the test shows its rows at once.
+Sweeps run in a thread of the app (SPECTUI_SWEEP_WORKERS=0): same rows, no process to start.
 """
 
 from __future__ import annotations
@@ -11,22 +17,39 @@ import pytest
 
 from spectui.app import create_app
 from tests.app.helpers import settle, type_into, until
+from tests.app.snap_session import Baselines, plots_drawn, quiet, run_session, screenshot
 
 SIZES = [(80, 24), (120, 40)]
 
 
-async def _quiet(pilot) -> None:
-    """No toasts (they name tmp paths) and no blinking cursor in the snapshot."""
-    from textual.widgets import Input
-
-    await settle(pilot, pilot.app)
-    pilot.app.clear_notifications()
-    for field in pilot.app.query(Input):
-        field.cursor_blink = False
-    await pilot.pause()
-
-
 async def _start(pilot) -> None:
+    await settle(pilot, pilot.app)
+
+
+async def _help(pilot) -> None:
+    await settle(pilot, pilot.app)
+    pilot.app.action_help()
+    await quiet(pilot)
+
+
+async def _close_help(pilot) -> None:
+    from spectui.screens.help import HelpScreen
+
+    await pilot.press("escape")
+    await until(pilot, lambda: not isinstance(pilot.app.screen, HelpScreen))
+    await settle(pilot, pilot.app)
+
+
+async def _invalid(pilot) -> None:
+    await settle(pilot, pilot.app)
+    await type_into(pilot, pilot.app, "acceptance_rate", "1.5")
+    await quiet(pilot)
+
+
+async def _valid_again(pilot) -> None:
+    """The preset's own value typed back: the form as the app started."""
+    await type_into(pilot, pilot.app, "acceptance_rate", "0.8")
+    await until(pilot, lambda: pilot.app.config == pilot.app.preset.config)
     await settle(pilot, pilot.app)
 
 
@@ -35,7 +58,7 @@ async def _run(pilot) -> None:
     pilot.app.action_run()
     await settle(pilot, pilot.app)
     await pilot.press("e")  # every row at once: the replay is not on a timer here
-    await _quiet(pilot)
+    await quiet(pilot)
 
 
 async def _speedup(pilot) -> None:
@@ -43,7 +66,7 @@ async def _speedup(pilot) -> None:
     await pilot.app.action_show_view("speedup")
     await settle(pilot, pilot.app)
     await drawn_at_final_size(pilot)
-    await _quiet(pilot)
+    await quiet(pilot)
 
 
 async def drawn_at_final_size(pilot) -> None:
@@ -63,51 +86,57 @@ async def drawn_at_final_size(pilot) -> None:
 
 
 async def _sweep(pilot) -> None:
-    await settle(pilot, pilot.app)
-    await pilot.app.action_start_sweep()
-    await settle(pilot, pilot.app, rounds=5)
-    await _quiet(pilot)
+    from spectui.widgets.sweep_view import SweepView
+
+    app = pilot.app
+    await settle(pilot, app)
+    await app.action_start_sweep()
+    view = app.query_one(SweepView)
+    await until(pilot, lambda: app.sweep_frame is not None and not view.running)
+    await settle(pilot, app, rounds=5)
+    await quiet(pilot)
 
 
 async def _analysis(pilot) -> None:
-    await _sweep(pilot)
     await pilot.app.action_show_view("analysis")
-    await _quiet(pilot)
+    await quiet(pilot)
 
 
 async def _plots(pilot) -> None:
-    await _sweep(pilot)
     await pilot.app.action_show_view("plots")
     await settle(pilot, pilot.app)
-    await pilot.pause(0.6)
-    await _quiet(pilot)
-
-
-async def _invalid(pilot) -> None:
-    await settle(pilot, pilot.app)
-    await type_into(pilot, pilot.app, "acceptance_rate", "1.5")
-    await _quiet(pilot)
-
-
-async def _help(pilot) -> None:
-    await settle(pilot, pilot.app)
-    pilot.app.action_help()
-    await _quiet(pilot)
+    await plots_drawn(pilot)
+    await quiet(pilot)
 
 
 async def _regime(pilot) -> None:
     """The form on a roofline at batch 8, then the regime map of that scenario."""
     from engine.presets import load_preset
     from spectui.widgets.param_form import ParamForm
+    from spectui.widgets.regime_view import RegimeMapTable, RegimeView
 
-    await settle(pilot, pilot.app)
+    app = pilot.app
+    await settle(pilot, app)
     config = load_preset("tiny").config.replace(cost_model="roofline", batch_size=8)
-    pilot.app.query_one(ParamForm).load_config(config)
-    await settle(pilot, pilot.app)
-    await pilot.app.action_show_view("regime")
-    await settle(pilot, pilot.app, rounds=5)
-    await pilot.pause(0.1)  # the map laid out (and scrolled home) before the screenshot
-    await _quiet(pilot)
+    app.query_one(ParamForm).load_config(config)
+    await settle(pilot, app)
+    await app.action_show_view("regime")
+    view = app.query_one(RegimeView)
+    table = view.query_one(RegimeMapTable)
+    await settle(pilot, app, rounds=5)
+    # The map of this scenario laid out and scrolled home before the screenshot.
+    await until(
+        pilot,
+        lambda: (
+            not view.dirty
+            and view.shown is not None
+            and view.config == app.config
+            and table.regime is view.shown
+            and not table._require_update_dimensions
+            and table.scroll_offset == (0, 0)
+        ),
+    )
+    await quiet(pilot)
 
 
 async def _arena(pilot) -> None:
@@ -129,25 +158,64 @@ async def _arena(pilot) -> None:
     # once too few under load, and the snapshot showed the arena still running).
     await until(pilot, lambda: view.result is not None and not pilot.app._arena_running())
     await settle(pilot, pilot.app, rounds=5)
-    await _quiet(pilot)
+    # The sorted board's column widths measured (a DataTable does it when idle).
+    board = view.query_one("#arena-board")
+    await until(pilot, lambda: not board._require_update_dimensions)
+    await quiet(pilot)
 
 
-VIEWS = {
-    "start": _start,
-    "run": _run,
-    "speedup": _speedup,
-    "sweep": _sweep,
-    "analysis": _analysis,
-    "plots": _plots,
-    "invalid_form": _invalid,
-    "help": _help,
-    "regime": _regime,
-    "arena": _arena,
+async def _back_to_run(pilot) -> None:
+    """The Run view again: a preset loaded on the Regime view would be mapped at once."""
+    await pilot.app.action_show_view("run")
+    await settle(pilot, pilot.app)
+
+
+# Three apps per size, each through its views in this order: (snapshot, steps). Steps without
+# a snapshot put back what the next snapshot must not show. (One app for all ten ran past
+# the per-test timeout on a loaded machine; three keep each test short on the slowest.)
+SESSIONS = {
+    "form": [
+        ("start", _start),
+        ("help", _help),
+        (None, _close_help),
+        ("invalid_form", _invalid),
+        (None, _valid_again),
+        ("run", _run),
+        ("speedup", _speedup),
+    ],
+    "results": [
+        ("sweep", _sweep),
+        ("analysis", _analysis),
+        ("plots", _plots),
+    ],
+    "scenarios": [
+        ("regime", _regime),
+        (None, _back_to_run),
+        ("arena", _arena),
+    ],
 }
 
 
+@pytest.fixture
+def sweeps_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SPECTUI_SWEEP_WORKERS", "0")
+
+
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
-@pytest.mark.parametrize("view", list(VIEWS))
-def test_view_snapshot(snap_compare, view, size):
-    app = create_app("tiny", replay_autoplay=False)
-    assert snap_compare(app, terminal_size=size, run_before=VIEWS[view])
+@pytest.mark.parametrize("session", list(SESSIONS))
+def test_view_snapshot(snapshot, request, sweeps_in_process, session, size):
+    """These views' snapshots at this size: baselines test_view_snapshot[VIEW-WxH].svg."""
+    baselines = Baselines(snapshot, request)
+    width, height = size
+
+    async def script(pilot) -> None:
+        for view, steps in SESSIONS[session]:
+            await steps(pilot)
+            if view is not None:
+                baselines.check(
+                    f"test_view_snapshot[{view}-{width}x{height}]", await screenshot(pilot)
+                )
+
+    run_session(create_app("tiny", replay_autoplay=False), size, script)
+    assert len(baselines.checked) == sum(view is not None for view, _ in SESSIONS[session])
+    baselines.verify()
