@@ -34,8 +34,9 @@ The base engine is the one before issue #15, in a worktree of its own (read-only
 Each run puts its root first on ``PYTHONPATH`` and runs from an empty directory, and says
 which ``engine`` it imported (a run that imported another engine stops the benchmark).
 Without ``--base`` the base columns are left out. ``--quick`` runs tiny sizes in seconds
-(the test suite runs it): seed-576 at 4 sequences, a part of the regime study without its
-two Dask runs (the Dask runs of section 1 cover them), memory at 100 and 300
+(the test suite runs it): seed-576 at 4 sequences, its Dask runs on a LocalCluster of one
+worker (each worker is a nanny and a process to start), a part of the regime study without
+its two Dask runs (the Dask runs of section 1 cover them), memory at 100 and 300
 configurations; its figures mean nothing.
 """
 
@@ -95,6 +96,7 @@ class Sizes:
     base_memory_max: int  # the base engine's memory runs stop at this size
     memory_tokens: int  # tokens_per_seq of the generated grids
     regime_dask: bool  # the regime study on the LocalCluster too (its two Dask runs)
+    dask_workers: int | None  # the LocalCluster's workers (None: as many as --workers)
 
 
 FULL = Sizes(
@@ -104,6 +106,7 @@ FULL = Sizes(
     base_memory_max=100_000,
     memory_tokens=16,
     regime_dask=True,
+    dask_workers=None,
 )
 # Seconds a run, nearly all of them the interpreter's start (imports) and a LocalCluster's:
 # as few runs as show every kind of run, every section and the memory growth line.
@@ -114,6 +117,7 @@ QUICK = Sizes(
     base_memory_max=300,
     memory_tokens=8,
     regime_dask=False,  # a LocalCluster's start is most of a quick run's time
+    dask_workers=1,  # the same code, one worker fewer to start (about 1.3 s of CPU a run)
 )
 
 
@@ -506,8 +510,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for e in engines
             ]
             if dask:
-                cluster = ("--scheduler", f"local:{workers}")
-                label = f"new --scheduler local:{workers}"
+                dask_workers = sizes.dask_workers or workers
+                cluster = ("--scheduler", f"local:{dask_workers}")
+                label = f"new --scheduler local:{dask_workers}"
                 runs.append(new.sweep(label, preset, out_name, *flags, *cluster))
                 runs.append(
                     new.sweep(

@@ -12,12 +12,14 @@ import re
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
 from engine.config import SpecConfig
 from engine.exact import expected_sequence_time_us
 from engine.kernel import cycle_costs
+from engine.presets import load_preset
 from engine.simulator import simulate
 from tests.engine.stats import Z_STRICT
 
@@ -69,6 +71,15 @@ def test_lean_loop_matches_the_model(bench: ModuleType) -> None:
     assert lean["accepted"] / lean["cycles"] == pytest.approx(per_cycle, rel=0.02)
 
 
+@pytest.fixture
+def quick_uniform(bench: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tasks' uniform-rate figure from one chunk, once (not 16 chunks, best of 7): the
+    same code, a few milliseconds instead of a third of a second."""
+    uniform_rate = bench.uniform_rate
+    monkeypatch.setattr(bench, "uniform_rate", lambda: uniform_rate(repeats=1, chunks=1))
+
+
+@pytest.mark.usefixtures("quick_uniform")
 def test_one_config_task_counts_the_engines_cycles(bench: ModuleType) -> None:
     figures = bench.task_one_config(k=3, p=0.7, sequences=40, tokens=32, repeats=2)
     config = SpecConfig(k=3, acceptance_rate=0.7, n_sequences=40, tokens_per_seq=32)
@@ -85,6 +96,7 @@ def test_best_of_stops_after_a_long_call(
     assert (len(times), result) == (1, "done")
 
 
+@pytest.mark.usefixtures("quick_uniform")
 def test_sweep_task_counts_shared_draws_once(bench: ModuleType) -> None:
     figures = bench.task_sweep(sequences=2, workers=1, repeats=1)
     assert figures["configurations"] == 576
@@ -94,9 +106,11 @@ def test_sweep_task_counts_shared_draws_once(bench: ModuleType) -> None:
 
 def test_engines_run_times_the_engine_it_names(bench: ModuleType, tmp_path: Path) -> None:
     engines = bench.Engines({"after": REPO}, tmp_path)
-    figures = engines.run("after", "one_config", k=2, p=0.5, sequences=20, tokens=16, repeats=1)
+    # A task with arguments, but a cheap one (one_config also times numpy's uniform rate).
+    figures = engines.run("after", "memory_run", sequences=20, mode="plain")
     assert Path(figures["engine"]).resolve().is_relative_to(REPO / "engine")
     assert figures["max_rss_mib"] > 0
+    assert figures["cycles"] == simulate(SpecConfig(n_sequences=20)).metrics["cycles"]
 
 
 def test_engines_run_refuses_another_engine(bench: ModuleType, tmp_path: Path) -> None:
@@ -159,17 +173,29 @@ def scale() -> ModuleType:
 
 @pytest.mark.timeout(300)  # eight `spectui sweep` processes, two on a LocalCluster
 def test_sweep_scale_quick_prints_its_tables(
-    scale: ModuleType, capsys: pytest.CaptureFixture[str]
+    scale: ModuleType,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> None:
     """--quick without a base engine: three sections, the new engine's rows, and every set
-    of runs (processes and a Dask LocalCluster) wrote byte-identical CSV files."""
-    assert scale.main(["--quick"]) == 0
+    of runs (processes and a Dask LocalCluster) wrote byte-identical CSV files; each run was
+    timed in every phase, on this tree's engine."""
+    runs: list[Any] = []  # every run the tables were made of
+    sweep = scale.Engine.sweep
+
+    def recorded(engine: Any, *args: Any, **kwargs: Any) -> Any:
+        runs.append(sweep(engine, *args, **kwargs))
+        return runs[-1]
+
+    monkeypatch.setattr(scale.Engine, "sweep", recorded)
+    assert scale.main(["--quick", "--keep", str(tmp_path / "runs")]) == 0
     out = capsys.readouterr().out
     assert "base columns left out" in out
     titles = ("1a. seed-576 at 4 sequences", "2. regime study")
     for title in (*titles, "3. Memory"):
         assert title in out
-    dask = ("new --scheduler local:2", "new --scheduler local:2 (Dask's malloc trim)")
+    dask = ("new --scheduler local:1", "new --scheduler local:1 (Dask's malloc trim)")
     for label, tables in (("new --workers 2", 2), ("new --workers 1", 2), *((d, 1) for d in dask)):
         row = re.compile(rf"^{re.escape(label)} +\d", re.MULTILINE)
         assert len(row.findall(out)) == tables  # a row in each speed table (Dask: the first)
@@ -180,27 +206,28 @@ def test_sweep_scale_quick_prints_its_tables(
     memory = out[out.index("3. Memory") :].splitlines()
     sizes = [line.split()[0] for line in memory[2:5]]
     assert sizes == ["100", "300", "new:"]  # then the growth line
+    # The runs the tables were made of: the named engine, timed in every phase.
+    assert len(runs) == 8
+    for run in runs:
+        assert run.finished and run.max_rss_mib > 0
+        phases = (run.setup_s, run.start_s, run.rows_s, run.finish_s)
+        assert all(phase is not None and phase >= 0 for phase in phases)
+    # The memory section's first run: `--exact-only --workers 1` on a grid of 100.
+    assert runs[-2].csv.read_text().count("\n") == 101  # a header and a row a configuration
 
 
 def test_sweep_scale_refuses_another_engine(scale: ModuleType, tmp_path: Path) -> None:
     """A root without an engine: the run imports the installed one, and the benchmark says so."""
     empty = tmp_path / "empty"
     empty.mkdir()
-    grid = scale.memory_grid(tmp_path / "grid.toml", 100, 4)
+    # The launcher names the engine it imported before spectui starts: the check needs no
+    # sweep (a preset that is not there ends the run before spectui's sweep imports).
     engine = scale.Engine("base", empty, tmp_path / "runs", 120.0)
     with pytest.raises(RuntimeError, match="timed the wrong engine"):
-        engine.sweep("base", grid, "grid.csv", "--exact-only")
+        engine.sweep("base", tmp_path / "absent.toml", "grid.csv", "--exact-only")
 
 
-def test_sweep_scale_runs_and_times_the_named_engine(scale: ModuleType, tmp_path: Path) -> None:
-    grid = scale.memory_grid(tmp_path / "grid.toml", 100, 4)
-    run = scale.Engine("new", REPO, tmp_path / "runs", 120.0).sweep(
-        "new", grid, "grid.csv", "--exact-only"
-    )
-    assert run.finished and run.max_rss_mib > 0
-    phases = (run.setup_s, run.start_s, run.rows_s, run.finish_s)
-    assert all(phase is not None and phase >= 0 for phase in phases)
-    assert run.csv.read_text().count("\n") == 101  # a header and a row a configuration
+# A run that times the named engine: test_sweep_scale_quick_prints_its_tables.
 
 
 def test_sweep_scale_phases_from_the_cli_lines(scale: ModuleType) -> None:
@@ -236,4 +263,6 @@ def test_sweep_scale_generated_grids(scale: ModuleType, tmp_path: Path) -> None:
     assert scale.sweep_work(seed) == (576, 576 * 30 * 128)
     part = scale.regime_copy(tmp_path / "regime.toml", scale.QUICK.regime_grid)
     assert scale.sweep_work(part)[0] == 3 * 3 * 16
-    assert scale.sweep_work(scale.regime_copy(tmp_path / "unused.toml", None))[0] == 46_080
+    # None: the whole study (46,080 configurations, counted without making each one)
+    whole = scale.regime_copy(tmp_path / "unused.toml", None)
+    assert load_preset(str(whole)).size() == 46_080

@@ -33,8 +33,37 @@ def _packet(kind: bytes, meta: dict[str, object]) -> bytes:
     return kind + len(data).to_bytes(4, "big") + data
 
 
-def _served_child() -> subprocess.Popen[bytes]:
-    """`python -m spectui` as textual-serve starts it (same driver environment)."""
+# The served app's watchdog ends a stuck app EXIT_GRACE_S (5 s) after it was told to leave;
+# the tests of a stuck app run it with this grace (the same watchdog, 4.5 s sooner), as
+# `python -m spectui` would run. Set once spectui.served is imported, as the driver Textual
+# loads: importing it first would import Textual before spectui chose its driver.
+SHORT_GRACE_S = 0.5
+SHORT_GRACE_SPECTUI = f"""
+import importlib.util, runpy, sys
+
+class ShortGrace:
+    def find_spec(self, name, path=None, target=None):
+        if name != "spectui.served":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            module.EXIT_GRACE_S = {SHORT_GRACE_S}
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+sys.meta_path.insert(0, ShortGrace())
+runpy.run_module("spectui", run_name="__main__", alter_sys=True)
+"""
+
+
+def _served_child(short_grace: bool = False) -> subprocess.Popen[bytes]:
+    """`python -m spectui` as textual-serve starts it (same driver environment); with
+    ``short_grace``, its watchdog waits SHORT_GRACE_S, not EXIT_GRACE_S."""
     env = {
         **os.environ,
         "TEXTUAL_DRIVER": "textual.drivers.web_driver:WebDriver",
@@ -43,8 +72,9 @@ def _served_child() -> subprocess.Popen[bytes]:
         "COLUMNS": "80",
         "ROWS": "24",
     }
+    program = ["-c", SHORT_GRACE_SPECTUI] if short_grace else ["-m", "spectui"]
     return subprocess.Popen(
-        [sys.executable, "-m", "spectui"],
+        [sys.executable, *program],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -74,7 +104,7 @@ def _ends(child: subprocess.Popen[bytes]) -> bool:
 def test_a_browser_that_leaves_during_start_up_ends_its_app():
     # What headless Chromium with --screenshot does: a resize, then gone at once. The
     # server then sends quit. Textual's WebDriver spun at ~80 % CPU here, forever.
-    child = _served_child()
+    child = _served_child(short_grace=True)
     assert child.stdin is not None
     child.stdin.write(_packet(b"M", {"type": "resize", "width": 88, "height": 28}))
     child.stdin.write(_packet(b"M", {"type": "quit"}))
@@ -83,7 +113,7 @@ def test_a_browser_that_leaves_during_start_up_ends_its_app():
 
 
 def test_a_stuck_app_still_ends_on_sigterm():
-    child = _served_child()
+    child = _served_child(short_grace=True)
     assert child.stdin is not None
     child.stdin.write(_packet(b"M", {"type": "resize", "width": 88, "height": 28}))
     child.stdin.flush()
