@@ -132,6 +132,7 @@ async def visit_every_state(app) -> list[Cell]:
 
     from spectui.screens.calibrate import CalibrateScreen
     from spectui.screens.presets import Confirm
+    from spectui.widgets.run_view import RunView
     from spectui.widgets.sweep_view import SweepView
     from tests.app.helpers import settle, until
 
@@ -140,7 +141,11 @@ async def visit_every_state(app) -> list[Cell]:
         await settle(pilot, app)
         found += glyph_cells(app, "start")
         await pilot.press("f5")
-        await settle(pilot, app, rounds=5)
+        run = app.query_one(RunView)
+        await until(pilot, lambda: run.result is not None and not run.busy)
+        run.action_run_to_end()  # what key e does: every cycle shown
+        await settle(pilot, app)
+        assert run.table.shown == run.table.total > 0
         found += glyph_cells(app, "after a run")
         app.notify("information")
         app.notify("warning", severity="warning")
@@ -174,7 +179,7 @@ async def visit_every_state(app) -> list[Cell]:
         found += glyph_cells(app, "an arena")
         for key, (view, _) in enumerate(VIEWS, start=1):
             await pilot.press("f3", str(key))
-            await settle(pilot, app, rounds=5)
+            await settle(pilot, app)  # the view mounted, its workers' results drawn
             found += glyph_cells(app, f"view {view}")
         for key, state in (("f1", "help"), ("ctrl+o", "presets"), ("ctrl+s", "save")):
             await pilot.press(key)
@@ -196,31 +201,16 @@ async def visit_every_state(app) -> list[Cell]:
         await pilot.pause()
         screen = app.screen
         assert isinstance(screen, CalibrateScreen)
-        screen.load_file(str(LOGS / "vllm_v1_mean_length.log"))
-        await settle(pilot, app, rounds=5)
+        log = str(LOGS / "vllm_v1_mean_length.log")
+        screen.load_file(log)
+        await until(pilot, lambda: screen.analysis is not None and screen.analysis.done)
+        await settle(pilot, app)
+        assert screen.analysis.source == log and screen.analysis.recommendation is not None
         for pane, title in PANES:
             screen.action_pane(pane)
             await pilot.pause()
             found += glyph_cells(app, f"calibrate {title}")
     return found
-
-
-@pytest.fixture(scope="module", params=[False, True], ids=["colour", "NO_COLOR"])
-def every_glyph(request: pytest.FixtureRequest) -> list[Cell]:
-    """The app's glyphs in every state, with colours and under NO_COLOR (the app then draws
-    some things differently, and Textual turns every colour to grey)."""
-    from spectui.app import create_app
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("SPECTUI_HIDE_TIMINGS", "1")
-        patch.setenv("SPECTUI_SWEEP_WORKERS", "1")
-        if request.param:
-            patch.setenv("NO_COLOR", "1")
-        else:
-            patch.delenv("NO_COLOR", raising=False)
-        app = create_app("tiny")
-        assert app.no_color is request.param
-        return asyncio.run(visit_every_state(app))
 
 
 def invisible_glyphs(cells: list[Cell], system: ColorSystem) -> str:
@@ -238,17 +228,43 @@ def invisible_glyphs(cells: list[Cell], system: ColorSystem) -> str:
     )
 
 
-@pytest.mark.parametrize("system", SYSTEMS, ids=lambda s: s.name)
-def test_no_glyph_is_invisible_in_any_colour_mode(every_glyph, system):
+@pytest.mark.parametrize("no_color", [False, True], ids=["colour", "NO_COLOR"])
+def test_no_glyph_is_invisible_in_any_colour_mode(no_color, monkeypatch):
+    """The app's glyphs in every state, with colours and under NO_COLOR (the app then draws
+    some things differently, and Textual turns every colour to grey), in each colour system.
+    One walk per colour mode, checked for all three systems: a walk is built once, and the
+    two can run in two test processes."""
+    from spectui.app import create_app
+
+    monkeypatch.setenv("SPECTUI_HIDE_TIMINGS", "1")
+    # The sweep in a thread of the app (as SPECTUI_SWEEP_WORKERS=0): its view draws the
+    # same; no process to start and import numpy and pandas in.
+    monkeypatch.setenv("SPECTUI_SWEEP_WORKERS", "0")
+    if no_color:
+        monkeypatch.setenv("NO_COLOR", "1")
+    else:
+        monkeypatch.delenv("NO_COLOR", raising=False)
+    # The replay is shown to its end at once (key e's action), not ticked all along.
+    app = create_app("tiny", replay_autoplay=False)
+    assert app.no_color is no_color
+    every_glyph = asyncio.run(visit_every_state(app))
+
     states = {cell.state for cell in every_glyph}
-    seen = {"start", "toasts", "a sweep", "an arena", "view plots", "confirm", "calibrate Fit"}
+    seen = {"start", "after a run", "toasts", "an invalid field, focused", "a sweep"}
+    seen |= {"an arena", "help", "presets", "save", "save, a bad name", "confirm"}
+    seen |= {f"view {view}" for view, _ in VIEWS} | {f"calibrate {title}" for _, title in PANES}
     assert seen <= states
-    assert invisible_glyphs(every_glyph, system) == ""
 
-
-def test_the_issues_two_borders_are_drawn_and_read_in_16_colours(every_glyph):
-    """The Exact panel's and the acc@i box's borders (black on black under NO_COLOR)."""
+    # The issue's two borders, the Exact panel's and the acc@i box's (black on black under
+    # NO_COLOR): drawn, and read in 16 colours.
     boxes = ("ExactPanel#exact", "PositionBar#position-bar")
     borders = [c for c in every_glyph if c.widget in boxes and c.glyphs[0] in "╭╮╰╯"]
     assert {c.widget for c in borders} == set(boxes)
     assert invisible_glyphs(borders, ColorSystem.STANDARD) == ""
+
+    invisible = "\n".join(
+        f"{system.name}: {line}"
+        for system in SYSTEMS
+        for line in invisible_glyphs(every_glyph, system).splitlines()
+    )
+    assert invisible == ""
