@@ -148,13 +148,37 @@ async def _open_arena(pilot, app) -> None:
     await until(pilot, lambda: "Scenario: markov" in screen_text(app))
 
 
-async def test_rows_appear_live_then_sort_best_first_and_a_form_change_marks_them_stale(gated):
+async def test_rows_appear_live_sort_best_first_go_stale_and_escape_stops_the_arena(
+    tmp_path, gated
+):
     """In the app: key 7 shows the view (its board has the focus), F7 runs the arena on the
     form's scenario, rows come as policies finish and sort best first at the end; a change of
-    the form then marks the board stale, its rows kept."""
+    the form then marks the board stale, its rows kept.
+
+    Then escape: in the Arena view it stops the arena first (even with a sweep running),
+    keeping the finished rows; the app stays responsive (another view, then F7 from there
+    runs a new arena to its end); from another view, with nothing else running, escape
+    stops the arena too. Before all that, with the form hidden, loading a preset brings its
+    contenders."""
+    path = tmp_path / "confidence-stop.toml"
+    path.write_text(PRESET)
     app = create_app("default")
     async with app.run_test(size=(80, 24)) as pilot:
+        # First, with the form hidden (the contenders' line fits), a preset loaded brings
+        # its contenders; then the default preset, the form shown, and MARKOV again.
+        await pilot.press("ctrl+b")
         await _open_arena(pilot, app)
+        assert "Contenders (+ the best fixed K): the default set" in screen_text(app)
+        assert app.apply_preset(str(path))
+        await until(pilot, lambda: "threshold" in _status(app))
+        text = screen_text(app)
+        assert "Contenders (+ the best fixed K): preset confidence-stop's [[arena]]" in text
+        assert _status(app) == "F7 runs the arena: threshold p_min=0.75, threshold h=0.5"
+        assert app.apply_preset("default")
+        await pilot.press("ctrl+b")
+        app.post_message(ConfigChanged(MARKOV))
+        await until(pilot, lambda: "the default set" in screen_text(app))
+        await until(pilot, lambda: "Scenario: markov" in screen_text(app))
         assert app.query_one(TabbedContent).active == "arena"
         text = screen_text(app)
         assert "Scenario: markov (easy 0.9, hard 0.3" in text
@@ -192,31 +216,10 @@ async def test_rows_appear_live_then_sort_best_first_and_a_form_change_marks_the
         await until(pilot, lambda: "form invalid" in _status(app))
         assert _status(app) == "stale (the form changed) · form invalid: fix it to run the arena"
         assert _shown_rows(app) == rows
-
-
-async def test_the_progress_names_the_policy_running(gated):
-    app = ArenaHost(MARKOV)
-    async with app.run_test(size=BESIDE_THE_FORM) as pilot:
-        await settle(pilot, app)
-        await pilot.press("f7")
-        gated.release(0)
-        await until(pilot, lambda: _board(app).row_count == 1)
-        await until(pilot, lambda: "1/5 policies · running oracle…" in _status(app))
-        gated.release(1)
-        hf = contender_labels(default_contenders(MARKOV))[0]
-        await until(pilot, lambda: f"2/5 policies · running {hf}…" in _status(app))
-        gated.release_all()
-        await settle(pilot, app)
-
-
-async def test_escape_stops_the_arena_in_its_view_and_from_another_keeping_finished_rows(gated):
-    """In the app: in the Arena view escape stops the arena first (even with a sweep running),
-    keeping the finished rows; the app stays responsive (another view, then F7 from there
-    runs a new arena to its end); from another view, with nothing else running, escape
-    stops the arena too."""
-    app = create_app("default")
-    async with app.run_test(size=(80, 24)) as pilot:
-        await _open_arena(pilot, app)
+        # The form's scenario again, and a new arena (new gates, all closed) to stop.
+        app.post_message(ConfigChanged(MARKOV))
+        await until(pilot, lambda: "form invalid" not in _status(app))
+        gated.__init__()
         await pilot.press("f7")
         gated.release(0)
         gated.release(1)
@@ -251,6 +254,21 @@ async def test_escape_stops_the_arena_in_its_view_and_from_another_keeping_finis
         await pilot.press("7")
         await until(pilot, lambda: _status(app).startswith("stopped"))
         assert _status(app) == "stopped: 0 finished policies kept"
+
+
+async def test_the_progress_names_the_policy_running(gated):
+    app = ArenaHost(MARKOV)
+    async with app.run_test(size=BESIDE_THE_FORM) as pilot:
+        await settle(pilot, app)
+        await pilot.press("f7")
+        gated.release(0)
+        await until(pilot, lambda: _board(app).row_count == 1)
+        await until(pilot, lambda: "1/5 policies · running oracle…" in _status(app))
+        gated.release(1)
+        hf = contender_labels(default_contenders(MARKOV))[0]
+        await until(pilot, lambda: f"2/5 policies · running {hf}…" in _status(app))
+        gated.release_all()
+        await settle(pilot, app)
 
 
 async def test_quitting_while_the_arena_runs_exits(gated):
@@ -368,21 +386,6 @@ async def test_a_tiny_arena_on_the_real_engine_fills_every_row():
         assert _status(app).startswith(f"{expected} policies, best first")
         title = region_text(app, app.query_one("#arena-trace-title"))
         assert "sequence 0 · cycles 1-" in title
-
-
-async def test_loading_a_preset_brings_its_contenders(tmp_path, gated):
-    path = tmp_path / "confidence-stop.toml"
-    path.write_text(PRESET)
-    app = create_app("default")
-    async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("ctrl+b")
-        await _open_arena(pilot, app)
-        assert "Contenders (+ the best fixed K): the default set" in screen_text(app)
-        assert app.apply_preset(str(path))
-        await until(pilot, lambda: "threshold" in _status(app))
-        text = screen_text(app)
-        assert "Contenders (+ the best fixed K): preset confidence-stop's [[arena]]" in text
-        assert _status(app) == "F7 runs the arena: threshold p_min=0.75, threshold h=0.5"
 
 
 async def test_a_refusal_from_the_engine_shows_in_the_status_line(monkeypatch):

@@ -49,9 +49,11 @@ def labelled(rows: list[str], label: str) -> bool:
 
 
 def shown(app, key: str) -> bool:
-    """Whether a field's row is shown (a row is built the first time its field shows)."""
-    found = app.query(f"#row-{IDS.get(key, key)}")
-    return bool(found) and bool(found.first().display)
+    """Whether a field's row is shown (a row is built the first time its field shows, among
+    the form's children: looked up there, not by a query of the whole DOM)."""
+    row_id = f"row-{IDS.get(key, key)}"
+    found = [row for row in app.form.children if row.id == row_id]
+    return bool(found) and bool(found[0].display)
 
 
 async def choose(pilot, app, key: str, value: str) -> None:
@@ -65,12 +67,18 @@ async def choose(pilot, app, key: str, value: str) -> None:
     await pilot.pause()
 
 
-async def test_choosing_roofline_shows_its_fields_and_hides_the_linear_costs():
-    """Its fields, its hardware and models chosen from the known ids; then every cost
-    model's fields."""
+async def test_roofline_fields_and_the_exact_panels_times_of_every_cost_model_and_workload():
+    """Choosing roofline shows its fields and hides the linear costs: its hardware and
+    models chosen from the known ids; then every cost model's fields. The Exact panel's
+    times per cycle under the linear and the roofline costs (memory, then compute bound as
+    the batch grows); batch size and prompt reach the configuration and the panel."""
     app = FormHost("tiny")
     async with app.run_test(size=(80, 24)) as pilot:
         await caught_up(pilot, app)
+        config = app.config
+        assert config is not None
+        await _exact_panel_shows_cycle_costs(app, config)  # linear: K drafts, one verify
+        assert cycle_costs(config).limit_draft_us == config.k * config.draft_cost_us
         rows = await form_rows(pilot, app)
         for label in ("draft/tk", "verify us", "verify/tk", "prompt", "batch", "cost "):
             assert labelled(rows, label.strip()), rows
@@ -87,6 +95,25 @@ async def test_choosing_roofline_shows_its_fields_and_hides_the_linear_costs():
         assert any("roofline" in row for row in rows)
         assert any("llama-3.1-8b" in row for row in rows)
         assert app.config is not None and app.config.cost_model == "roofline"
+        # The Exact panel under the roofline: memory, then compute bound as the batch grows.
+        assert cycle_costs(app.config).bound == "memory"
+        await _exact_panel_shows_cycle_costs(app, app.config)
+        await type_into(pilot, app, "batch_size", "512")
+        await caught_up(pilot, app)
+        assert app.config is not None and cycle_costs(app.config).bound == "compute"
+        await _exact_panel_shows_cycle_costs(app, app.config)
+        # The workload: batch size and prompt length.
+        await type_into(pilot, app, "batch_size", "64")
+        await type_into(pilot, app, "prompt_len", "8192")
+        await caught_up(pilot, app)
+        assert app.config is not None
+        assert (app.config.batch_size, app.config.prompt_len) == (64, 8192)
+        await _exact_panel_shows_cycle_costs(app, app.config)
+        await type_into(pilot, app, "batch_size", "0")
+        await caught_up(pilot, app)
+        assert app.config is None and "[1, 4096]" in screen_text(app)
+        await type_into(pilot, app, "batch_size", "64")  # valid again
+        await caught_up(pilot, app)
         # Hardware and models are chosen from the known ids; each field's tooltip says what
         # it is and what it allows.
         gpu = app.query_one("#gpu", Select)
@@ -165,38 +192,16 @@ async def _exact_panel_shows_cycle_costs(app, config) -> None:
     assert ("breakeven" in text) == (config.cost_model == "linear"), text
 
 
-async def test_exact_panel_shows_draft_and_verify_times_of_every_cost_model_and_the_workload():
-    """The Exact panel's times per cycle under the linear and the roofline costs (memory,
-    then compute bound as the batch grows); batch size and prompt reach the configuration
-    and the panel."""
+async def test_a_cost_table_that_cannot_be_read_is_marked_and_a_loaded_configuration_shown(
+    tmp_path,
+):
+    """A cost table that cannot be read is marked, not a crash. Then a preset or a sweep
+    cell with newer fields is loaded: its parts' rows are built with its values."""
     app = FormHost("tiny")
-    async with app.run_test(size=(80, 24)) as pilot:
-        await caught_up(pilot, app)
-        config = app.config
-        assert config is not None
-        await _exact_panel_shows_cycle_costs(app, config)  # linear: K drafts, one verify
-        assert cycle_costs(config).limit_draft_us == config.k * config.draft_cost_us
-        await choose(pilot, app, "cost.model", "roofline")
-        assert app.config is not None and cycle_costs(app.config).bound == "memory"
-        await _exact_panel_shows_cycle_costs(app, app.config)
-        await type_into(pilot, app, "batch_size", "512")
-        await caught_up(pilot, app)
-        assert app.config is not None and cycle_costs(app.config).bound == "compute"
-        await _exact_panel_shows_cycle_costs(app, app.config)
-        # The workload: batch size and prompt length.
-        await type_into(pilot, app, "batch_size", "64")
-        await type_into(pilot, app, "prompt_len", "8192")
-        await caught_up(pilot, app)
-        assert app.config is not None
-        assert (app.config.batch_size, app.config.prompt_len) == (64, 8192)
-        await _exact_panel_shows_cycle_costs(app, app.config)
-        await type_into(pilot, app, "batch_size", "0")
-        await caught_up(pilot, app)
-        assert app.config is None and "[1, 4096]" in screen_text(app)
-
-
-async def test_a_cost_table_that_cannot_be_read_is_marked_not_a_crash(tmp_path):
-    app = FormHost("tiny")
+    wanted = app.config.replace(
+        **{"cost.model": "roofline", "cost.gpu": "mi300x", "cost.eta_kv": 0.9},
+        batch_size=32,
+    )
     async with app.run_test(size=(80, 24)) as pilot:
         await caught_up(pilot, app)
         await choose(pilot, app, "cost.model", "table")
@@ -223,17 +228,7 @@ async def test_a_cost_table_that_cannot_be_read_is_marked_not_a_crash(tmp_path):
         assert app.config is not None and app.config.cost_table == str(table)
         assert "✗table" not in screen_text(app)
         await _exact_panel_shows_cycle_costs(app, app.config)
-
-
-async def test_a_loaded_configuration_shows_its_cost_model_and_values():
-    """A preset or a sweep cell with newer fields: its parts' rows are built with its values."""
-    app = FormHost("tiny")
-    wanted = app.config.replace(
-        **{"cost.model": "roofline", "cost.gpu": "mi300x", "cost.eta_kv": 0.9},
-        batch_size=32,
-    )
-    async with app.run_test(size=(80, 24)) as pilot:
-        await caught_up(pilot, app)
+        # A loaded configuration: its cost model's rows, with its values.
         app.form.load_config(wanted)
         await caught_up(pilot, app)
         assert app.config == wanted and app.form.current_config() == (wanted, {})

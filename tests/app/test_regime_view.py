@@ -1,18 +1,17 @@
 """The Regime view (key 6): the map of the form's configuration at 80x24, no-pay cells
-marked, recomputed when the form changes, failures reported, readable without colour."""
+marked, recomputed when the form changes, failures reported, readable without colour.
+
+The view runs alone in a small host app; key 6 in the whole app (the map of the form at
+80x24, the form driving it) is tested with the other number keys in
+tests/app/test_view_tabs.py."""
 
 from __future__ import annotations
-
-from textual.widgets import TabbedContent
 
 from engine.config import SpecConfig
 from engine.formatting import LOSE_MARK
 from engine.presets import load_preset
 from engine.regime import regime_map
-from spectui.app import create_app
-from spectui.messages import ConfigChanged
 from spectui.widgets.regime_view import RegimeView
-from tests.app.app_waits import booted
 from tests.app.helpers import notifications, settle, until
 from tests.app.hosts_views import ViewHost
 from tests.app.screen import region_text, screen_text
@@ -28,13 +27,6 @@ def _mapped(app) -> bool:
         return False
     view = found.first()
     return view.shown is not None and not view.dirty and "K*=" in _text_of(app, "#regime-status")
-
-
-async def _open_regime(pilot, app) -> None:
-    await booted(pilot, app)
-    await pilot.press("6")
-    await until(pilot, lambda: _mapped(app))
-    await pilot.pause()
 
 
 def _host(config: SpecConfig | None = None) -> ViewHost:
@@ -65,34 +57,6 @@ def _map_rows(app) -> list[str]:
 def _text_of(app, selector: str) -> str:
     """A widget's text on screen, its wrapped lines joined."""
     return " ".join(region_text(app, app.query_one(selector)).split())
-
-
-async def test_key_6_shows_the_map_of_the_form_at_80x24():
-    app = create_app("default")  # linear cost: mapped as roofline, with a note
-    async with app.run_test(size=(80, 24)) as pilot:
-        await _open_regime(pilot, app)
-        assert app.query_one(TabbedContent).active == "regime"
-        assert app.focused is app.query_one("#regime-map")
-        text = screen_text(app)
-        assert " Regime " in text.splitlines()[1]  # the tab, whole
-        title = _text_of(app, "#regime-title")
-        assert title == "Regime map, exact · roofline h100 (form is linear)"
-        expected = regime_map(app.config.replace(cost_model="roofline"))
-        rows = _map_rows(app)
-        assert rows[0].split()[:2] == ["1k", "2k"]
-        for i, batch in enumerate(expected.batch_sizes):  # all 10 rows on screen
-            line = rows[1 + i]
-            assert line.split()[0] == str(batch)
-            assert f"{expected.cell_text(i, 0)}  {expected.cell_text(i, 1)}" in line
-        assert "cell: K* speedup · ≈ tie · ✗ no K pays (off)" in text
-        assert "some K pays in every cell" in text
-        assert "batch 1 · 1k: K*=4 2.03x, verify 1.01 steps" in text
-        await pilot.press("down", "right")  # the cursor describes its cell
-        await pilot.pause()
-        assert f"batch 2 · 2k: K*={expected.k_opt[1, 1]} " in screen_text(app)
-        # The form drives the view: the app passes a changed form on to the map.
-        app.post_message(ConfigChanged(WEAK))
-        await until(pilot, lambda: "no K pays in 3 of 80 cells" in screen_text(app))
 
 
 async def test_no_pay_cells_are_marked_and_the_map_follows_the_form():

@@ -1,18 +1,17 @@
 """The Run view: rows stream in, the summary is the engine's, CSV export, view switching.
 
-Tests of one view run it in a small host app (:mod:`tests.app.hosts_run`); those about
-keys routed between views boot the whole app.
+Tests of one view run it in a small host app (:mod:`tests.app.hosts_run`); the number keys
+routed between views are tested in the whole app by tests/app/test_view_tabs.py.
 """
 
 from __future__ import annotations
 
 import pandas as pd
-from textual.widgets import Static, TabbedContent
+from textual.widgets import Static
 
 from engine.simulator import simulate
-from spectui.app import create_app
 from spectui.widgets.cycle_table import MAX_ROWS, TICK_S, CycleTable
-from tests.app.helpers import settle, type_into, until
+from tests.app.helpers import until
 from tests.app.hosts_run import RunHost, curve_drawn, run_finished, speedup_host, tiny
 
 
@@ -91,34 +90,11 @@ async def test_table_keeps_a_bounded_number_of_rows_and_exports_all(isolated_dir
         assert all(len(pd.read_csv(f)) == table.total for f in files)
 
 
-async def test_number_keys_switch_views(monkeypatch):
-    """In the app: each number key shows its view (key 2 focuses the Speedup view's chart,
-    so that its own keys work at once)."""
-    # No sweep runs here: showing the Sweep view starts no sweep process (each imports the
-    # engine, a second or more of CPU beside the test's).
-    monkeypatch.setenv("SPECTUI_SWEEP_WORKERS", "0")
-    app = create_app("tiny", replay_autoplay=False)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await until(pilot, lambda: app.form.ready)
-        app.query_one(CycleTable).focus()  # outside a text field, digits switch views
-        tabs = app.query_one(TabbedContent)
-        views = ("speedup", "sweep", "analysis", "plots", "run")
-        for key, view in zip("23451", views, strict=True):
-            await pilot.press(key)
-            await settle(pilot, app)
-            assert tabs.active == view
-            if view == "speedup":
-                assert app.focused is app.query_one("#speedup-view")
-        # Inside a text field, a digit is text, not a view switch.
-        field = await type_into(pilot, app, "k", "2")
-        assert field.value == "2" and tabs.active == "run"
-
-
 async def test_speedup_view_keys_overlay_comparison():
     app = speedup_host(tiny())
     async with app.run_test(size=(80, 24)) as pilot:
         view = await curve_drawn(pilot, app)
-        view.focus()  # as key 2 does (test_number_keys_switch_views)
+        view.focus()  # as key 2 does (test_view_tabs.py)
         assert view.last is not None and len(view.last.curves) == 1
         assert view.last.points and view.last.k_star is not None
         before = view.last

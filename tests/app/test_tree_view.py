@@ -111,7 +111,11 @@ def _tree_lines(app) -> list[str]:
     return [line.rstrip() for line in lines if line.strip()]
 
 
-async def test_key_8_draws_each_node_with_its_path_probability(grids):
+async def test_key_8_draws_each_node_with_its_path_probability_and_a_bad_shape_in_one_line(
+    grids,
+):
+    """In the app: key 8 shows the form's tree at 80x24 (the form hidden); then, beside the
+    form at 100x30, a bad shape typed in the form is said in one line."""
     app = create_app("default")
     async with app.run_test(size=(80, 24)) as pilot:
         await _open_tree(pilot, app)
@@ -135,6 +139,32 @@ async def test_key_8_draws_each_node_with_its_path_probability(grids):
             "6 nodes, depth 3 (widths 2,3,1) · verify 7 · exact 2.726 tokens/cycle"
             in screen_text(app)
         )
+        # Beside the form, at 100x30: a bad shape text says so in one line.
+        await pilot.press("ctrl+b")
+        await pilot.resize_terminal(100, 30)
+        side = app.query_one("#side")
+        await until(pilot, lambda: app.size == (100, 30) and side.display and side.size.width)
+        await until(pilot, lambda: _drawn(app))
+        app.query_one("#tree", Input).value = "parents=0,3"  # node 2 under a later node
+        await until(pilot, lambda: "node 2 has parent 3" in _status(app))
+        status = _status(app)
+        assert status.endswith("shape.tree: tree: node 2 has parent 3; it must be 0..1")
+        assert "\n" not in status
+        await pilot.press("f3", "s")  # nothing to sample: the app keeps running
+        app.query_one("#rank_probs", Input).value = "0.9,0.2"  # an invalid form says why
+        await until(pilot, lambda: "rank_probs" in _status(app))
+        status = " ".join(_status(app).split())  # wrapped
+        assert app.config is None
+        assert status == (
+            "form invalid: shape.rank_probs: 0.9,0.2 sums to more than 1: at most one child "
+            "of a node is accepted"
+        )
+        app.query_one("#rank_probs", Input).value = "0.6,0.25"
+        app.query_one("#tree", Input).value = "parents=0,1"
+        await until(pilot, lambda: len(_tree_lines(app)) == 3)
+        await until(pilot, lambda: _drawn(app))
+        assert len(_tree_lines(app)) == 3
+        assert app.is_running
 
 
 def _marked(app) -> list[int]:
@@ -194,32 +224,6 @@ async def test_the_heatmap_row_shows_the_best_budget(grids):
 
 def _status(app) -> str:
     return region_text(app, app.query_one("#tree-status")).strip()
-
-
-async def test_a_bad_shape_text_says_so_in_one_line(grids):
-    app = create_app("default")
-    async with app.run_test(size=(100, 30)) as pilot:
-        await _open_tree(pilot, app, hide=False)
-        app.query_one("#tree", Input).value = "parents=0,3"  # node 2 under a later node
-        await until(pilot, lambda: "node 2 has parent 3" in _status(app))
-        status = _status(app)
-        assert status.endswith("shape.tree: tree: node 2 has parent 3; it must be 0..1")
-        assert "\n" not in status
-        await pilot.press("f3", "s")  # nothing to sample: the app keeps running
-        app.query_one("#rank_probs", Input).value = "0.9,0.2"  # an invalid form says why
-        await until(pilot, lambda: "rank_probs" in _status(app))
-        status = " ".join(_status(app).split())  # wrapped
-        assert app.config is None
-        assert status == (
-            "form invalid: shape.rank_probs: 0.9,0.2 sums to more than 1: at most one child "
-            "of a node is accepted"
-        )
-        app.query_one("#rank_probs", Input).value = "0.6,0.25"
-        app.query_one("#tree", Input).value = "parents=0,1"
-        await until(pilot, lambda: len(_tree_lines(app)) == 3)
-        await until(pilot, lambda: _drawn(app))
-        assert len(_tree_lines(app)) == 3
-        assert app.is_running
 
 
 async def test_the_form_chain_on_the_real_engine(monkeypatch):
