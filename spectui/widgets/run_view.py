@@ -216,23 +216,27 @@ class RunView(ReportsWorkerErrors, Vertical):
         self.app.refresh_bindings()
 
     def _refresh_status(self) -> None:
+        text = self._status_text()
         status = self.query_one("#run-status", Static)
-        if self.busy:
-            text = "simulating…" if self.progress is None else self._progress_text()
+        # Every 0.25 s, on whichever view shows: an update of the same text still repaints.
+        if text is not None and status.content != text:
             status.update(text, layout=False)
-            return
+
+    def _status_text(self) -> str | None:
+        """The status line of the run as it is now (None: leave the line as it is)."""
+        if self.busy:
+            return "simulating…" if self.progress is None else self._progress_text()
         if self.result is None:
-            return
+            return None
         if self.stale:
-            status.update(STALE_NOTE, layout=False)
-            return
+            return STALE_NOTE
         table = self.table
         state = "paused" if table.paused else f"{table.pace} rows/s"
         if table.shown >= table.total:
             state = "done"
         cycles = int(self.result.metrics["cycles"])
         kept = f"last {MAX_ROWS:,} shown" if cycles == table.total else f"first of {cycles:,}"
-        status.update(f"cycle {table.shown:,}/{table.total:,} · {state} · {kept}", layout=False)
+        return f"cycle {table.shown:,}/{table.total:,} · {state} · {kept}"
 
     def action_run(self) -> None:
         self.app.action_run()  # type: ignore[attr-defined]

@@ -131,3 +131,37 @@ async def test_speedup_view_finds_a_peak_beyond_the_default_range():
         expected = int(curve["k"][curve["speedup_exact"].argmax()])
         assert expected > 15  # the case the old fixed range got wrong
         assert view.last is not None and view.last.k_star == expected
+
+
+async def test_the_status_line_is_redrawn_only_when_its_text_changes(monkeypatch):
+    """The status timer ticks 4 times a second on whichever view shows; an update of the
+    same text repainted the line (and the screen under it) every time."""
+    from textual.widgets import Static
+
+    from tests.app.screen import screen_text
+
+    app = RunHost()
+    async with app.run_test(size=(100, 30)) as pilot:
+        view = await run_finished(pilot, app, tiny())
+        status = view.query_one("#run-status", Static)
+        texts: list[str] = []
+        update = Static.update
+
+        def counted(self, content="", *, layout=True):
+            if self is status:
+                texts.append(str(content))
+            update(self, content, layout=layout)
+
+        monkeypatch.setattr(Static, "update", counted)
+        view._refresh_status()  # the line the run left
+        texts.clear()
+        for _ in range(5):  # the timer's ticks while nothing changes
+            view._refresh_status()
+        assert texts == []
+        view.action_run_to_end()
+        await pilot.pause()
+        assert len(texts) == 1 and texts[0].startswith("cycle ") and " · done · " in texts[0]
+        assert texts[0] in screen_text(app)
+        for _ in range(5):
+            view._refresh_status()
+        assert len(texts) == 1
