@@ -33,7 +33,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from .config import FIELD_SPECS, ConfigError, SpecConfig, check_value
+from .config import FIELD_SPECS, ConfigError, SpecConfig, check_value, known_spec_ids
 from .files import PRESET_MAX_BYTES, atomic_write_text, read_input_text, shown_value, toml_document
 from .grid import SweepSpec
 
@@ -280,8 +280,6 @@ def load_preset_file(path: Path) -> Preset:
         raise PresetError(f"{path}: cannot read: {err.strerror}") from None
     # What validation reads besides the text: the hardware and model ids a config names.
     # Both are cached by the user's spec files' stamps, so a changed file is read again.
-    from .config import known_spec_ids
-
     preset, error = _parsed(path, text, known_spec_ids("hardware"), known_spec_ids("model"))
     if error is not None:
         raise PresetError(error)

@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 
 import engine.files
-from tests.dask_fixtures import in_process_cluster
-from tests.dask_local import local_cluster_in_process  # noqa: F401
+from tests.dask_fixtures import (
+    in_process_cluster,
+    local_cluster_in_process,  # noqa: F401
+)
 
 # A small grid with newer fields (roofline costs by batch size) and a K policy beside it.
 PRESET = """description = "dask test grid"

@@ -33,8 +33,7 @@ from spectui.screens.calibrate import PASTED, CalibrateScreen
 from spectui.widgets.exact_panel import ExactPanel
 from spectui.widgets.param_form import IDS, LABELS
 from tests.app.app_waits import booted
-from tests.app.helpers import notifications, settle, until
-from tests.app.hosts_keys import set_field
+from tests.app.helpers import notifications, set_field, settle, until
 from tests.app.hosts_screens import CalibrateHost, shown_screen
 from tests.app.screen import region_text, screen_text
 

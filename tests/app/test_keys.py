@@ -14,9 +14,8 @@ from spectui.screens.help import HelpScreen
 from spectui.widgets.cycle_table import CycleTable
 from spectui.widgets.param_form import MARK_FOCUS
 from spectui.widgets.run_view import RunView
-from tests.app.helpers import APP_CSS, notifications, until
+from tests.app.helpers import APP_CSS, notifications, set_field, until
 from tests.app.hosts_form import FormHost, caught_up
-from tests.app.hosts_keys import set_field
 from tests.app.screen import region_text, screen_lines, screen_text
 
 # (field key, its label, words of its help, its unit or None, its allowed values), as a

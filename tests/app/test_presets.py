@@ -10,8 +10,7 @@ from textual.widgets import Input, OptionList
 from engine.presets import PresetError, load_preset
 from spectui.app import create_app
 from spectui.screens.presets import Confirm, PresetPicker, SavePreset
-from tests.app.helpers import notifications, until
-from tests.app.hosts_keys import set_field
+from tests.app.helpers import notifications, set_field, until
 from tests.app.screen import row_with, screen_lines, screen_text
 
 

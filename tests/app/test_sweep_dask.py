@@ -30,8 +30,10 @@ from spectui.widgets.sweep_view import SweepStore, SweepView
 from tests.app.helpers import notifications, settle
 from tests.app.hosts_sweep import finished, laid_out, sweep_host
 from tests.app.test_sweep import expected_cells
-from tests.dask_fixtures import in_process_cluster
-from tests.dask_local import local_cluster_in_process  # noqa: F401
+from tests.dask_fixtures import (
+    in_process_cluster,
+    local_cluster_in_process,  # noqa: F401
+)
 
 
 async def _until(condition, seconds: float = 60.0) -> None:
