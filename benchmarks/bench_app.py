@@ -405,7 +405,9 @@ def print_startup(spectui_first: float, spectui_ready: float, bare_first: float)
 
 def _write_sweep_preset(folder: Path) -> None:
     """seed-576's grid at SWEEP_SEQUENCES sequences per configuration, as a user preset."""
-    seed = (ROOT / "engine" / "shipped_presets" / "seed-576.toml").read_text()
+    from engine.presets import SHIPPED_DIR
+
+    seed = (SHIPPED_DIR / "seed-576.toml").read_text()
     folder.mkdir(parents=True, exist_ok=True)
     text = seed.replace("n_sequences = 500", f"n_sequences = {SWEEP_SEQUENCES}")
     assert text != seed

@@ -16,7 +16,7 @@ progress line to the last row), finish (final file, workers stopped); wall is al
    costs the sampler dearly) and, for reference, on ``--workers 1``. Beside them, the CPU
    time of each run (user and system, of the process and the workers it waited for): with
    other work on the machine, a steadier figure than the wall time.
-2. The **46,080-configuration regime study** (``engine/shipped_presets/regime-study.toml``),
+2. The **46,080-configuration regime study** (``presets/regime-study.toml``),
    exact only: configurations per second, the same five runs.
 3. **Memory**: the peak resident memory of one ``spectui sweep --exact-only --workers 1``
    process (``ru_maxrss`` from ``os.wait4``) on generated grids of 10,000, 30,000 and 100,000
@@ -61,10 +61,10 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from engine.presets import load_preset  # noqa: E402
+from engine.presets import SHIPPED_DIR, load_preset  # noqa: E402
 
-SEED_PRESET = REPO / "engine/shipped_presets/seed-576.toml"
-REGIME_PRESET = REPO / "engine/shipped_presets/regime-study.toml"
+SEED_PRESET = SHIPPED_DIR / "seed-576.toml"
+REGIME_PRESET = SHIPPED_DIR / "regime-study.toml"
 ENGINE_LINE = "bench-engine-file: "
 # Runs ``spectui`` as ``python -m spectui`` would, after naming the engine it imported.
 LAUNCHER = (

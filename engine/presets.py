@@ -37,8 +37,18 @@ from .config import FIELD_SPECS, ConfigError, SpecConfig, check_value, known_spe
 from .files import PRESET_MAX_BYTES, atomic_write_text, read_input_text, shown_value, toml_document
 from .grid import SweepSpec
 
-# Package data (pyproject.toml), so that an installed wheel finds them too.
-SHIPPED_DIR = Path(__file__).resolve().parent / "shipped_presets"
+
+def _shipped_dir() -> Path:
+    """The shipped presets: the top-level ``presets/`` of a checkout, which an installed wheel
+    holds inside this package as ``engine/shipped_presets/`` (pyproject.toml maps it there:
+    a top-level ``presets`` in site-packages would be an importable name any project could
+    take)."""
+    package = Path(__file__).resolve().parent
+    installed = package / "shipped_presets"
+    return installed if installed.is_dir() else package.parent / "presets"
+
+
+SHIPPED_DIR = _shipped_dir()
 TOP_LEVEL_KEYS = ("description", "scheduler", "config", "grid", "arena")
 # The fields an [[arena]] contender may set: its policy and the policy's parameters.
 ARENA_KEYS = (

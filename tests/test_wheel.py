@@ -1,9 +1,13 @@
-"""The built wheel works once installed: shipped presets are package data, not repo files.
+"""The built wheel works once installed: the shipped presets are package data, not repo files.
 
-Builds the wheel (pip, with build isolation: the build backend comes from the index), installs
-it into a fresh venv without pip, and runs ``spectui`` from outside the repository. The runtime
-dependencies are not downloaded again: a .pth file points the fresh venv at this interpreter's
-site-packages, *after* its own, so the code that runs is the wheel's and never the checkout.
+Builds the sdist and the wheel from it (``python -m build``, with build isolation: the build
+backend comes from the index), installs the wheel into a fresh venv without pip, and runs
+``spectui`` from outside the repository. The runtime dependencies are not downloaded again: a
+.pth file points the fresh venv at this interpreter's site-packages, *after* its own, so the
+code that runs is the wheel's and never the checkout.
+
+The presets live in the checkout's top-level ``presets/``; the wheel holds them inside the
+engine package (``engine/shipped_presets/``), never as a top-level ``presets``.
 
 Marked ``wheel`` (about 10 s); it runs in ``make test`` and in CI. Deselect with ``-m "not wheel"``.
 """
@@ -15,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tarfile
 import zipfile
 from pathlib import Path
 
@@ -33,34 +38,33 @@ def _run(*args: str | Path, cwd: Path, env: dict[str, str] | None = None):
     return out
 
 
+# Every shipped preset, by file name: what the sdist, the wheel and `spectui presets` must hold.
+PRESET_FILES = sorted(path.name for path in (REPO / "presets").glob("*.toml"))
+
+
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh venv with the wheel installed; returns its bin directory."""
-    tmp = tmp_path_factory.mktemp("wheel")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The sdist and the wheel built from it, as ``python -m build`` makes them."""
+    tmp = tmp_path_factory.mktemp("dist")
     # Built from a copy: setuptools writes build/ beside the sources and reuses what it finds.
     source = tmp / "source"
     skip = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for name in ("engine", "spectui"):
+    for name in ("engine", "spectui", "presets"):
         shutil.copytree(REPO / name, source / name, ignore=skip)
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(REPO / name, source / name)
     dist = tmp / "dist"
-    _run(
-        sys.executable,
-        "-m",
-        "pip",
-        "wheel",
-        "--no-deps",
-        "--quiet",
-        "--wheel-dir",
-        dist,
-        source,
-        cwd=tmp,
-    )
+    _run(sys.executable, "-m", "build", "--outdir", dist, source, cwd=tmp)
+    (sdist,) = dist.glob("spectui-*.tar.gz")
     (wheel,) = dist.glob("spectui-*.whl")
-    with zipfile.ZipFile(wheel) as archive:
-        assert any(name.endswith("default.toml") for name in archive.namelist())
+    return sdist, wheel
 
+
+@pytest.fixture(scope="module")
+def installed(built: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh venv with the wheel installed; returns its bin directory."""
+    _, wheel = built
+    tmp = tmp_path_factory.mktemp("wheel")
     venv = tmp / "venv"
     _run(sys.executable, "-m", "venv", "--without-pip", venv, cwd=tmp)
     python = venv / "bin" / "python"
@@ -85,6 +89,43 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return venv / "bin"
 
 
+def test_the_sdist_holds_the_presets(built: tuple[Path, Path]):
+    sdist, _ = built
+    with tarfile.open(sdist) as archive:
+        names = {Path(name).relative_to(Path(name).parts[0]) for name in archive.getnames()}
+    assert PRESET_FILES
+    missing = [name for name in PRESET_FILES if Path("presets", name) not in names]
+    assert not missing, f"not in the sdist: {missing}"
+
+
+def test_the_wheel_holds_the_presets_inside_the_engine_package(built: tuple[Path, Path]):
+    _, wheel = built
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+    assert PRESET_FILES
+    missing = [name for name in PRESET_FILES if f"engine/shipped_presets/{name}" not in names]
+    assert not missing, f"not in the wheel: {missing}"
+    # Not a top-level `presets` in site-packages, which any project could also install.
+    assert not [name for name in names if name.startswith("presets/")]
+
+
+def test_the_wheel_holds_every_package_of_the_checkout(built: tuple[Path, Path]):
+    """pyproject.toml lists the packages (mapping presets/ into one needs it): a new
+    sub-package missing from that list fails here."""
+    _, wheel = built
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+    packages = [
+        init.relative_to(REPO).as_posix()
+        for top in ("engine", "spectui")
+        for init in sorted((REPO / top).rglob("__init__.py"))
+        if "__pycache__" not in init.parts
+    ]
+    assert "engine/__init__.py" in packages
+    missing = [init for init in packages if init not in names]
+    assert not missing, f"add to [tool.setuptools] packages in pyproject.toml: {missing}"
+
+
 def _env(tmp: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env.update(NO_COLOR="1", COLUMNS="120", SPECTUI_PRESET_DIR=str(tmp / "no-user-presets"))
@@ -103,10 +144,15 @@ def test_the_installed_package_is_the_wheel_not_the_checkout(installed: Path, tm
         assert Path(line).is_relative_to(installed.parent), line
 
 
-def test_installed_spectui_lists_the_shipped_presets(installed: Path, tmp_path: Path):
+def test_installed_spectui_lists_every_shipped_preset(installed: Path, tmp_path: Path):
     out = _run(installed / "spectui", "presets", cwd=tmp_path, env=_env(tmp_path))
-    for name in ("default", "seed-576", "tiny"):
-        assert name in out.stdout
+    # The table's name column: the first cell of each row that starts a preset.
+    listed = {
+        cells[1].strip()
+        for line in out.stdout.splitlines()
+        if len(cells := line.split("│")) > 2 and cells[1].strip()
+    }
+    assert listed == {Path(name).stem for name in PRESET_FILES}
 
 
 def test_installed_spectui_runs_the_default_preset(installed: Path, tmp_path: Path):

@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 
 from engine.config import SpecConfig
@@ -11,10 +13,20 @@ from engine.presets import (
     user_preset_dir,
 )
 
+# The shipped presets, in the checkout's top-level presets/ (the wheel holds them inside the
+# engine package: tests/test_wheel.py).
+SHIPPED = Path(__file__).resolve().parents[2] / "presets"
+
+
+def test_a_checkout_finds_the_shipped_presets_in_its_top_level_presets_dir():
+    files = sorted(SHIPPED.glob("*.toml"))
+    assert {"default", "seed-576", "tiny"} <= {path.stem for path in files}
+    paths = preset_paths()
+    for path in files:
+        assert paths[path.stem] == path
+
 
 def test_shipped_presets_load():
-    names = set(preset_paths())
-    assert {"default", "seed-576", "tiny"} <= names
     for preset in list_presets():
         assert not isinstance(preset, PresetError), preset
         assert preset.description
