@@ -14,7 +14,7 @@ end of file and its stdout breaks. Textual's WebDriver handles neither robustly:
 
 :class:`ServedDriver` asks the app to exit on any of these (quit, end of stdin, broken
 stdout, SIGTERM, SIGINT) and, should the app not be gone ``EXIT_GRACE_S`` later, ends the
-process from a watchdog thread, which needs no event loop. ``spectui.__main__`` puts it in
+process from a watchdog thread, which needs no event loop. ``spectui.cli`` puts it in
 place of the WebDriver whenever textual-serve starts the app.
 """
 

@@ -84,7 +84,7 @@ settings.load_profile("spectui")
 def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
     """Run ``spectui ARGS`` in this process at 80 columns without colour: a function of the
     arguments giving (exit status, stdout, stderr); argparse's exits are statuses too."""
-    from spectui.__main__ import main
+    from spectui.cli import main
 
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.setenv("COLUMNS", "80")

@@ -23,7 +23,7 @@ ASCII_LOCALE = {"PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0", "LC_ALL": "C"}
 SEPARATOR = "----- spectui-ascii-test: next command -----"
 SESSION = f"""
 import json, sys, traceback
-from spectui.__main__ import main
+from spectui.cli import main
 
 errors = sys.stdout.errors, sys.stderr.errors
 for args in json.loads(sys.argv[1]):

@@ -47,7 +47,7 @@ class Ran:
 def spectui(*args: str, cwd=None, check=True) -> Ran:
     """``spectui ARGS`` in this process, as the program would run them: without colour, at
     120 columns, in ``cwd``; argparse's exits are statuses too."""
-    from spectui.__main__ import main
+    from spectui.cli import main
 
     out, err = io.StringIO(), io.StringIO()
     with (

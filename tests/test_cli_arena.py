@@ -9,7 +9,7 @@ import pytest
 
 from engine.config import SpecConfig
 from engine.policies import exact_speedup
-from spectui.__main__ import main
+from spectui.cli import main
 
 SMALL = ["--n-sequences", "200", "--tokens-per-seq", "96"]
 

@@ -18,7 +18,7 @@ from engine.cycles_file import CYCLES_COLUMNS, csv_blocks, csv_header, cycles_wr
 from engine.kernel import baseline_time_us
 from engine.reference import simulate_reference
 from engine.simulator import RECORD_DTYPES, simulate
-from spectui.__main__ import main
+from spectui.cli import main
 
 
 def expected_frame(records: pd.DataFrame, config: SpecConfig) -> pd.DataFrame:

@@ -15,7 +15,7 @@ from engine.config import SpecConfig
 from engine.cost.models import build_cost
 from engine.simulator import simulate
 from engine.trees import parse_tree
-from spectui.__main__ import main
+from spectui.cli import main
 
 ARGS = ["--shape", "tree", "--n-sequences", "30", "--tokens-per-seq", "40", "--seed", "5"]
 CONFIG = SpecConfig(shape="tree", n_sequences=30, tokens_per_seq=40, seed=5)

@@ -85,7 +85,7 @@ class Analysis:
     ``curves``: each fitted model's conditional rates at the observed positions;
     ``emitted``: each engine's setting for the recommended K; ``sent``: the configuration
     ``f`` sends (:func:`sendable`); ``adaptive``: whether an
-    engine's adaptive setting would beat it (spectui.calibrate_command.adaptive_note);
+    engine's adaptive setting would beat it (spectui.cli.calibrate.adaptive_note);
     ``error``: why it stopped (one line; ``wants_k``: the K the log was recorded at is
     needed); ``note``: why there is no recommendation (the form is invalid)."""
 
@@ -578,7 +578,7 @@ class CalibrateScreen(ReportsWorkerErrors, ModalScreen["SpecConfig | None"]):
         )
         if worker.is_cancelled:
             return
-        from spectui.calibrate_command import adaptive_note
+        from spectui.cli.calibrate import adaptive_note
 
         post(adaptive=adaptive_note(cal, scenario, rec), done=True)
 

@@ -141,12 +141,12 @@ async def test_form_labels_stay_whole_at_80x24_and_draft_cost_says_per_token():
 # --- copy (F4) ---------------------------------------------------------------------------------
 def _config_of(line: str):
     """What the CLI makes of a copied command line (as a shell splits it)."""
-    from spectui.__main__ import build_parser
-    from spectui.commands import _config_from_args
+    from spectui.cli.flags import config_from_args
+    from spectui.cli.parser import build_parser
 
     argv = shlex.split(line)
     assert argv[:2] == ["spectui", "run"], argv
-    return _config_from_args(build_parser().parse_args(argv[1:]))
+    return config_from_args(build_parser().parse_args(argv[1:]))
 
 
 HOSTILE = {  # a shell's specials, a value starting with "-", spaces, quotes

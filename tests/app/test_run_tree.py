@@ -17,7 +17,7 @@ import spectui
 import spectui.widgets.run_view as run_view
 from engine.config import SpecConfig
 from engine.presets import load_preset
-from spectui.__main__ import main
+from spectui.cli import main
 from spectui.widgets.common import fmt
 from spectui.widgets.cycle_table import MAX_PATH, CycleTable
 from spectui.widgets.exact_panel import ExactPanel, exact_figures

@@ -370,7 +370,7 @@ def _on_a_terminal(monkeypatch) -> _Bars:
 
     bars = _Bars()
     monkeypatch.setattr("spectui.render.SweepProgressBar", bars)
-    monkeypatch.setattr("spectui.commands.RUN_PROGRESS_AFTER_S", 0.0)
+    monkeypatch.setattr("spectui.cli.progress.RUN_PROGRESS_AFTER_S", 0.0)
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
     return bars
 

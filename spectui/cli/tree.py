@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable
 from typing import Any
 
-from engine.config import FIELD_SPECS, ConfigError, ascii_int
+from engine.config import ConfigError, ascii_int
+from spectui.cli.flags import add_scenario_flags, base_config, given_fields
 from spectui.errors import UsageError
 
 DEFAULT_COST = "roofline"
@@ -31,9 +31,7 @@ def _pair(text: str) -> tuple[int, int]:
     return k, d
 
 
-def add_tree_parser(
-    sub: Any, add_scenario_flags: Callable[[argparse.ArgumentParser], None]
-) -> None:
+def add_parser(sub: Any) -> None:
     """The ``tree`` subcommand, with every scenario flag."""
     tree = sub.add_parser(
         "tree",
@@ -52,18 +50,15 @@ def add_tree_parser(
 
 
 def _scenario(args: argparse.Namespace) -> Any:
-    from engine.config import SpecConfig
-    from engine.presets import load_preset
-
-    base = load_preset(args.preset).config if args.preset else SpecConfig()
-    changes = {f: getattr(args, f) for f in FIELD_SPECS if getattr(args, f, None) is not None}
+    base = base_config(args)
+    changes = given_fields(args)
     if "cost.model" not in changes and base.cost_model == "linear":
         changes["cost.model"] = DEFAULT_COST
     changes.setdefault("shape.name", "tree")
     return base.replace(**changes)
 
 
-def cmd_tree(args: argparse.Namespace) -> int:
+def command(args: argparse.Namespace) -> int:
     from engine.cost.models import build_cost
     from engine.tree_scenario import (
         budget_by_batch,
@@ -71,7 +66,7 @@ def cmd_tree(args: argparse.Namespace) -> int:
         compare_shapes,
         compare_shapes_programs,
     )
-    from spectui.commands import delayed_progress
+    from spectui.cli.progress import delayed_progress
 
     # Each part a bar on a terminal once it takes a second (at 10^6 tokens, minutes); Ctrl-C
     # stops it between two programs (main() prints one line, exits with 130).

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.config import FIELD_SPECS, ConfigError, ascii_int, check_value
+from spectui.cli.flags import add_scenario_flags, base_config, given_fields
 from spectui.errors import UsageError
 
 if TYPE_CHECKING:
@@ -70,11 +71,8 @@ def _context(text: str) -> int:
     return parse_context(text)
 
 
-def add_regime_parser(
-    sub: Any, add_scenario_flags: Callable[[argparse.ArgumentParser], None]
-) -> None:
-    """The ``regime`` subcommand, with every scenario flag (``add_scenario_flags`` of
-    spectui.__main__) and the map's axes."""
+def add_parser(sub: Any) -> None:
+    """The ``regime`` subcommand, with every scenario flag and the map's axes."""
     regime = sub.add_parser(
         "regime",
         help="optimal K and its speedup over batch size x context length",
@@ -119,15 +117,12 @@ def add_regime_parser(
 
 def _config(args: argparse.Namespace) -> tuple[Any, list[str]]:
     """The base scenario and notes to print: the preset and flags, roofline by default."""
-    from engine.config import SpecConfig
-    from engine.presets import load_preset
-
     for field, flag in AXIS_FLAGS.items():
         if getattr(args, field, None) is not None:
             given = FIELD_SPECS[field].cli_flag
             raise UsageError(f"{given}: the map varies this; use {flag}")
-    base = load_preset(args.preset).config if args.preset else SpecConfig()
-    changes = {f: getattr(args, f) for f in FIELD_SPECS if getattr(args, f, None) is not None}
+    base = base_config(args)
+    changes = given_fields(args)
     if "cost.model" not in changes and base.cost_model == "linear":
         changes["cost.model"] = DEFAULT_COST
     config = base.replace(**changes)
@@ -197,9 +192,9 @@ def _json_payload(regime: RegimeMap) -> dict[str, Any]:
     }
 
 
-def cmd_regime(args: argparse.Namespace) -> int:
+def command(args: argparse.Namespace) -> int:
     from engine.regime import regime_map
-    from spectui.commands import delayed_progress
+    from spectui.cli.progress import delayed_progress
 
     config, notes = _config(args)
     axes = _axes(args)

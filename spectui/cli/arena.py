@@ -17,19 +17,16 @@ import argparse
 import json
 import math
 import sys
-from collections.abc import Callable
 from typing import Any
 
-from engine.config import FIELD_SPECS, ConfigError
+from engine.config import ConfigError
 from engine.presets import ARENA_KEYS
+from spectui.cli.flags import add_scenario_flags, given_fields
 from spectui.errors import UsageError
 
 
-def add_arena_parser(
-    sub: Any, add_scenario_flags: Callable[[argparse.ArgumentParser], None]
-) -> None:
-    """The ``arena`` subcommand, with every scenario flag (``add_scenario_flags`` of
-    spectui.__main__)."""
+def add_parser(sub: Any) -> None:
+    """The ``arena`` subcommand, with every scenario flag."""
     arena = sub.add_parser(
         "arena",
         help="compare K policies on a scenario (leaderboard)",
@@ -54,7 +51,7 @@ def _scenarios_and_contenders(args: argparse.Namespace) -> list[tuple[Any, list[
     from engine.presets import contenders_of, load_preset
 
     preset = load_preset(args.preset) if args.preset else None
-    given = {f: getattr(args, f) for f in FIELD_SPECS if getattr(args, f, None) is not None}
+    given = given_fields(args)
     scenario_changes = {f: v for f, v in given.items() if f not in ARENA_KEYS}
     policy_changes = {f: v for f, v in given.items() if f in ARENA_KEYS}
     base = preset.config if preset else SpecConfig()
@@ -117,7 +114,7 @@ def _standing_json(standing: Any) -> dict[str, Any]:
     }
 
 
-def cmd_arena(args: argparse.Namespace) -> int:
+def command(args: argparse.Namespace) -> int:
     from rich.text import Text
 
     from engine.arena import LEADERBOARD_LEGEND, run_arena, scenario_text, standing_cells

@@ -16,13 +16,13 @@ import argparse
 import csv
 import json
 import math
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from engine.calibrate import VLLM_METHODS
-from engine.config import FIELD_SPECS, ConfigError
+from engine.config import ConfigError
 from engine.files import TABLE_MAX_BYTES, read_input_text
+from spectui.cli.flags import add_scenario_flags, config_from_args
 from spectui.errors import UsageError, bounded_int
 
 # A fitted linear cost is written in microseconds of this target step (only ratios matter).
@@ -30,9 +30,7 @@ STEP_US = 1000.0
 REJECTED_SHOWN = 20  # rejected windows listed in the text output (--json: all it kept)
 
 
-def add_calibrate_parser(
-    sub: Any, add_scenario_flags: Callable[[argparse.ArgumentParser], None]
-) -> None:
+def add_parser(sub: Any) -> None:
     """The ``calibrate`` subcommand, with every scenario flag."""
     cal = sub.add_parser(
         "calibrate",
@@ -114,16 +112,7 @@ def read_cost_points(path: Path) -> tuple[list[tuple[int, float, float]], float]
     return points, baseline
 
 
-def _scenario(args: argparse.Namespace) -> Any:
-    from engine.config import SpecConfig
-    from engine.presets import load_preset
-
-    base = load_preset(args.preset).config if args.preset else SpecConfig()
-    changes = {f: getattr(args, f) for f in FIELD_SPECS if getattr(args, f, None) is not None}
-    return base.replace(**changes)
-
-
-def cmd_calibrate(args: argparse.Namespace) -> int:
+def command(args: argparse.Namespace) -> int:
     import sys
 
     from engine.calibrate.fit import (
@@ -151,7 +140,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     except LogError as err:
         raise UsageError(str(err)) from None
     try:
-        scenario = _scenario(args)
+        scenario = config_from_args(args)
     except ConfigError as err:
         raise UsageError(str(err)) from None
     cost_note = ""

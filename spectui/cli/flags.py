@@ -1,0 +1,119 @@
+"""What the subcommands share: a flag per scenario field, the scenario those flags give, and
+the argument types of paths."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from engine.config import FIELD_SPECS, ConfigError, SpecConfig, parse_value
+
+DEFAULT_SWEEP_OUT = Path("results/sweep_summary.csv")
+ENGINES = ("fast", "reference")
+ENGINE_HELP = (
+    "simulator: fast (vectorised, default) or reference (one draft at a time, slow). "
+    "They use the seed's random stream differently, so for the same seed they give "
+    "different Monte Carlo numbers, equal in distribution; exact values are the same"
+)
+
+
+def _typed_arg(field: str):
+    """An argparse type that parses and range-checks one configuration field."""
+
+    def parse(text: str) -> object:
+        try:
+            return parse_value(field, text)
+        except ConfigError as err:
+            raise argparse.ArgumentTypeError(str(err).split(": ", 1)[1]) from None
+
+    parse.__name__ = field
+    return parse
+
+
+# Flags for a scenario's fields, grouped by part in --help.
+FLAG_GROUPS: tuple[tuple[str, str], ...] = (
+    ("", "scenario"),
+    ("draft_model", "acceptance (draft model)"),
+    ("cost.model", "cost model"),
+    ("policy.name", "K policy"),
+)
+_METAVARS = {
+    "int": "N",
+    "seed": "N",
+    "prob": "F",
+    "number": "F",
+    "spec": "ID",
+    "path": "FILE",
+    "probs": "P1,P2,...",
+    "schedule": "B:K,...",
+    "tree": "SHAPE",
+}
+
+
+def _default_text(field: str) -> str:
+    from engine.config import DEFAULTS
+
+    value = DEFAULTS[field]
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value) if value != "" else "none"
+
+
+def add_scenario_flags(parser: argparse.ArgumentParser) -> None:
+    """One flag per field of the scenario table (engine.config.FIELD_SPECS): the original's
+    14 flags under their names, newer fields by their key's last part (``--batch-size``)."""
+    groups = {selector: parser.add_argument_group(title) for selector, title in FLAG_GROUPS}
+    from engine.config import PARTS
+
+    selectors = {selector for selector, _ in PARTS.values()}
+    # Each part's choosing flag first in its group (--cost before the cost fields).
+    for field, spec in sorted(FIELD_SPECS.items(), key=lambda item: item[0] not in selectors):
+        if spec.kind == "choice" and len(spec.choices) < 2:
+            continue  # a part with one choice so far (policy, shape): nothing to choose
+        group = groups.get(spec.part[0] if spec.part else "", groups[""])
+        if field in ("cost.model", "policy.name"):
+            group = groups[field]
+        text = f"{spec.help} (default: {_default_text(field)})"
+        if spec.unit:
+            text = text.replace(" (default", f", {spec.unit} (default")
+        if spec.kind == "choice":
+            group.add_argument(spec.cli_flag, dest=field, choices=spec.choices, help=text)
+        else:
+            group.add_argument(
+                spec.cli_flag,
+                dest=field,
+                metavar=_METAVARS[spec.kind],
+                type=_typed_arg(field),
+                help=text,
+            )
+
+
+def given_fields(args: argparse.Namespace) -> dict[str, Any]:
+    """The scenario fields whose flags were given, by field key."""
+    return {f: getattr(args, f) for f in FIELD_SPECS if getattr(args, f, None) is not None}
+
+
+def base_config(args: argparse.Namespace) -> SpecConfig:
+    """The ``--preset``'s configuration, or the defaults."""
+    from engine.presets import load_preset
+
+    return load_preset(args.preset).config if args.preset else SpecConfig()
+
+
+def config_from_args(args: argparse.Namespace) -> SpecConfig:
+    """The preset's configuration (or the defaults), overridden by the flags given."""
+    return base_config(args).replace(**given_fields(args))
+
+
+def folder(text: str) -> Path:
+    path = Path(text).expanduser()
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a folder")
+    return path
+
+
+def file_path(text: str) -> Path:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path is not a file name")
+    return Path(text)
