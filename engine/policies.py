@@ -183,13 +183,15 @@ def simulate_policy_config(
     config: SpecConfig,
     *,
     trace: bool | int = False,
+    position_counts: bool = False,
     should_stop: Callable[[], bool] | None = None,
     progress: Callable[[int], None] | None = None,
     width: int | None = None,
 ) -> StepwiseResult:
     """The stepwise Monte Carlo of the configuration, on the scenario's common random
     numbers (:func:`crn_entropy`). ``width``: the draws' width (at least
-    :func:`stream_width`); policies compared on one scenario pass the same."""
+    :func:`stream_width`); policies compared on one scenario pass the same.
+    ``position_counts``: the totals also count cycles by accepted drafts."""
     from .stepwise import simulate_policy
 
     width = max(stream_width(config), width or 0)
@@ -206,6 +208,7 @@ def simulate_policy_config(
         clamp=config.tail == "clamp",
         entropy=crn_entropy(config),
         trace=trace,
+        position_counts=position_counts,
         should_stop=should_stop,
         progress=progress,
     )
@@ -225,7 +228,7 @@ def simulate_run(
     same metrics, and the per-cycle records of its first sequences."""
     import pandas as pd
 
-    from .kernel import Totals, metrics_from_totals
+    from .kernel import metrics_from_totals
     from .simulator import RECORD_DTYPES, RunResult
 
     want_records = records or on_cycles is not None
@@ -241,17 +244,11 @@ def simulate_run(
     result = simulate_policy_config(
         config,
         trace=traced if want_records else False,
+        position_counts=position_counts,
         should_stop=should_stop,
         progress=progress if on_progress is not None else None,
     )
-    totals = Totals()
-    totals.add_cycles(
-        result.cycles, result.drafted, result.accepted, result.kept, result.draft_time_us
-    )
-    totals.add_sequences(result.sequence_time_us)
-    if position_counts:
-        totals.accepted_counts = result.accepted_counts.copy()
-        totals.rejected_counts = result.rejected_counts.copy()
+    totals = result.totals
     frame = None
     if want_records:
         assert result.trace is not None

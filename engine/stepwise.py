@@ -80,7 +80,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .cost.base import CostModel
-from .kernel import cycle_times
+from .kernel import Totals, cycle_times
 
 __all__ = [
     "MAX_CHUNK_SEQUENCES",
@@ -165,29 +165,43 @@ class StepwiseResult:
     """What a run of one policy gives: per-sequence times and totals over all cycles.
 
     ``sequence_time_us``: ``(n_sequences,)`` speculative time of each sequence in
-    microseconds. ``cycles``, ``drafted``, ``accepted`` (draft tokens accepted, before the
-    tail discards any), ``kept`` (accepted draft tokens kept after the tail): totals over
-    all sequences. ``draft_time_us``: total time drafting. ``k_counts``: ``(K_max + 1,)``
-    cycles by the number of tokens they drafted (after the tail rule).
-    ``accepted_counts``: ``(K_max + 1,)`` cycles by accepted drafts ``n``;
-    ``rejected_counts``: the same for the cycles that ended on a rejection (``n < k``),
-    as :func:`engine.simulator.acceptance_by_position` reads them. ``trace``: the cycles of
-    the first traced sequences (sequence 0 by default), if asked for, ordered by sequence
-    then cycle: ``sequence``, ``r`` (tokens still needed at the start), ``k`` (drafted),
-    ``accepted``, ``regime`` (-1 without regimes) and ``q_mean`` (mean confidence of the
-    drafted tokens; NaN without confidences or drafts).
+    microseconds. ``totals``: the run's :class:`engine.kernel.Totals`, the same counters
+    the chain engines keep (cycles, drafted, accepted before the tail discards any,
+    ``accepted_kept`` after it, drafting time, the sequence times, and the per-position
+    counts when asked for), from which :func:`engine.kernel.metrics_from_totals` gives
+    the metrics. ``k_counts``: ``(K_max + 1,)`` cycles by the number of tokens they
+    drafted (after the tail rule). ``trace``: the cycles of the first traced sequences
+    (sequence 0 by default), if asked for, ordered by sequence then cycle: ``sequence``,
+    ``r`` (tokens still needed at the start), ``k`` (drafted), ``accepted``, ``regime``
+    (-1 without regimes) and ``q_mean`` (mean confidence of the drafted tokens; NaN
+    without confidences or drafts).
     """
 
     sequence_time_us: np.ndarray
-    cycles: int
-    drafted: int
-    accepted: int
-    kept: int
-    draft_time_us: float
+    totals: Totals
     k_counts: np.ndarray
-    accepted_counts: np.ndarray
-    rejected_counts: np.ndarray
     trace: dict[str, np.ndarray] | None = None
+
+    # The totals most read, by their names in the policy tables.
+    @property
+    def cycles(self) -> int:
+        return self.totals.cycles
+
+    @property
+    def drafted(self) -> int:
+        return self.totals.drafted
+
+    @property
+    def accepted(self) -> int:
+        return self.totals.accepted
+
+    @property
+    def kept(self) -> int:
+        return self.totals.accepted_kept
+
+    @property
+    def draft_time_us(self) -> float:
+        return self.totals.draft_time_us
 
 
 def chunk_size(n_sequences: int, batch: int) -> int:
@@ -464,15 +478,9 @@ class _Run:
     clamp: bool
     should_stop: Callable[[], bool] | None
     progress: Callable[[int], None] | None
-    cycles: int = 0
-    drafted: int = 0
-    accepted: int = 0
-    kept: int = 0
-    draft_time_us: float = 0.0
+    totals: Totals
     tokens_done: int = 0
     k_counts: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    accepted_counts: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    rejected_counts: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     @property
     def k_table(self) -> int:
@@ -538,16 +546,15 @@ class _Run:
             emitted = np.minimum(accepted + 1, remaining) * running
             row = np.maximum(remaining, 1)
             seq_time += np.where(ran, self.cycle_us[row, drafted], 0.0)
-            self.draft_time_us += float(self.draft_us[row[ran], drafted[ran]].sum())
-            self.cycles += int(running.sum())
-            self.drafted += int(drafted.sum())
-            self.accepted += int(accepted.sum())
-            self.kept += int(np.minimum(accepted, remaining).sum())
-            self.k_counts += np.bincount(drafted[ran], minlength=k_table + 1)
-            self.accepted_counts += np.bincount(accepted[ran], minlength=k_table + 1)
-            self.rejected_counts += np.bincount(
-                accepted[ran & (accepted < drafted)], minlength=k_table + 1
+            self.totals.add_cycles(
+                int(running.sum()),
+                int(drafted.sum()),
+                int(accepted.sum()),
+                int(np.minimum(accepted, remaining).sum()),
+                float(self.draft_us[row[ran], drafted[ran]].sum()),
             )
+            self.k_counts += np.bincount(drafted[ran], minlength=k_table + 1)
+            self.totals.count_positions(accepted[ran], (accepted < drafted)[ran])
             if trace is not None:
                 _trace_step(trace, ran, remaining, drafted, accepted, regime, q)
             chooser.observe(step, drafted, accepted, running)
@@ -614,6 +621,7 @@ def simulate_policy(
     clamp: bool = False,
     entropy: Sequence[int],
     trace: bool | int = False,
+    position_counts: bool = False,
     should_stop: Callable[[], bool] | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> StepwiseResult:
@@ -626,7 +634,8 @@ def simulate_policy(
     (goodput's shared estimates; chunks are multiples of it). ``clamp``: the "clamp" tail
     rule, else "full". ``trace``: record
     sequence 0's cycles (True), or those of the first ``trace`` sequences (an int, at most
-    one chunk). ``should_stop()`` is asked
+    one chunk). ``position_counts``: also count cycles by accepted drafts (the totals'
+    ``accepted_counts`` and ``rejected_counts``). ``should_stop()`` is asked
     every few steps: when true the run raises :class:`engine.simulator.RunStopped` (no
     partial result). ``progress(tokens_done)`` is told the tokens produced so far, all
     sequences, now and then and at the end.
@@ -646,6 +655,10 @@ def simulate_policy(
     k_table = cycle.shape[1] - 1
     survival = _check_acceptance(acceptance, k_table)
     _check_policy(policy, acceptance, k_table, tokens)
+    totals = Totals()
+    if position_counts:
+        totals.accepted_counts = np.zeros(k_table + 1, dtype=np.int64)
+        totals.rejected_counts = np.zeros(k_table + 1, dtype=np.int64)
     run = _Run(
         acceptance=acceptance,
         policy=policy,
@@ -657,9 +670,8 @@ def simulate_policy(
         clamp=clamp,
         should_stop=should_stop,
         progress=progress,
+        totals=totals,
         k_counts=np.zeros(k_table + 1, dtype=np.int64),
-        accepted_counts=np.zeros(k_table + 1, dtype=np.int64),
-        rejected_counts=np.zeros(k_table + 1, dtype=np.int64),
     )
     per_chunk = chunk_size(n_sequences, batch)
     traced = min(int(trace), per_chunk)
@@ -687,15 +699,6 @@ def simulate_policy(
             name: values[order].astype(np.float64 if name == "q_mean" else np.int64)
             for name, values in columns.items()
         }
-    return StepwiseResult(
-        sequence_time_us=np.concatenate(times),
-        cycles=run.cycles,
-        drafted=run.drafted,
-        accepted=run.accepted,
-        kept=run.kept,
-        draft_time_us=run.draft_time_us,
-        k_counts=run.k_counts,
-        accepted_counts=run.accepted_counts,
-        rejected_counts=run.rejected_counts,
-        trace=trace_arrays,
-    )
+    sequence_time_us = np.concatenate(times)
+    totals.add_sequences(sequence_time_us)
+    return StepwiseResult(sequence_time_us, totals, run.k_counts, trace_arrays)

@@ -603,6 +603,7 @@ def test_matches_a_literal_reference(case):
         batch=batch,
         clamp=clamp,
         entropy=[17],
+        position_counts=True,
     )
     times, totals, k_counts, by_accepted = reference_run(
         acceptance, policy, 30, rows, draft, cycle, batch, clamp, [17]
@@ -610,8 +611,13 @@ def test_matches_a_literal_reference(case):
     np.testing.assert_allclose(result.sequence_time_us, times, rtol=1e-12)
     assert (result.cycles, result.drafted, result.accepted, result.kept) == totals
     assert np.array_equal(result.k_counts, k_counts)
-    assert np.array_equal(result.accepted_counts, by_accepted[0])
-    assert np.array_equal(result.rejected_counts, by_accepted[1])
+    assert np.array_equal(result.totals.accepted_counts, by_accepted[0])
+    assert np.array_equal(result.totals.rejected_counts, by_accepted[1])
+    # The kernel's totals: what the metrics are made of.
+    assert result.totals.emitted == result.accepted + result.cycles
+    assert result.totals.target_positions == result.drafted + result.cycles
+    n, total, _ = result.totals.sequence_time_stats()
+    assert n == rows and total == pytest.approx(times.sum(), rel=1e-12)
 
 
 def test_traces_of_several_sequences():
@@ -640,9 +646,15 @@ def test_position_counts_give_the_acceptance_by_position():
     from engine.simulator import acceptance_by_position
 
     config = SpecConfig(tokens_per_seq=64, **LINEAR)
-    result = run(iid(0.7), Policy("hf_heuristic", k=3), config, n=500)
-    assert result.accepted_counts.sum() == result.cycles
-    assert int((np.arange(K_MAX + 1) * result.accepted_counts).sum()) == result.accepted
-    observed = acceptance_by_position(result.accepted_counts, result.rejected_counts, 3)
-    tested = result.accepted_counts[1:].sum() + result.rejected_counts[0]  # reached position 1
+    result = run(iid(0.7), Policy("hf_heuristic", k=3), config, n=500, position_counts=True)
+    accepted, rejected = result.totals.accepted_counts, result.totals.rejected_counts
+    assert accepted is not None and rejected is not None
+    assert accepted.sum() == result.cycles
+    assert int((np.arange(K_MAX + 1) * accepted).sum()) == result.accepted
+    observed = acceptance_by_position(accepted, rejected, 3)
+    tested = accepted[1:].sum() + rejected[0]  # reached position 1
     assert abs(observed[0] - 0.7) < Z * math.sqrt(0.21 / tested)
+    # Not asked for: not counted (the metrics then have no acceptance by position).
+    plain = run(iid(0.7), Policy("hf_heuristic", k=3), config, n=500)
+    assert plain.totals.accepted_counts is None and plain.totals.rejected_counts is None
+    assert (plain.cycles, plain.kept) == (result.cycles, result.kept)
