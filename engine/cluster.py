@@ -41,7 +41,7 @@ from types import TracebackType
 from typing import Any
 
 from .config import WORKERS_MAX, ConfigError
-from .sweep import Batch, BatchRows, SweepPlan
+from .sweep import Batch, BatchRows, BatchRunner, Flight, SweepPlan
 
 __all__ = [
     "RETRIES",
@@ -149,7 +149,7 @@ def _spectui_version() -> str:
         return "unknown"
 
 
-class DaskRunner:
+class DaskRunner(BatchRunner):
     """Batches of a sweep on a Dask cluster (see the module's notes). Use it as a context
     manager, or call :meth:`start` and :meth:`close`."""
 
@@ -308,54 +308,17 @@ class DaskRunner:
             return 0
         return sum(int(w.get("nthreads", 1)) for w in workers)
 
-    def map_unordered(
-        self,
-        function: Callable[[Batch], BatchRows],
-        batches: Iterator[Batch],
-        should_stop: Callable[[], bool],
-    ) -> Iterator[BatchRows]:
-        """See :meth:`engine.sweep.BatchRunner.map_unordered`."""
+    def _window(self) -> int:
+        return max(4, 3 * self.workers)
+
+    def _flight(self, function: Callable[[Batch], BatchRows]) -> Flight:
         from distributed import as_completed
 
         client = self.client
         if client is None:
             raise RuntimeError("DaskRunner.map_unordered before start()")
-        stop = threading.Event()  # only waited on: the pause between looks at the queue
-        prefix = f"spectui-batch-{uuid.uuid4().hex[:8]}"
-        completed = as_completed(loop=client.loop)  # this client: it need not be the default
-        in_flight: set[Any] = set()
-        exhausted = False
-        number = 0
-        try:
-            while True:
-                window = max(4, 3 * self.workers)
-                while not exhausted and len(in_flight) < window and not should_stop():
-                    batch = next(batches, None)
-                    if batch is None:
-                        exhausted = True
-                        break
-                    future = client.submit(
-                        function, batch, key=f"{prefix}-{number}", pure=False, retries=RETRIES
-                    )
-                    number += 1
-                    in_flight.add(future)
-                    completed.add(future)
-                if not in_flight or should_stop():
-                    return
-                ready = completed.next_batch(block=False)
-                if not ready:
-                    stop.wait(0.05)
-                    continue
-                for future in ready:
-                    in_flight.discard(future)
-                    rows = future.result()
-                    future.release()
-                    yield rows
-        finally:
-            completed.clear()
-            if in_flight:
-                with contextlib.suppress(Exception):
-                    client.cancel(list(in_flight))
+        # This client's queue of finished futures: it need not be the default client.
+        return _DaskFlight(client, function, as_completed(loop=client.loop))
 
     def close(self) -> None:
         """Disconnect; shut the local cluster down."""
@@ -371,3 +334,41 @@ class DaskRunner:
         if cluster is not None:
             with contextlib.suppress(Exception):
                 cluster.close()
+
+
+class _DaskFlight(Flight):
+    """Batches as Dask tasks, keyed ``spectui-batch-<call>-<n>``, retried :data:`RETRIES`
+    times on a lost worker."""
+
+    def __init__(self, client: Any, function: Callable[[Batch], BatchRows], completed: Any):
+        self.client = client
+        self.function = function
+        self.completed = completed
+        self.prefix = f"spectui-batch-{uuid.uuid4().hex[:8]}"
+        self.number = 0
+        self.pause = threading.Event()  # only waited on: the pause between looks at the queue
+
+    def submit(self, batch: Batch) -> Any:
+        future = self.client.submit(
+            self.function, batch, key=f"{self.prefix}-{self.number}", pure=False, retries=RETRIES
+        )
+        self.number += 1
+        self.completed.add(future)
+        return future
+
+    def finished(self, in_flight: set[Any]) -> list[Any]:
+        ready = self.completed.next_batch(block=False)
+        if not ready:
+            self.pause.wait(0.05)
+        return list(ready)
+
+    def rows(self, future: Any) -> BatchRows:
+        rows: BatchRows = future.result()
+        future.release()
+        return rows
+
+    def cancel(self, in_flight: set[Any]) -> None:
+        self.completed.clear()
+        if in_flight:
+            with contextlib.suppress(Exception):
+                self.client.cancel(list(in_flight))

@@ -18,11 +18,12 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from abc import ABC, abstractmethod
 from array import array
 from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import pandas as pd
 
@@ -39,6 +40,7 @@ __all__ = [
     "SWEEP_COLUMNS",
     "BatchRunner",
     "ExecutorRunner",
+    "Flight",
     "Grid",
     "SweepPlan",
     "SweepSpec",
@@ -248,10 +250,12 @@ BatchRows = list[tuple[int, dict[str, Any]]]
 ResultCallback = Callable[[dict[str, Any], int, int], None]
 
 
-class BatchRunner(Protocol):
-    """Where a sweep's batches run, besides the calling thread and a
-    :class:`concurrent.futures.Executor` (:class:`ExecutorRunner`): a Dask cluster
-    (:class:`engine.cluster.DaskRunner`)."""
+class BatchRunner(ABC):
+    """Where a sweep's batches run, besides the calling thread: a
+    :class:`concurrent.futures.Executor` (:class:`ExecutorRunner`) or a Dask cluster
+    (:class:`engine.cluster.DaskRunner`). The contract is kept here, once: a subclass says
+    how to submit a batch, which batches in flight have finished, how to take a finished
+    batch's rows and how to cancel the rest (:meth:`_flight`)."""
 
     def map_unordered(
         self,
@@ -260,13 +264,61 @@ class BatchRunner(Protocol):
         should_stop: Callable[[], bool],
     ) -> Iterator[BatchRows]:
         """``function(batch)`` of each batch, yielded as each finishes. Batches are taken
-        from ``batches`` only as there is room for them (a sweep of 100,000 configurations
-        is never all in flight). Once ``should_stop()`` is true, nothing more is taken or
-        yielded and the batches in flight are cancelled. A batch's error is raised."""
-        ...
+        from ``batches`` only as there is room for them (:meth:`_window`: a sweep of 100,000
+        configurations is never all in flight). Once ``should_stop()`` is true, no batch is
+        taken, none is yielded but those found finished with the last one, and the batches
+        in flight are cancelled. A batch's error is raised."""
+        flight = self._flight(function)
+        in_flight: set[Any] = set()
+        exhausted = False
+        try:
+            while True:
+                window = self._window()
+                while not exhausted and len(in_flight) < window and not should_stop():
+                    batch = next(batches, None)
+                    if batch is None:
+                        exhausted = True
+                    else:
+                        in_flight.add(flight.submit(batch))
+                if not in_flight or should_stop():
+                    return
+                for future in flight.finished(in_flight):
+                    in_flight.discard(future)
+                    yield flight.rows(future)
+        finally:
+            flight.cancel(in_flight)
+
+    @abstractmethod
+    def _window(self) -> int:
+        """How many batches may be in flight now."""
+
+    @abstractmethod
+    def _flight(self, function: Callable[[Batch], BatchRows]) -> Flight:
+        """The batches of one :meth:`map_unordered` call, each run by ``function``."""
 
 
-class ExecutorRunner:
+class Flight(ABC):
+    """The batches in flight of one :meth:`BatchRunner.map_unordered` call."""
+
+    @abstractmethod
+    def submit(self, batch: Batch) -> Any:
+        """Start ``batch``; its future."""
+
+    @abstractmethod
+    def finished(self, in_flight: set[Any]) -> Iterable[Any]:
+        """Futures of ``in_flight`` that have finished, after a short wait if none has (the
+        caller then looks at its stop flag and its window again)."""
+
+    @abstractmethod
+    def rows(self, future: Any) -> BatchRows:
+        """A finished batch's rows (its error raised)."""
+
+    @abstractmethod
+    def cancel(self, in_flight: set[Any]) -> None:
+        """Cancel the batches still in flight (the call ended, or was stopped)."""
+
+
+class ExecutorRunner(BatchRunner):
     """A :class:`concurrent.futures.Executor` as a :class:`BatchRunner`: at most ``window``
     batches submitted at a time (default: four per worker)."""
 
@@ -274,36 +326,37 @@ class ExecutorRunner:
         self.executor = executor
         self.window = window or 4 * max(1, getattr(executor, "_max_workers", 1))
 
-    def map_unordered(
-        self,
-        function: Callable[[Batch], BatchRows],
-        batches: Iterator[Batch],
-        should_stop: Callable[[], bool],
-    ) -> Iterator[BatchRows]:
-        pending: set[Future[BatchRows]] = set()
-        exhausted = False
-        try:
-            while True:
-                while not exhausted and len(pending) < self.window and not should_stop():
-                    batch = next(batches, None)
-                    if batch is None:
-                        exhausted = True
-                    else:
-                        pending.add(self.executor.submit(function, batch))
-                if not pending or should_stop():
-                    return
-                done, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
-                for future in done:
-                    yield future.result()
-        finally:
-            # A process pool's queued batches are cancelled by its owner's shutdown (with
-            # cancel_futures; engine.pool.SweepPool): cancelled from here, a future stays in
-            # the pool's books until its manager thread looks, and a terminate meanwhile
-            # makes that thread fail on it with a traceback (CPython 3.11's
-            # ProcessPoolExecutor.terminate_broken sets an exception on a cancelled future).
-            if not isinstance(self.executor, ProcessPoolExecutor):
-                for future in pending:
-                    future.cancel()
+    def _window(self) -> int:
+        return self.window
+
+    def _flight(self, function: Callable[[Batch], BatchRows]) -> Flight:
+        return _ExecutorFlight(self.executor, function)
+
+
+@dataclass
+class _ExecutorFlight(Flight):
+    executor: Executor
+    function: Callable[[Batch], BatchRows]
+
+    def submit(self, batch: Batch) -> Future[BatchRows]:
+        return self.executor.submit(self.function, batch)
+
+    def finished(self, in_flight: set[Any]) -> Iterable[Future[BatchRows]]:
+        done, _ = wait(in_flight, timeout=0.1, return_when=FIRST_COMPLETED)
+        return done
+
+    def rows(self, future: Future[BatchRows]) -> BatchRows:
+        return future.result()
+
+    def cancel(self, in_flight: set[Any]) -> None:
+        # A process pool's queued batches are cancelled by its owner's shutdown (with
+        # cancel_futures; engine.pool.SweepPool): cancelled from here, a future stays in
+        # the pool's books until its manager thread looks, and a terminate meanwhile
+        # makes that thread fail on it with a traceback (CPython 3.11's
+        # ProcessPoolExecutor.terminate_broken sets an exception on a cancelled future).
+        if not isinstance(self.executor, ProcessPoolExecutor):
+            for future in in_flight:
+                future.cancel()
 
 
 @dataclass(frozen=True)
@@ -450,9 +503,10 @@ def sweep_rows(
                 return
             yield from finish(batch_rows)
         return
-    runner = executor if hasattr(executor, "map_unordered") else ExecutorRunner(executor)  # type: ignore[arg-type]
+    assert executor is not None
+    runner = executor if isinstance(executor, BatchRunner) else ExecutorRunner(executor)
     function = functools.partial(_evaluate_batch, engine=engine, exact_only=exact_only)
-    for batch_rows in runner.map_unordered(function, batches, stopped):  # type: ignore[union-attr]
+    for batch_rows in runner.map_unordered(function, batches, stopped):
         yield from finish(batch_rows)
 
 
