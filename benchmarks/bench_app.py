@@ -438,7 +438,7 @@ def main() -> None:
             latencies += pressed
             quiet_runs.append(asyncio.run(app_sweep(press_keys=False))[0])
         replaying, paused = asyncio.run(replay_typing())
-    from spectui.pool import worker_count
+    from spectui.workers import worker_count
 
     headless, in_app = statistics.median(headless_runs), statistics.median(app_runs)
     quiet = statistics.median(quiet_runs)

@@ -18,6 +18,7 @@ from textual.widgets import Header, Static, TabbedContent, TabPane
 from textual.worker import Worker
 
 from engine.config import SpecConfig
+from engine.pool import SweepPool
 from engine.presets import Preset, PresetError, load_preset
 from spectui.messages import (
     CellChosen,
@@ -29,7 +30,6 @@ from spectui.messages import (
     SweepFinished,
     SweepSnapshot,
 )
-from spectui.pool import SweepPool, worker_count
 from spectui.widgets.analysis_view import AnalysisView
 from spectui.widgets.common import failure_reason, report_worker_error
 from spectui.widgets.exact_panel import ERROR_FIELD, ERROR_REASON, ExactPanel, exact_figures
@@ -38,6 +38,7 @@ from spectui.widgets.param_form import LABELS, ParamForm
 from spectui.widgets.run_view import RunView
 from spectui.widgets.sweep_view import SweepView
 from spectui.widgets.view_tabs import ViewTabs
+from spectui.workers import worker_count
 
 if TYPE_CHECKING:
     from pathlib import Path

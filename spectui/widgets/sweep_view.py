@@ -1,6 +1,6 @@
 """Sweep view: run a sweep preset, watch the optimal-K heatmap fill, cancel keeping results.
 
-A sweep runs in the app's worker processes (:mod:`spectui.pool`), or on a Dask cluster when
+A sweep runs in the app's worker processes (:mod:`spectui.workers`), or on a Dask cluster when
 a scheduler applies (:func:`sweep_scheduler`: $SPECTUI_SCHEDULER, else the preset's
 ``scheduler`` key). Its rows stream to the results file; the view keeps only what its views
 draw (:class:`SweepStore`).

@@ -226,8 +226,8 @@ async def test_an_axis_held_constant_is_named_above_the_grid(tmp_path):
 
 
 def test_app_batches_hold_whole_cells():
+    from engine.pool import batch_size
     from engine.presets import load_preset
-    from spectui.pool import batch_size
 
     configs = load_preset("seed-576").sweep.configs()
     for workers in (1, 2, 4):

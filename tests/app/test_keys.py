@@ -176,7 +176,7 @@ async def test_f4_copies_the_highlighted_cycle_row_and_a_written_file_once(
 ):
     """F4 copies the focused table's highlighted row, but a file written since (a cycles
     CSV, a preset, a sweep CSV) once: its path. The sweep runs in a thread of the app (no
-    worker processes to start: where it runs is tests/app/test_pool.py's)."""
+    worker processes to start: where it runs is tests/app/test_workers.py's)."""
     from spectui.screens.presets import SavePreset
 
     monkeypatch.setenv("SPECTUI_SWEEP_WORKERS", "0")

@@ -1,7 +1,7 @@
 """The engine's sweep pool (engine/pool.py) and run_sweep on any Executor.
 
 The pool is the one the CLI (``spectui sweep --workers N``) and the app share; the app's own
-part (how many workers, from SPECTUI_SWEEP_WORKERS) is tested in tests/app/test_pool.py.
+part (how many workers, from SPECTUI_SWEEP_WORKERS) is tested in tests/app/test_workers.py.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from engine.sweep import run_sweep
 
 def _exits(process, timeout: float = 10.0) -> bool:
     """Whether ``process`` exits within ``timeout`` seconds (its sentinel, whoever reaps it;
-    see tests/app/test_pool.py)."""
+    see tests/app/test_workers.py)."""
     return bool(wait([process.sentinel], timeout))
 
 

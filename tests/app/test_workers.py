@@ -14,11 +14,11 @@ import pytest
 import engine.pool
 from engine.presets import load_preset
 from engine.sweep import run_sweep
-from spectui import pool as pool_module
+from spectui import workers as pool_module
 from spectui.app import create_app
 from spectui.errors import UsageError
-from spectui.pool import worker_count
 from spectui.widgets.sweep_view import SweepView
+from spectui.workers import worker_count
 from tests.app.helpers import notifications, settle
 
 

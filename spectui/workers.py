@@ -1,11 +1,11 @@
 """The app's sweep workers: how many, from the environment.
 
-The pool itself is the engine's (:class:`engine.pool.SweepPool`, also used by
-``spectui sweep --workers N``). A sweep run in a thread of the app shares one interpreter
-lock with the UI: every redraw slows the sweep and every batch of simulation delays a key.
-In worker processes the two run side by side. The app starts the pool (``warm``) shortly
-after its first screen, so a sweep does not wait for numpy and pandas to import, and shuts
-it down when it quits.
+The pool is the engine's (:class:`engine.pool.SweepPool`, also used by
+``spectui sweep --workers N``); this module only counts its processes. A sweep run in a
+thread of the app shares one interpreter lock with the UI: every redraw slows the sweep and
+every batch of simulation delays a key. In worker processes the two run side by side. The
+app starts the pool (``warm``) shortly after its first screen, so a sweep does not wait for
+numpy and pandas to import, and shuts it down when it quits.
 
 ``SPECTUI_SWEEP_WORKERS`` sets the number of processes (0: run sweeps in a thread of the
 app); the default leaves one core to the UI, up to :data:`DEFAULT_MAX_WORKERS`. If
@@ -18,18 +18,10 @@ import os
 
 from engine import pool as engine_pool
 from engine.config import ascii_int
-from engine.pool import BATCH_TOKENS, MAX_WORKERS, SweepPool, batch_size
+from engine.pool import MAX_WORKERS
 from spectui.errors import UsageError
 
-__all__ = [
-    "BATCH_TOKENS",
-    "DEFAULT_MAX_WORKERS",
-    "MAX_WORKERS",
-    "WORKERS_ENV",
-    "SweepPool",
-    "batch_size",
-    "worker_count",
-]
+__all__ = ["DEFAULT_MAX_WORKERS", "WORKERS_ENV", "worker_count"]
 
 WORKERS_ENV = "SPECTUI_SWEEP_WORKERS"
 DEFAULT_MAX_WORKERS = 8  # each holds numpy and pandas (about 70 MB)
