@@ -34,6 +34,7 @@ run: $(VENV)/.run-deps
 lint: $(VENV)/.test-deps
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 	$(BIN)/mypy
 
 # Tests run in parallel (pytest-xdist): one process per core and one more, idle ones take
@@ -51,6 +52,7 @@ PYTEST_WORKERS ?= $(shell python3 -c "import os; print(len(os.sched_getaffinity(
 test: $(VENV)/.test-deps
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 	$(BIN)/mypy > $(VENV)/mypy.out 2>&1 & mypy=$$!; \
 	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist worksteal; \
 	tests=$$?; wait $$mypy; typed=$$?; cat $(VENV)/mypy.out; \
