@@ -19,7 +19,7 @@ _EXPORTS = {
     "speedup_limit": "exact",
     "tokens_per_cycle": "exact",
     "simulate_reference": "reference",
-    "RunResult": "simulator",
+    "RunResult": "runs",
     "simulate": "simulator",
     "SweepSpec": "grid",
     "run_sweep": "sweep",

@@ -203,7 +203,7 @@ def run_arena(
     total, running, share)`` counts contenders, names the one running ("" at the end) and
     tells the share of its tokens simulated so far (0 as it starts, then as it runs: the
     first, the best fixed K, runs alone on a large scenario for many seconds).
-    Raises :class:`engine.simulator.RunStopped` when ``should_stop()`` turns true (rows
+    Raises :class:`engine.runs.RunStopped` when ``should_stop()`` turns true (rows
     already reported stay valid)."""
     from .config import stream_width
     from .kernel import cycle_costs

@@ -10,7 +10,7 @@ pool. It connects to a running scheduler (``tcp://HOST:8786``, started with
   (:func:`task_size`): a Dask task costs milliseconds of overhead, a configuration can cost
   less. Tasks go out a few per worker thread at a time and their rows come back with
   :class:`distributed.as_completed`.
-* Each configuration draws from its own generator (:func:`engine.simulator.config_rng`), so
+* Each configuration draws from its own generator (:func:`engine.runs.config_rng`), so
   its row is the same on any worker, in any batch, run any number of times.
 * A task whose worker dies is run again elsewhere (Dask reschedules the work of a lost
   worker); one that raises stops the sweep with its error (a configuration's error would

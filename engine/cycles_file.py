@@ -1,7 +1,7 @@
 """Per-cycle record files (``spectui run --cycles-out FILE``): CSV, or Parquet for a
 ``.parquet`` name.
 
-A file holds the record columns (:data:`engine.simulator.RECORD_DTYPES`) and two more:
+A file holds the record columns (:data:`engine.runs.RECORD_DTYPES`) and two more:
 ``pattern``, the cycle's accept pattern (A accepted, R rejected, . not verified; "-" for a
 cycle that drafts nothing), and ``running_speedup``, the baseline's time for the sequence's
 tokens so far over its time so far. A token tree's file (shape tree) holds its records'
@@ -32,7 +32,7 @@ import pandas as pd
 from .config import SpecConfig
 from .files import atomic_open
 from .kernel import baseline_time_us
-from .simulator import RECORD_DTYPES, accept_pattern
+from .runs import RECORD_DTYPES, accept_pattern
 from .tree_scenario import TREE_RECORD_DTYPES, tree_of
 
 # The pattern of a cycle that drafts nothing (k = 0, the clamp rule's last cycle): an

@@ -310,7 +310,7 @@ class Totals:
     target_positions: int = 0
     draft_time_us: float = 0.0
     # Per-position counts, when asked for: cycles by accepted drafts n, and the same for
-    # cycles that ended on a rejection (n < k). See engine.simulator.acceptance_by_position.
+    # cycles that ended on a rejection (n < k). See engine.runs.acceptance_by_position.
     accepted_counts: np.ndarray | None = None
     rejected_counts: np.ndarray | None = None
 
@@ -363,12 +363,11 @@ def _ratio(num: float, den: float) -> float:
 
 
 def metrics_from_totals(
-    config: SpecConfig, totals: Totals, exact: dict[str, float] | None = None
+    config: SpecConfig, totals: Totals, exact: dict[str, float]
 ) -> dict[str, float]:
     """Monte Carlo metrics of docs/model.md from a run's totals, plus the exact figures
-    (``exact``: :func:`engine.exact.exact_metrics` of the configuration, when known)."""
-    from .exact import exact_metrics
-
+    ``exact`` (:func:`engine.exact.exact_metrics` of the configuration: the engine that
+    ran it knows them, the kernel does not ask)."""
     costs = cycle_costs(config)
     n_seq, spec_time, seq_std = totals.sequence_time_stats()
     baseline_time = costs.baseline_us * n_seq
@@ -396,5 +395,5 @@ def metrics_from_totals(
         "drafted_tokens": totals.drafted,
         "accepted_tokens": totals.accepted,
     }
-    metrics.update(exact_metrics(config) if exact is None else exact)
+    metrics.update(exact)
     return {name: metrics[name] for name in METRIC_NAMES}

@@ -42,7 +42,7 @@ from .draft_models import get_model
 
 if TYPE_CHECKING:
     from .policy_exact import PolicyExact
-    from .simulator import RunResult
+    from .runs import RunResult
     from .stepwise import Acceptance, Policy, StepwiseResult
 
 # The sampler of the stepwise engine, as results name it (engine.sweep.sampler_name).
@@ -217,6 +217,7 @@ def simulate_policy_config(
 def simulate_run(
     config: SpecConfig,
     *,
+    exact: dict[str, float],
     records: bool = False,
     on_cycles: Callable[[Any], None] | None = None,
     max_records: int | None = None,
@@ -225,11 +226,13 @@ def simulate_run(
     on_progress: Callable[[int, int], None] | None = None,
 ) -> RunResult:
     """:func:`engine.simulator.simulate` for a configuration of the stepwise engine: the
-    same metrics, and the per-cycle records of its first sequences."""
+    same metrics, and the per-cycle records of its first sequences. ``exact``: the
+    configuration's exact figures (:func:`engine.exact.exact_metrics`), reported beside
+    the Monte Carlo ones."""
     import pandas as pd
 
     from .kernel import metrics_from_totals
-    from .simulator import RECORD_DTYPES, RunResult
+    from .runs import RECORD_DTYPES, RunResult
 
     want_records = records or on_cycles is not None
     total = config.tokens_per_seq
@@ -261,13 +264,13 @@ def simulate_run(
     cycles = frame if records else None
     if records and cycles is None:
         cycles = pd.DataFrame({n: pd.Series(dtype=d) for n, d in RECORD_DTYPES.items()})
-    return RunResult(config, metrics_from_totals(config, totals), cycles, totals)
+    return RunResult(config, metrics_from_totals(config, totals, exact), cycles, totals)
 
 
 def _trace_records(
     config: SpecConfig, trace: dict[str, np.ndarray], prices: tuple[np.ndarray, np.ndarray]
 ) -> Any:
-    """The records (engine.simulator.RECORD_DTYPES) of the traced sequences' cycles."""
+    """The records (engine.runs.RECORD_DTYPES) of the traced sequences' cycles."""
     import pandas as pd
 
     r, k, accepted = trace["r"], trace["k"], trace["accepted"]

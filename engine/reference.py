@@ -11,8 +11,9 @@ import pandas as pd
 
 from .config import ConfigError, SpecConfig
 from .draft_models import get_model
+from .exact import exact_metrics
 from .kernel import Totals, cycle_costs, draft_count, emitted_and_kept, metrics_from_totals
-from .simulator import RECORD_DTYPES, RunResult, config_rng
+from .runs import RECORD_DTYPES, RunResult, config_rng
 
 
 def simulate_reference(config: SpecConfig, *, records: bool = False) -> RunResult:
@@ -64,4 +65,4 @@ def simulate_reference(config: SpecConfig, *, records: bool = False) -> RunResul
     cycles = None
     if records:
         cycles = pd.DataFrame(rows, columns=list(RECORD_DTYPES)).astype(RECORD_DTYPES)
-    return RunResult(config, metrics_from_totals(config, totals), cycles)
+    return RunResult(config, metrics_from_totals(config, totals, exact_metrics(config)), cycles)

@@ -39,10 +39,11 @@ import numpy.typing as npt
 from .analysis import tied_to_best
 from .config import ConfigError, SpecConfig, check_value
 from .cost.models import build_cost
-from .exact import accepted_distribution, expected_over_sequence
+from .exact import accepted_distribution
 from .formatting import LOSE_MARK, TIE_MARK, cost_setting_text, k_star_cell
 from .kernel import context_length, cycle_costs, cycle_times, draft_count
-from .simulator import RunStopped
+from .runs import RunStopped
+from .sequence_dp import expected_over_sequence
 
 BATCH_SIZES: tuple[int, ...] = tuple(2**i for i in range(10))  # 1, 2, 4, ..., 512
 CONTEXTS: tuple[int, ...] = tuple(1024 * 2**i for i in range(8))  # 1k, 2k, ..., 128k
@@ -264,7 +265,7 @@ def regime_map(
 
     ``on_progress(done, total)`` is called after the cells' baselines and after each K;
     ``should_stop()`` is asked as often (and every few thousand tokens of a long
-    sequence); when it turns true the map raises :class:`engine.simulator.RunStopped`.
+    sequence); when it turns true the map raises :class:`engine.runs.RunStopped`.
     Raises :class:`engine.config.ConfigError` for a value out of its field's range or a
     cost model that cannot be built.
 

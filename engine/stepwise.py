@@ -488,7 +488,7 @@ class _Run:
 
     def check(self, tokens_now: int) -> None:
         if self.should_stop is not None and self.should_stop():
-            from .simulator import RunStopped
+            from .runs import RunStopped
 
             raise RunStopped()
         if self.progress is not None:
@@ -636,7 +636,7 @@ def simulate_policy(
     sequence 0's cycles (True), or those of the first ``trace`` sequences (an int, at most
     one chunk). ``position_counts``: also count cycles by accepted drafts (the totals'
     ``accepted_counts`` and ``rejected_counts``). ``should_stop()`` is asked
-    every few steps: when true the run raises :class:`engine.simulator.RunStopped` (no
+    every few steps: when true the run raises :class:`engine.runs.RunStopped` (no
     partial result). ``progress(tokens_done)`` is told the tokens produced so far, all
     sequences, now and then and at the end.
 

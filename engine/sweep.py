@@ -3,7 +3,7 @@
 :func:`run_sweep` takes any :class:`concurrent.futures.Executor`: a
 :class:`~concurrent.futures.ThreadPoolExecutor`, a process pool (the front ends use
 :class:`engine.pool.SweepPool`), or None to run in the calling thread. Every configuration
-draws from its own generator (see :func:`engine.simulator.config_rng`), so a sweep's rows do
+draws from its own generator (see :func:`engine.runs.config_rng`), so a sweep's rows do
 not depend on the executor, the worker count, the order, or the rest of the grid.
 
 A sweep may vary any field of :class:`engine.config.SpecConfig`, newer ones included
@@ -33,7 +33,8 @@ from .exact import exact_metrics_many
 from .grid import Grid, SweepSpec
 from .kernel import cycle_costs
 from .reference import simulate_reference
-from .simulator import METRIC_NAMES, SAMPLER, RunStopped, draw_key, simulate_shared
+from .runs import RunStopped
+from .simulator import METRIC_NAMES, SAMPLER, draw_key, simulate_shared
 
 __all__ = [
     "ENGINES",
@@ -143,7 +144,7 @@ def evaluate_many(
 ) -> list[dict[str, Any]]:
     """Sweep rows of ``configs`` (their fields unless ``fields`` is false, every metric, the
     sampler), in order. ``should_stop``: asked as the fast engine's runs go; when it turns
-    true they raise :class:`engine.simulator.RunStopped`.
+    true they raise :class:`engine.runs.RunStopped`.
 
     The fast engine draws once for configurations that share their draws
     (:func:`engine.simulator.draw_key`: they differ only in cost) and prices the draws for

@@ -26,10 +26,10 @@ import pandas as pd
 from .config import ConfigError, SpecConfig, rates_of
 from .cost.models import build_cost
 from .kernel import CycleCosts, Totals, context_length, cycle_costs, cycle_times
-from .simulator import RECORD_DTYPES, KeptRecords
+from .runs import RECORD_DTYPES, KeptRecords
 
 if TYPE_CHECKING:
-    from .simulator import RunResult
+    from .runs import RunResult
     from .trees import Tree
 
 # Budgets and batch sizes of the budget x batch grid (the Tree view's heatmap, `spectui tree`).
@@ -133,7 +133,7 @@ def tree_exact(config: SpecConfig, tree: Tree | None = None) -> dict[str, float]
     """Exact figures of a tree scenario: ``speedup_exact`` (finite T, the program over r),
     ``tokens_per_cycle_exact`` (E[n + 1]) and ``speedup_limit`` (E[n + 1] decoding steps
     per cycle time, at the prompt's context)."""
-    from .exact import expected_over_sequence
+    from .sequence_dp import expected_over_sequence
     from .trees import depth_distribution, expected_tokens
 
     tree = tree_of(config) if tree is None else tree
@@ -197,7 +197,7 @@ def simulate_tree(
     that stopped above the tree's depth counted as stopped there (so position i is
     P(the path reaches depth i | it reached depth i - 1), as :func:`depth_acceptance`)."""
     from .kernel import metrics_from_totals
-    from .simulator import RunResult
+    from .runs import RunResult
     from .trees import expected_tokens
 
     tree = tree_of(config)
@@ -246,7 +246,7 @@ def _lockstep(
     """One run of every sequence in lockstep, its totals added to ``totals``; the records
     of sequences ``recorded[0]`` up to ``recorded[1]`` (excluded), ordered by sequence then
     cycle (None if that range is empty)."""
-    from .simulator import RunStopped, config_rng
+    from .runs import RunStopped, config_rng
     from .trees import cycle_sampler
 
     sample_cycles = cycle_sampler(tree, rank_probs_of(config))  # its tables, built once
@@ -388,7 +388,7 @@ def tree_speedups(
     columns of one :func:`engine.exact.expected_over_sequence` (the same terms added in the
     same order: the same bits), in groups of at most :data:`PROGRAM_FLOATS` prices.
     ``on_done(count)`` after each group, with the trees done so far."""
-    from .exact import expected_over_sequence
+    from .sequence_dp import expected_over_sequence
     from .trees import depth_distribution
 
     probs = rank_probs_of(config)
@@ -540,7 +540,7 @@ def budget_by_batch(
     chain_speedup = np.empty(len(batch_sizes))
     for i, batch in enumerate(batch_sizes):
         if should_stop is not None and should_stop():
-            from .simulator import RunStopped
+            from .runs import RunStopped
 
             raise RunStopped
         at = tree_config.replace(**{"workload.batch_size": batch})

@@ -27,7 +27,7 @@ from rich.text import Text
 from engine.formatting import PENDING_MARK, cell_text, speedup_text
 from engine.presets import Preset, PresetError
 from engine.report import Section, analysis_sections, original_findings
-from engine.simulator import RunResult
+from engine.runs import RunResult
 from spectui.colours import heat_style
 
 

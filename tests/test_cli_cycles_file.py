@@ -17,7 +17,8 @@ from engine.cost.models import build_cost
 from engine.cycles_file import CYCLES_COLUMNS, csv_blocks, csv_header, cycles_writer
 from engine.kernel import baseline_time_us
 from engine.reference import simulate_reference
-from engine.simulator import RECORD_DTYPES, simulate
+from engine.runs import RECORD_DTYPES
+from engine.simulator import simulate
 from spectui.cli import main
 
 

@@ -375,7 +375,7 @@ class ArenaView(ReportsWorkerErrors, Vertical):
     @work(thread=True, exclusive=True, group="arena", name="Arena", exit_on_error=False)
     def _run(self, run: int, scenario: SpecConfig, contenders: list[SpecConfig]) -> None:
         from engine.arena import run_arena
-        from engine.simulator import RunStopped
+        from engine.runs import RunStopped
 
         worker = get_current_worker()
 

@@ -291,7 +291,7 @@ class CycleTable(ScrollView, can_focus=True):
 
     def _rows(self, start: int, stop: int) -> list[tuple]:
         from engine.formatting import speedup_text
-        from engine.simulator import accept_pattern
+        from engine.runs import accept_pattern
 
         assert self._records is not None and self._speedup_so_far is not None
         part = self._records.iloc[start:stop]

@@ -213,7 +213,7 @@ class RegimeView(ReportsWorkerErrors, Vertical):
     @work(thread=True, exclusive=True, group="regime", name="Regime map", exit_on_error=False)
     def _compute(self, config: SpecConfig) -> None:
         from engine.regime import regime_map
-        from engine.simulator import RunStopped
+        from engine.runs import RunStopped
 
         worker = get_current_worker()
         mapped, note = map_config(config)

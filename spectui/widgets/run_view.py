@@ -156,7 +156,8 @@ class RunView(ReportsWorkerErrors, Vertical):
     @work(thread=True, exclusive=True, group="run", exit_on_error=False)
     def _simulate(self, config: SpecConfig, run: int) -> None:
         from engine.draft_models import get_model
-        from engine.simulator import RunStopped, simulate
+        from engine.runs import RunStopped
+        from engine.simulator import simulate
 
         worker = get_current_worker()
         started = time.perf_counter()
@@ -273,7 +274,8 @@ class RunView(ReportsWorkerErrors, Vertical):
     @work(thread=True, group="export", exit_on_error=False)
     def _export(self, result: RunFinished, path: Path) -> None:
         from engine.cycles_file import cycles_writer
-        from engine.simulator import RunStopped, simulate
+        from engine.runs import RunStopped
+        from engine.simulator import simulate
 
         worker = get_current_worker()
         cycles = int(result.metrics["cycles"])

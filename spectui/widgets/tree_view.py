@@ -369,7 +369,7 @@ class TreeView(ReportsWorkerErrors, Vertical):
 
     @work(thread=True, exclusive=True, group="budgets", name="Tree budgets", exit_on_error=False)
     def _budgets(self, config: SpecConfig) -> None:
-        from engine.simulator import RunStopped
+        from engine.runs import RunStopped
         from engine.tree_scenario import budget_by_batch
 
         worker = get_current_worker()

@@ -30,7 +30,7 @@ from engine.arena import (
 )
 from engine.config import SpecConfig
 from engine.formatting import policy_text
-from engine.simulator import RunStopped
+from engine.runs import RunStopped
 from spectui.app import create_app
 from spectui.messages import ConfigChanged
 from tests.app.app_waits import booted

@@ -135,7 +135,7 @@ async def test_a_stale_map_is_not_shown():
 async def test_a_form_change_stops_the_running_map(monkeypatch):
     """A long map (large T) is abandoned when the form changes, not run to its end."""
     import engine.regime
-    from engine.simulator import RunStopped
+    from engine.runs import RunStopped
 
     outcomes: list[str] = []
     real = engine.regime.regime_map

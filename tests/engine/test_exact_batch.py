@@ -18,11 +18,9 @@ import engine.exact as exact
 from engine.config import SpecConfig
 from engine.draft_models import get_model
 from engine.exact import (
-    CHECKPOINT_ROWS,
     EXACT_METRIC_NAMES,
     exact_metrics,
     exact_metrics_many,
-    expected_over_sequence,
     expected_sequence_time_us,
     speedup_curve,
     speedup_exact,
@@ -32,6 +30,7 @@ from engine.exact import (
 )
 from engine.kernel import cycle_costs, draft_count
 from engine.presets import load_preset
+from engine.sequence_dp import CHECKPOINT_ROWS, expected_over_sequence
 
 REPO = Path(__file__).resolve().parents[2]
 TABLE_CSV = REPO / "tests" / "engine" / "cost" / "fixtures" / "latency_table.csv"

@@ -9,13 +9,8 @@ import pytest
 
 import engine.simulator as simulator
 from engine.config import SpecConfig
-from engine.simulator import (
-    Z95,
-    RunStopped,
-    chunk_sequences,
-    position_acceptance,
-    simulate,
-)
+from engine.runs import RunStopped, position_acceptance
+from engine.simulator import Z95, chunk_sequences, simulate
 
 # One sequence of a million tokens, one token per cycle: a single chunk of a million steps
 # (clamp) or of many blocks (full); stopping only between chunks would never stop it.

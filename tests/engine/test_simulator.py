@@ -9,7 +9,8 @@ from engine.config import SpecConfig
 from engine.draft_models import get_model
 from engine.exact import accepted_distribution
 from engine.reference import simulate_reference
-from engine.simulator import Z95, accept_pattern, chunk_sequences, position_acceptance, simulate
+from engine.runs import accept_pattern, position_acceptance
+from engine.simulator import Z95, chunk_sequences, simulate
 from tests.engine.stats import Z_STRICT, chi2_critical, chi2_statistic, ks_two_sample
 
 SPREAD = [

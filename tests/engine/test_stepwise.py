@@ -11,7 +11,7 @@ import pytest
 from engine.config import SpecConfig
 from engine.cost.models import build_cost
 from engine.exact import expected_sequence_time_us, survival
-from engine.simulator import RunStopped
+from engine.runs import RunStopped
 from engine.stepwise import (
     MAX_CHUNK_SEQUENCES,
     Acceptance,
@@ -643,7 +643,7 @@ def test_traces_of_several_sequences():
 
 
 def test_position_counts_give_the_acceptance_by_position():
-    from engine.simulator import acceptance_by_position
+    from engine.runs import acceptance_by_position
 
     config = SpecConfig(tokens_per_seq=64, **LINEAR)
     result = run(iid(0.7), Policy("hf_heuristic", k=3), config, n=500, position_counts=True)

@@ -11,7 +11,8 @@ import pytest
 import engine.tree_scenario as tree_scenario
 from engine.config import ConfigError, SpecConfig
 from engine.reference import simulate_reference
-from engine.simulator import RunStopped, simulate
+from engine.runs import RunStopped
+from engine.simulator import simulate
 from engine.trees import parse_tree
 
 TREE = SpecConfig(shape="tree", n_sequences=40, tokens_per_seq=48, seed=3)
