@@ -10,7 +10,7 @@ start-up figures alone). Prints:
 * the seed-576 sweep (576 configurations) at :data:`SWEEP_SEQUENCES` sequences per
   configuration (since issue #11 the engine runs it at 500 in a fraction of a second, too
   little to time an app against: a user preset ``bench-seed-576`` holds the grid) run
-  headless with ``engine.sweep.run_sweep`` (serial, in-process), and the same sweep started
+  headless with ``engine.sweep.sweep.run_sweep`` (serial, in-process), and the same sweep started
   from the app's Sweep view, which runs it in its worker processes (all cores but one: one
   process on a 2-core machine), and their ratio (target <= 1.5);
 * key-to-screen latency while that sweep runs: the time from a key press until the app has
@@ -137,7 +137,7 @@ def startup_seconds() -> tuple[float, float, float]:
 
 def headless_sweep_seconds() -> float:
     from engine.presets import load_preset
-    from engine.sweep import run_sweep
+    from engine.sweep.sweep import run_sweep
 
     configs = load_preset(SWEEP_PRESET).sweep.configs()
     started = time.perf_counter()
@@ -348,7 +348,7 @@ async def regime_study_in_app() -> dict[str, float]:
 def regime_study() -> None:
     """The ``--regime-study`` figures, measured in one run (see the module's notes)."""
     from engine.presets import load_preset
-    from engine.sweep import run_sweep
+    from engine.sweep.sweep import run_sweep
 
     started = time.perf_counter()
     run_sweep(load_preset("regime-study").sweep.lazy())

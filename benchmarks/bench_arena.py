@@ -5,12 +5,12 @@ plain-Python loop measured in the same run (not part of the test run).
 
 1. The arena: 6 policies (the best fixed K, found exactly, the oracle, hf_heuristic,
    goodput, fixed 2, fixed 8) x 2,000 sequences x 256 tokens on the ``bursty-code-chat``
-   markov scenario, by :func:`engine.arena.run_arena` (everything: the exact search for
+   markov scenario, by :func:`engine.analysis.arena.run_arena` (everything: the exact search for
    the best fixed K, the oracle's program, six Monte Carlo runs on common random numbers).
    Target: under 10 s. Baseline: the same hf_heuristic run by a lean scalar loop (one
    ``random.random()`` per regime step and per cycle, no numpy), cycles per second.
 2. Exact values of hf_heuristic and oracle at T = 4,096, K_max = 32 on that markov
-   scenario (two regimes) by :func:`engine.policies.exact_policy` (pricing included).
+   scenario (two regimes) by :func:`engine.simulate.policies.exact_policy` (pricing included).
    Target: under 1 s each. Baseline: the plain-Python program over (r, K, regime) for
    hf_heuristic at T = 512 (the vectorised one timed at T = 512 too, for the ratio).
 
@@ -28,10 +28,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.arena import run_arena
-from engine.config import SpecConfig
-from engine.policies import exact_policy, price_table
+from engine.analysis.arena import run_arena
+from engine.core.config import SpecConfig
 from engine.presets import load_preset
+from engine.simulate.policies import exact_policy, price_table
 
 ARENA_TARGET_S = 10.0
 EXACT_TARGET_S = 1.0
@@ -117,7 +117,7 @@ def main() -> None:
     prices = cycle[1].tolist()
     lean_s, (lean_cycles, _) = timed(lean_hf_loop, lean_config, prices)
     hf_row = next(s for s in result.standings if s.policy == "hf_heuristic")
-    from engine.policies import simulate_policy_config
+    from engine.simulate.policies import simulate_policy_config
 
     vec_s, vec = timed(simulate_policy_config, hf)
     print(

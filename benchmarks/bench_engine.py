@@ -24,15 +24,16 @@ What is timed (wall time of ``simulate(config)`` / ``run_sweep(configs)``, one p
    20,000 sequences per configuration, as cycles per second (``metrics["cycles"]``, summed
    over the sweep's rows) and as a fraction of the uniform rate (issue #11: at least 0.3).
    Configurations of the sweep that differ only in cost share their draws
-   (:func:`engine.sweep.draw_groups`), so the sweep's rate is also given per cycle actually
+   (:func:`engine.sweep.sweep.draw_groups`), so the sweep's rate is also given per cycle actually
    drawn (one member's cycles per group);
 3. a lean per-token loop in plain Python (:func:`lean_loop`) and the reference engine
-   (:func:`engine.reference.simulate_reference`) against the fast engine, cycles per second
+   (:func:`engine.simulate.reference.simulate_reference`) against the fast engine, cycles per second
    on a smaller configuration;
 4. K = 4, 64 and 1024 at 50,000 sequences x 256 tokens (p = 0.8), before and after;
 5. the exact-only seed sweep, before and after;
 6. the seed sweep at 20,000 sequences per configuration on one process and on two
-   (:class:`engine.pool.SweepPool` and :func:`engine.pool.batch_size`, as ``spectui sweep``
+   (:class:`engine.sweep.pool.SweepPool` and :func:`engine.sweep.pool.batch_size`, as ``spectui
+   sweep``
    does; the pool started before the clock), before and after;
 7. peak resident memory of a 100,000-sequence run (issue #11: under 76 MiB, the figure
    before), each way of keeping records (:data:`MEMORY_MODES`: none, as the app, all in
@@ -75,6 +76,19 @@ UNIFORM_CHUNK = 1 << 20
 # sweep at 20,000 sequences): the whole benchmark stays within about three minutes.
 LONG_RUN_S = 5.0
 
+
+def engine_names(module: str, *names: str) -> Any:
+    """``names`` from ``module`` of the engine on this process's path: this tree's, or the
+    flat engine of :data:`BEFORE_COMMIT` (``engine.simulate.simulator`` was
+    ``engine.simulator`` before issue #24 put the engine in sub-packages)."""
+    try:
+        found = importlib.import_module(module)
+    except ModuleNotFoundError:
+        found = importlib.import_module("engine." + module.rsplit(".", 1)[1])
+    values = [getattr(found, name) for name in names]
+    return values[0] if len(values) == 1 else values
+
+
 Figures = dict[str, Any]
 
 
@@ -111,8 +125,8 @@ def _best_of(repeats: int, func: Callable[[], Any]) -> tuple[list[float], Any]:
 
 def task_one_config(k: int, p: float, sequences: int, tokens: int, repeats: int) -> Figures:
     """``simulate`` of one fixed-model configuration (full tail, linear cost), ``repeats`` times."""
-    from engine.config import SpecConfig
-    from engine.simulator import simulate
+    SpecConfig = engine_names("engine.core.config", "SpecConfig")
+    simulate = engine_names("engine.simulate.simulator", "simulate")
 
     config = SpecConfig(k=k, acceptance_rate=p, n_sequences=sequences, tokens_per_seq=tokens)
     simulate(config.replace(n_sequences=min(sequences, 100)))  # first-call costs (imports)
@@ -128,17 +142,18 @@ def task_one_config(k: int, p: float, sequences: int, tokens: int, repeats: int)
 
 def task_sweep(sequences: int, workers: int, repeats: int, exact_only: bool = False) -> Figures:
     """``run_sweep`` of the seed-576 sweep at ``sequences`` per configuration, on this process
-    (``workers`` <= 1) or on a :class:`engine.pool.SweepPool` of ``workers`` processes started
-    before the clock (batches sized by :func:`engine.pool.batch_size`, as ``spectui sweep``)."""
-    from engine.presets import load_preset
-    from engine.sweep import run_sweep
+    (``workers`` <= 1) or on a :class:`engine.sweep.pool.SweepPool` of ``workers`` processes started
+    before the clock (batches sized by :func:`engine.sweep.pool.batch_size`, as ``spectui
+    sweep``)."""
+    load_preset = engine_names("engine.presets", "load_preset")
+    run_sweep = engine_names("engine.sweep.sweep", "run_sweep")
 
     configs = [c.replace(n_sequences=sequences) for c in load_preset("seed-576").sweep.configs()]
     figures: Figures = {"configurations": len(configs)}
     if workers <= 1:
         times, frame = _best_of(repeats, lambda: run_sweep(configs, exact_only=exact_only))
     else:
-        from engine.pool import SweepPool, batch_size
+        SweepPool, batch_size = engine_names("engine.sweep.pool", "SweepPool", "batch_size")
 
         with SweepPool(workers, None) as pool:
             executor = pool.executor()
@@ -159,8 +174,8 @@ def task_sweep(sequences: int, workers: int, repeats: int, exact_only: bool = Fa
         return figures
     counted = [int(c) for c in frame.sort_values("config_id")["cycles"]]
     try:
-        from engine.sweep import draw_groups
-    except ImportError:  # the engine before: every configuration drew its own cycles
+        draw_groups = engine_names("engine.sweep.sweep", "draw_groups")
+    except (ImportError, AttributeError):  # the engine before: each configuration drew its own
         drawn = sum(counted)
     else:
         drawn = sum(counted[group[0]] for group in draw_groups(configs, range(len(configs))))
@@ -198,8 +213,8 @@ def _memory_options(mode: str) -> dict[str, Any]:
 def task_memory_run(sequences: int, mode: str) -> Figures:
     """One run of the default configuration at ``sequences``, records kept as ``mode`` says
     (:data:`MEMORY_MODES`). The point is the process's peak resident memory."""
-    from engine.config import SpecConfig
-    from engine.simulator import simulate
+    SpecConfig = engine_names("engine.core.config", "SpecConfig")
+    simulate = engine_names("engine.simulate.simulator", "simulate")
 
     config = SpecConfig(n_sequences=sequences)
     times, result = _best_of(1, lambda: simulate(config, **_memory_options(mode)))
@@ -211,8 +226,8 @@ def task_traced(sequences: int) -> Figures:
     memory allocated during each run (MiB), and the bytes a cycle takes in the records frame."""
     import tracemalloc
 
-    from engine.config import SpecConfig
-    from engine.simulator import simulate
+    SpecConfig = engine_names("engine.core.config", "SpecConfig")
+    simulate = engine_names("engine.simulate.simulator", "simulate")
 
     config = SpecConfig(n_sequences=sequences)
     simulate(config.replace(n_sequences=10))  # first-call allocations (caches, imports)
@@ -241,7 +256,7 @@ def lean_loop(
 
     The strongest fair plain-Python loop we know: local names only, no numpy, no records;
     it adds up what the metrics need (cycles, accepted and kept drafts, sequence times).
-    Same semantics as :func:`engine.reference.simulate_reference`, other random numbers.
+    Same semantics as :func:`engine.simulate.reference.simulate_reference`, other random numbers.
     """
     rand = random.Random(seed).random
     cycles = accepted_total = accepted_kept = 0
@@ -276,10 +291,10 @@ def lean_loop(
 
 def task_loops(k: int, p: float, sequences: int, tokens: int, repeats: int) -> Figures:
     """The fast engine, :func:`lean_loop` and the reference engine on one configuration."""
-    from engine.config import SpecConfig
-    from engine.kernel import cycle_costs
-    from engine.reference import simulate_reference
-    from engine.simulator import simulate
+    SpecConfig = engine_names("engine.core.config", "SpecConfig")
+    cycle_costs = engine_names("engine.core.kernel", "cycle_costs")
+    simulate_reference = engine_names("engine.simulate.reference", "simulate_reference")
+    simulate = engine_names("engine.simulate.simulator", "simulate")
 
     config = SpecConfig(k=k, acceptance_rate=p, n_sequences=sequences, tokens_per_seq=tokens)
     cycle_us = float(cycle_costs(config).cycle_us[tokens])
@@ -299,8 +314,8 @@ def task_loops(k: int, p: float, sequences: int, tokens: int, repeats: int) -> F
 
 def task_imports() -> Figures:
     """Nothing but the imports a run needs: the floor of every peak RSS figure."""
-    import engine.simulator
-    import engine.sweep  # noqa: F401
+    engine_names("engine.simulate.simulator", "simulate")
+    engine_names("engine.sweep.sweep", "run_sweep")
 
     return {"times": [0.0]}
 
@@ -661,7 +676,7 @@ def _bench_memory(report: Report, engines: Engines, sizes: Sizes) -> None:
     tracemalloc's peaks of the same runs."""
     n = sizes.memory_sequences
     floor = engines.alternate(1, "imports")
-    label = "imports only (engine.simulator, engine.sweep): peak RSS"
+    label = "imports only (engine.simulate.simulator, engine.sweep.sweep): peak RSS"
     report.add(Row(label, "MiB", *_pair(floor, peak_rss)))
     for mode, what in MEMORY_MODES.items():
         label = f"one run {n:,} x 128, {what}"

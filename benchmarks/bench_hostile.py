@@ -133,7 +133,7 @@ def bench_tree(tokens: int) -> Iterator[str]:
 
 def bench_regime(batches: int, contexts: int) -> Iterator[str]:
     """The regime map of ``batches`` x ``contexts`` cells at K max 1,024 (at the defaults'
-    128 tokens: 3,584 cells x 1,154 values, just under engine.regime.MAP_VALUES_MAX)."""
+    128 tokens: 3,584 cells x 1,154 values, just under engine.analysis.regime.MAP_VALUES_MAX)."""
     args = ["regime", "--batch-sizes", ",".join(str(b) for b in range(1, batches + 1))]
     args += ["--contexts", ",".join(f"{c}k" for c in range(1, contexts + 1)), "--k-max", "1024"]
     seconds, peak, code, err = measure(args)

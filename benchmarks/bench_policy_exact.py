@@ -24,7 +24,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.policy_exact import Regimes, policy_exact
+from engine.simulate.policy_exact import Regimes, policy_exact
 
 TARGET_S = 1.0
 DRAFT_US, VERIFY_US, VERIFY_TOKEN_US = 20.0, 200.0, 5.0

@@ -10,7 +10,7 @@ the imports. Peak RSS is the process's (``ru_maxrss``), imports included; the Py
 peak of one map (tracemalloc) is printed beside it.
 
 The map and a sweep's exact values run one batched dynamic program
-(``engine.exact.exact_metrics_many``): it is also timed on the 576 configurations of the
+(``engine.simulate.exact.exact_metrics_many``): it is also timed on the 576 configurations of the
 ``seed-576`` preset (the exact-only sweep's engine time; target: under 10 ms).
 """
 
@@ -25,10 +25,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.config import SpecConfig
-from engine.exact import exact_metrics_many
+from engine.analysis.regime import regime_map
+from engine.core.config import SpecConfig
 from engine.presets import load_preset
-from engine.regime import regime_map
+from engine.simulate.exact import exact_metrics_many
 
 SEED_SWEEP_REPEAT = 20  # exact_metrics_many over seed-576 takes milliseconds: time it often
 
@@ -78,7 +78,7 @@ def main() -> None:
         f" {median * 1e3:6.2f} ms  ({len(configs)} configurations)"
     )
     if args.compare_scalar:
-        from engine.exact import speedup_exact
+        from engine.simulate.exact import speedup_exact
 
         start = time.perf_counter()
         for b in regime.batch_sizes:

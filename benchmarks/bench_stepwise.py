@@ -24,9 +24,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.config import SpecConfig
+from engine.core.config import SpecConfig
 from engine.cost.models import build_cost
-from engine.stepwise import Acceptance, Policy, price_tables, simulate_policy
+from engine.simulate.stepwise import Acceptance, Policy, price_tables, simulate_policy
 
 K_MAX = 32
 TARGET_S = 10.0

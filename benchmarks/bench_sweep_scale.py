@@ -80,7 +80,7 @@ CLI_DONE = re.compile(r"(\d+) configurations in ([0-9.]+) s written")
 # Dask's nanny starts its workers with MALLOC_TRIM_THRESHOLD_=65536 (its
 # distributed.nanny.pre-spawn-environ), which fixes glibc's mmap threshold at 128 KiB: each
 # large numpy array is then mapped and unmapped afresh. spectui's local:N leaves it out
-# (engine.cluster); run before the CLI, this puts it back in the workers' environment, to
+# (engine.sweep.cluster); run before the CLI, this puts it back in the workers' environment, to
 # show what it costs (remote workers started by `dask worker` have it unless told not to).
 DASK_WITH_TRIM = "import os\nos.environ['MALLOC_TRIM_THRESHOLD_'] = '65536'\n"
 WITH_TRIM = " (Dask's malloc trim)"
@@ -560,7 +560,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for engine in engines:
                 if engine is base and configurations > sizes.base_memory_max:
                     continue
-                results[configurations][engine.name] = engine.sweep(
+                results[configurations][engine.name] = engine.sweep.sweep(
                     engine.name, grid, "grid.csv", "--exact-only", "--workers", "1"
                 )
         print(memory_section(results, [e.name for e in engines]))

@@ -4,7 +4,7 @@ test run).
     .venv/bin/python benchmarks/bench_trees.py [--repeat N] [--budget B] [--depth D]
 
 Issue #14: the best tree's E[n + 1] for every budget up to 128 draft nodes and every depth up
-to 16, with 10 ranks, in under a second (``engine.trees.sequoia_values``). Also timed: the
+to 16, with 10 ranks, in under a second (``engine.shapes.trees.sequoia_values``). Also timed: the
 same values with acceptance by depth (one row per depth, so one program per depth limit),
 the reconstruction of the budget-128, depth-16 tree (``sequoia_tree``), and, as the
 baseline, a lean plain-Python program over the same recursion (lists and loops, no numpy),
@@ -25,7 +25,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.trees import expected_tokens, sequoia_tree, sequoia_values
+from engine.shapes.trees import expected_tokens, sequoia_tree, sequoia_values
 
 TARGET_S = 1.0
 # Positional acceptance of 10 ranks (a draft's top-10 choices; sums to 0.94).

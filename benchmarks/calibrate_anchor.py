@@ -32,8 +32,8 @@ from engine.calibrate.fit import (  # noqa: E402
     fixed_from_mean,
     linear_cost_values,
 )
-from engine.config import SpecConfig  # noqa: E402
-from engine.exact import exact_metrics_many, tokens_per_cycle  # noqa: E402
+from engine.core.config import SpecConfig  # noqa: E402
+from engine.simulate.exact import exact_metrics_many, tokens_per_cycle  # noqa: E402
 
 ANCHOR = ROOT / "tests" / "fixtures" / "anchors" / "vllm_20780.csv"
 NAMES = {"eagle": "EAGLE 1", "eagle3": "EAGLE 3"}

@@ -8,7 +8,7 @@ ways, each the best of ``rounds``:
 - as whole CLI processes (``python -m spectui run``, imports included): the run alone, with
   a CSV file, with a Parquet file;
 - in this process (imports done): ``simulate`` alone, and streaming its records through
-  :func:`engine.cycles_file.cycles_writer` to CSV and to Parquet.
+  :func:`engine.simulate.cycles_file.cycles_writer` to CSV and to Parquet.
 
 Each file is written anew (the last round's is removed first, untimed).
 
@@ -30,9 +30,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.config import SpecConfig
-from engine.cycles_file import cycles_writer, parquet_available
-from engine.simulator import simulate
+from engine.core.config import SpecConfig
+from engine.simulate.cycles_file import cycles_writer, parquet_available
+from engine.simulate.simulator import simulate
 
 
 def _best(func: Callable[[], object], rounds: int, out: Path | None = None) -> float:

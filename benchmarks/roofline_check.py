@@ -6,7 +6,7 @@ Llama-3.1-8B on an H100 SXM (bf16 weights and KV cache, default efficiencies, t0
 drafting with Llama-3.2-1B: the verify pass of a cycle of K drafts over one decoding step,
 ``verify_us(K + 1, B, L) / verify_us(1, B, L)``, at each (B, K, L) for both roofline forms.
 Every time comes from a scenario (``SpecConfig(cost_model=...)``) through the engine's one
-cycle kernel (:func:`engine.kernel.cycle_costs`): ``limit_verify_us`` and ``limit_step_us``
+cycle kernel (:func:`engine.core.kernel.cycle_costs`): ``limit_verify_us`` and ``limit_step_us``
 are the verify pass of a full cycle and a decoding step at the prompt's context, so the
 context L is the scenario's ``workload.prompt_len``. 1k = 1024 tokens.
 """
@@ -18,8 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.config import SpecConfig
-from engine.kernel import cycle_costs
+from engine.core.config import SpecConfig
+from engine.core.kernel import cycle_costs
 
 # (B, K, L) and the issue's figures: (additive, max).
 CHECKS: dict[tuple[int, int, int], tuple[float, float]] = {

@@ -35,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.config import SpecConfig
+from engine.core.config import SpecConfig
 from engine.cost.models import build_cost
 from engine.cost.roofline import RooflineCost, RooflineMaxCost
 from engine.cost.specs import ModelSpec

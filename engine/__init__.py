@@ -1,8 +1,9 @@
 """spectui's simulation engine: pure numpy/pandas, no terminal, no printing.
 
-Start with :class:`SpecConfig` (``engine.config``), :func:`simulate` (``engine.simulator``)
-and :func:`speedup_exact` (``engine.exact``). The names below are loaded lazily, so that
-``import engine.exact`` (numpy only) stays cheap for a UI that starts fast.
+Start with :class:`SpecConfig` (``engine.core.config``), :func:`simulate`
+(``engine.simulate.simulator``)
+and :func:`speedup_exact` (``engine.simulate.exact``). The names below are loaded lazily, so that
+``import engine.simulate.exact`` (numpy only) stays cheap for a UI that starts fast.
 """
 
 from __future__ import annotations
@@ -11,19 +12,19 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "ConfigError": "config",
-    "SpecConfig": "config",
-    "DRAFT_MODELS": "draft_models",
-    "get_model": "draft_models",
-    "speedup_exact": "exact",
-    "speedup_limit": "exact",
-    "tokens_per_cycle": "exact",
-    "simulate_reference": "reference",
-    "RunResult": "runs",
-    "simulate": "simulator",
-    "SweepSpec": "grid",
-    "run_sweep": "sweep",
-    "sweep_rows": "sweep",
+    "ConfigError": "core.config",
+    "SpecConfig": "core.config",
+    "DRAFT_MODELS": "acceptance.draft_models",
+    "get_model": "acceptance.draft_models",
+    "speedup_exact": "simulate.exact",
+    "speedup_limit": "simulate.exact",
+    "tokens_per_cycle": "simulate.exact",
+    "simulate_reference": "simulate.reference",
+    "RunResult": "core.runs",
+    "simulate": "simulate.simulator",
+    "SweepSpec": "sweep.grid",
+    "run_sweep": "sweep.sweep",
+    "sweep_rows": "sweep.sweep",
 }
 
 __all__ = sorted(_EXPORTS)

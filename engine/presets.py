@@ -10,7 +10,7 @@ Format::
     "workload.batch_size" = 8
     [[grid]]            # zero or more; each a cartesian product of lists
     k = [1, 2, 3]
-    [[arena]]           # zero or more: the K policies an arena compares (engine.arena)
+    [[arena]]           # zero or more: the K policies an arena compares (engine.analysis.arena)
     "policy.name" = "fixed"
     k = [2, 4, 6]       # a list gives one contender per value (a cartesian product)
 
@@ -33,9 +33,15 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from .config import FIELD_SPECS, ConfigError, SpecConfig, check_value, known_spec_ids
-from .files import PRESET_MAX_BYTES, atomic_write_text, read_input_text, shown_value, toml_document
-from .grid import SweepSpec
+from engine.core.config import FIELD_SPECS, ConfigError, SpecConfig, check_value, known_spec_ids
+from engine.core.files import (
+    PRESET_MAX_BYTES,
+    atomic_write_text,
+    read_input_text,
+    shown_value,
+    toml_document,
+)
+from engine.sweep.grid import SweepSpec
 
 
 def _shipped_dir() -> Path:
@@ -90,7 +96,7 @@ class Preset:
     sweep: SweepSpec
     # [[arena]] tables: each a cartesian product of policy settings (ARENA_KEYS).
     arena: tuple[dict[str, tuple[Any, ...]], ...] = ()
-    # A sweep's Dask scheduler ("tcp://HOST:8786" or "local:N"; engine.cluster), or None:
+    # A sweep's Dask scheduler ("tcp://HOST:8786" or "local:N"; engine.sweep.cluster), or None:
     # the app's sweeps of this preset run there unless $SPECTUI_SCHEDULER names another.
     scheduler: str | None = None
 
@@ -210,7 +216,7 @@ def parse_preset(path: Path, data: dict[str, Any]) -> Preset:
 
 def _scheduler(path: Path, value: Any, sweep: SweepSpec) -> str:
     """The ``scheduler`` key: a Dask scheduler's address or ``local:N``, for a sweep."""
-    from .cluster import parse_scheduler  # imports the sweep engine: only when given
+    from engine.sweep.cluster import parse_scheduler  # imports the sweep engine: only when given
 
     if not isinstance(value, str):
         raise PresetError(f"{path}: scheduler: expected a string, got {shown_value(value)}")
@@ -225,7 +231,7 @@ def _scheduler(path: Path, value: Any, sweep: SweepSpec) -> str:
 
 # Grid axes whose values are checked only in combination (an id of the chosen cost model's,
 # a file it needs, and the fields that choose those parts; a K policy's limits and what
-# they are checked against: engine.config._check_policy): a grid over them is expanded
+# they are checked against: engine.core.config._check_policy): a grid over them is expanded
 # once on loading, so that a bad combination is the preset's error, not a later crash.
 _PART_CHECKED = frozenset(
     key
@@ -279,7 +285,8 @@ def _arena_tables(path: Path, raw: Any, sweep: SweepSpec) -> tuple[dict[str, tup
 
 def load_preset_file(path: Path) -> Preset:
     """Read and validate one preset file: a regular file of at most
-    :data:`engine.files.PRESET_MAX_BYTES` (anything else is refused unread, never waited on)."""
+    :data:`engine.core.files.PRESET_MAX_BYTES` (anything else is refused unread, never waited
+    on)."""
     try:
         text = read_input_text(path, PRESET_MAX_BYTES, "a preset")
     except FileNotFoundError:

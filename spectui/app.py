@@ -17,9 +17,9 @@ from textual.screen import Screen
 from textual.widgets import Header, Static, TabbedContent, TabPane
 from textual.worker import Worker
 
-from engine.config import SpecConfig
-from engine.pool import SweepPool
+from engine.core.config import SpecConfig
 from engine.presets import Preset, PresetError, load_preset
+from engine.sweep.pool import SweepPool
 from spectui.messages import (
     CellChosen,
     ConfigChanged,
@@ -213,15 +213,15 @@ class SpectuiApp(App[None]):
     @work(thread=True, group="preload", exit_on_error=False)
     def _preload(self) -> None:
         """Import the heavy engine modules (pandas) after the first screen, off the UI thread."""
-        import engine.analysis
-        import engine.simulator
-        import engine.sweep  # noqa: F401
+        import engine.analysis.analysis
+        import engine.simulate.simulator
+        import engine.sweep.sweep  # noqa: F401
 
     @work(thread=True, group="warm", exit_on_error=False)
     def _warm_pool(self) -> None:
         """Start the sweep processes once the Sweep view is shown: F6 then need not wait.
         Not when $SPECTUI_SCHEDULER sends every sweep to Dask (they would sit idle)."""
-        from engine.cluster import SCHEDULER_ENV
+        from engine.sweep.cluster import SCHEDULER_ENV
 
         if not os.environ.get(SCHEDULER_ENV, "").strip():
             self.pool.warm()
@@ -606,7 +606,7 @@ class SpectuiApp(App[None]):
             self.post_message(PinFigures(config, found, pin))
 
     def on_pin_figures(self, message: PinFigures) -> None:
-        from engine.formatting import speedup_text
+        from engine.analysis.formatting import speedup_text
         from spectui.pinning import Pinned
 
         self._figures_now = (message.config, message.figures)

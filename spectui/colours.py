@@ -5,7 +5,7 @@ A cell's background says how much K* gains; its text colour is chosen by that ba
 truecolor and after rich's downgrade to 256 and to 16 colours (tests/test_colours.py checks
 every pair). The backgrounds are xterm-256 colours whose 16-colour downgrades stay distinct:
 red, brown, bright yellow, bright green, green. With NO_COLOR there is no background at all:
-the marks of :mod:`engine.formatting` (≈ ✗ …) carry the meaning.
+the marks of :mod:`engine.analysis.formatting` (≈ ✗ …) carry the meaning.
 """
 
 from __future__ import annotations

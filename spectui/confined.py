@@ -61,7 +61,7 @@ def confine(path: str | Path) -> Path:
 
 def confine_config(config: object) -> None:
     """:func:`confine` each file a configuration names (a cost table)."""
-    from engine.config import FIELD_SPECS
+    from engine.core.config import FIELD_SPECS
 
     for key, spec in FIELD_SPECS.items():
         if spec.kind == "path":

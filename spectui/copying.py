@@ -10,7 +10,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from engine.config import FIELD_SPECS, SpecConfig
+from engine.core.config import FIELD_SPECS, SpecConfig
 
 PREVIEW_CHARS = 60  # of the copied text, in the toast that says what was copied
 

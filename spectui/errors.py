@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from engine.config import ascii_int
+from engine.core.config import ascii_int
 
 
 class UsageError(Exception):
@@ -13,7 +13,8 @@ class UsageError(Exception):
 
 
 def bounded_int(flag: str, high: int, low: int = 1) -> Callable[[str], int]:
-    """An argparse type: an integer in [low, high], in ASCII digits (engine.config.ascii_int)."""
+    """An argparse type: an integer in [low, high], in ASCII digits
+    (engine.core.config.ascii_int)."""
 
     def parse(text: str) -> int:
         try:

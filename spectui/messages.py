@@ -15,7 +15,7 @@ from textual.message import Message
 if TYPE_CHECKING:
     import pandas as pd
 
-    from engine.config import SpecConfig
+    from engine.core.config import SpecConfig
 
 
 @dataclass
@@ -88,7 +88,7 @@ class SweepSnapshot(Message):
     """The rows finished so far and their optimal-K table (sent at most every 0.5 s)."""
 
     frame: pd.DataFrame
-    optimal: Any  # model -> its K* grid (engine.plot_data.optimal_k_heatmap)
+    optimal: Any  # model -> its K* grid (engine.analysis.plot_data.optimal_k_heatmap)
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, SweepSnapshot)
@@ -99,7 +99,7 @@ class SweepFinished(Message):
     """The sweep ended (or was cancelled); its rows were saved to ``path``."""
 
     frame: pd.DataFrame
-    optimal: Any  # model -> its K* grid (engine.plot_data.optimal_k_heatmap)
+    optimal: Any  # model -> its K* grid (engine.analysis.plot_data.optimal_k_heatmap)
     path: Path | None
     cancelled: bool
     elapsed: float

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from engine.config import FIELD_SPECS, SpecConfig
-from engine.formatting import speedup_text
+from engine.analysis.formatting import speedup_text
+from engine.core.config import FIELD_SPECS, SpecConfig
 
 CHANGES_SHOWN = 2  # changed fields named in the comparison line; "+N more" for the rest
 
@@ -51,7 +51,7 @@ def short_label(pinned: Pinned) -> str:
 def figures(config: SpecConfig, cancelled: Callable[[], bool] = lambda: False) -> Figures | None:
     """:class:`Figures` of ``config`` (off the UI thread: it loads the engine); None if
     ``cancelled()`` turned true while the curve was searched for K*."""
-    from engine.exact import exact_metrics
+    from engine.simulate.exact import exact_metrics
     from spectui.widgets.speedup_view import exact_curve
 
     found = exact_curve(config, cancelled)

@@ -24,10 +24,10 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from engine.formatting import PENDING_MARK, cell_text, speedup_text
+from engine.analysis.formatting import PENDING_MARK, cell_text, speedup_text
+from engine.analysis.report import Section, analysis_sections, original_findings
+from engine.core.runs import RunResult
 from engine.presets import Preset, PresetError
-from engine.report import Section, analysis_sections, original_findings
-from engine.runs import RunResult
 from spectui.colours import heat_style
 
 
@@ -50,9 +50,9 @@ def _speedup(value: float) -> str:
 
 def run_summary(result: RunResult) -> Panel:
     """One run: its configuration and every metric, Monte Carlo beside exact."""
-    from engine.exact import tokens_per_cycle_at_length
-    from engine.formatting import acceptance_text, cost_setting_text, policy_text
-    from engine.kernel import CONTEXT_FREE_COSTS, cycle_costs
+    from engine.analysis.formatting import acceptance_text, cost_setting_text, policy_text
+    from engine.core.kernel import CONTEXT_FREE_COSTS, cycle_costs
+    from engine.simulate.exact import tokens_per_cycle_at_length
 
     c, m = result.config, result.metrics
     table = Table(show_header=True, box=None, pad_edge=False)
@@ -96,7 +96,7 @@ def run_summary(result: RunResult) -> Panel:
     draft_us, verify_us, width = costs.limit_draft_us, costs.limit_verify_us, c.k + 1
     bound = costs.bound
     if c.shape == "tree":  # the tree's own cycle, at the prompt's context
-        from engine.tree_scenario import tree_cycle
+        from engine.simulate.tree_scenario import tree_cycle
 
         tree = tree_cycle(c)
         draft_us, verify_us, width, bound = (
@@ -198,8 +198,8 @@ def frame_table(frame: pd.DataFrame, index: bool = False) -> Table:
 
 
 def heatmap_table(grid: pd.DataFrame, no_color: bool = False) -> Table:
-    """An optimal-K grid (engine.plot_data.optimal_k_heatmap) as a rich table: each cell's
-    text from engine.formatting.cell_text on the speedup scale of spectui.colours."""
+    """An optimal-K grid (engine.analysis.plot_data.optimal_k_heatmap) as a rich table: each cell's
+    text from engine.analysis.formatting.cell_text on the speedup scale of spectui.colours."""
     table = Table(show_header=True, header_style="bold")
     table.add_column(", ".join(grid.attrs.get("row_parameters", [])), justify="right")
     costs = grid.attrs.get("costs", [])

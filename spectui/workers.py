@@ -1,6 +1,6 @@
 """The app's sweep workers: how many, from the environment.
 
-The pool is the engine's (:class:`engine.pool.SweepPool`, also used by
+The pool is the engine's (:class:`engine.sweep.pool.SweepPool`, also used by
 ``spectui sweep --workers N``); this module only counts its processes. A sweep run in a
 thread of the app shares one interpreter lock with the UI: every redraw slows the sweep and
 every batch of simulation delays a key. In worker processes the two run side by side. The
@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import os
 
-from engine import pool as engine_pool
-from engine.config import ascii_int
-from engine.pool import MAX_WORKERS
+from engine.core.config import ascii_int
+from engine.sweep import pool as engine_pool
+from engine.sweep.pool import MAX_WORKERS
 from spectui.errors import UsageError
 
 __all__ = ["DEFAULT_MAX_WORKERS", "WORKERS_ENV", "worker_count"]

@@ -1,6 +1,6 @@
 """A Dask cluster in the test process, for tests that need *a* scheduler, not worker processes.
 
-Starting ``local:N`` (:class:`engine.cluster.DaskRunner`) spawns N worker processes, each of
+Starting ``local:N`` (:class:`engine.sweep.cluster.DaskRunner`) spawns N worker processes, each of
 which imports Dask and then the engine (numpy, pandas): seconds of CPU apiece. Tests about
 the rows, the progress, a cancel or the messages of a sweep on Dask connect instead to a
 :class:`distributed.LocalCluster` whose workers are threads of this process, by its
@@ -49,7 +49,7 @@ def batch_keys(cluster: Any) -> set[str]:
 
 # ``local:N`` with its workers in the test process, for tests where worker processes are
 # not the subject:
-# :class:`engine.cluster.DaskRunner` starts ``local:N`` as a :class:`distributed.LocalCluster`
+# :class:`engine.sweep.cluster.DaskRunner` starts ``local:N`` as a :class:`distributed.LocalCluster`
 # of N worker processes: each imports Dask, numpy and pandas (about 3 s of CPU, more on a
 # loaded machine, and its nanny's start up to a minute). Where the test is about what the
 # caller does with the cluster (its rows, its shutdown when the sweep stops), the fixture

@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from engine.config import SpecConfig
-from engine.exact import expected_sequence_time_us
-from engine.kernel import cycle_costs
+from engine.core.config import SpecConfig
+from engine.core.kernel import cycle_costs
 from engine.presets import load_preset
-from engine.simulator import simulate
+from engine.simulate.exact import expected_sequence_time_us
+from engine.simulate.simulator import simulate
 from tests.engine.stats import Z_STRICT
 
 REPO = Path(__file__).resolve().parent.parent
@@ -224,7 +224,7 @@ def test_sweep_scale_refuses_another_engine(scale: ModuleType, tmp_path: Path) -
     # sweep (a preset that is not there ends the run before spectui's sweep imports).
     engine = scale.Engine("base", empty, tmp_path / "runs", 120.0)
     with pytest.raises(RuntimeError, match="timed the wrong engine"):
-        engine.sweep("base", tmp_path / "absent.toml", "grid.csv", "--exact-only")
+        engine.sweep.sweep("base", tmp_path / "absent.toml", "grid.csv", "--exact-only")
 
 
 # A run that times the named engine: test_sweep_scale_quick_prints_its_tables.

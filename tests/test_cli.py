@@ -17,9 +17,9 @@ from unittest import mock
 import pandas as pd
 import pytest
 
-from engine.config import SpecConfig
-from engine.cycles_file import CYCLES_NO_DRAFTS
-from engine.simulator import simulate
+from engine.core.config import SpecConfig
+from engine.simulate.cycles_file import CYCLES_NO_DRAFTS
+from engine.simulate.simulator import simulate
 
 ORIGINAL_EXAMPLE = [
     "--draft-model",
@@ -221,17 +221,17 @@ def test_sweep_then_analyze(tmp_path):
 # it (the CLI's pool, on Linux), so they wait at the same gate.
 GATED_SPECTUI = """
 import os, runpy
-import engine.sweep
+import engine.sweep.sweep
 
-evaluate = engine.sweep._evaluate_batch
+evaluate = engine.sweep.sweep._evaluate_batch
 gate = int(os.environ["SPECTUI_TEST_GATE"])
 
 def _evaluate_batch(*args, **kwargs):
     os.read(gate, 1)  # a byte from the test: this batch; end of file: every batch
     return evaluate(*args, **kwargs)
 
-_evaluate_batch.__module__ = "engine.sweep"  # pickled by name for the workers: this one
-engine.sweep._evaluate_batch = _evaluate_batch
+_evaluate_batch.__module__ = "engine.sweep.sweep"  # pickled by name for the workers: this one
+engine.sweep.sweep._evaluate_batch = _evaluate_batch
 runpy.run_module("spectui", run_name="__main__", alter_sys=True)  # as `python -m spectui`
 """
 
@@ -511,7 +511,7 @@ def test_engine_help_says_the_engines_differ_per_seed(command):
 
 
 def test_run_shows_the_exact_tokens_per_cycle_of_its_own_tail_rule():
-    from engine.exact import tokens_per_cycle, tokens_per_cycle_at_length
+    from engine.simulate.exact import tokens_per_cycle, tokens_per_cycle_at_length
 
     out = spectui("run", "--tail", "clamp", "--tokens-per-seq", "8", "--n-sequences", "50")
     config = SpecConfig(tail="clamp", tokens_per_seq=8, n_sequences=50)

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from engine.config import SpecConfig
-from engine.policies import exact_speedup
+from engine.core.config import SpecConfig
+from engine.simulate.policies import exact_speedup
 from spectui.cli import main
 
 SMALL = ["--n-sequences", "200", "--tokens-per-seq", "96"]

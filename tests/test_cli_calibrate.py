@@ -12,8 +12,8 @@ import pytest
 
 from engine.calibrate.fit import calibrate
 from engine.calibrate.logs import parse_log_file
-from engine.config import SpecConfig
-from engine.exact import exact_metrics_many
+from engine.core.config import SpecConfig
+from engine.simulate.exact import exact_metrics_many
 
 LOGS = Path(__file__).parent / "fixtures" / "logs"
 ANCHOR = Path(__file__).parent / "fixtures" / "anchors" / "vllm_20780.csv"

@@ -10,15 +10,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import engine.cycles_file as cycles_file
-import engine.simulator
-from engine.config import FIELD_SPECS, SpecConfig
+import engine.simulate.cycles_file as cycles_file
+import engine.simulate.simulator
+from engine.core.config import FIELD_SPECS, SpecConfig
+from engine.simulate.cycles_file import CYCLES_COLUMNS, csv_blocks, csv_header, cycles_writer
+from engine.core.kernel import baseline_time_us
+from engine.core.runs import RECORD_DTYPES
 from engine.cost.models import build_cost
-from engine.cycles_file import CYCLES_COLUMNS, csv_blocks, csv_header, cycles_writer
-from engine.kernel import baseline_time_us
-from engine.reference import simulate_reference
-from engine.runs import RECORD_DTYPES
-from engine.simulator import simulate
+from engine.simulate.reference import simulate_reference
+from engine.simulate.simulator import simulate
 from spectui.cli import main
 
 
@@ -219,7 +219,7 @@ def test_parquet_without_pyarrow_is_one_line_before_the_run(run, tmp_path, monke
     def no_run(*args, **kwargs):
         raise AssertionError("the run started")
 
-    monkeypatch.setattr(engine.simulator, "simulate", no_run)
+    monkeypatch.setattr(engine.simulate.simulator, "simulate", no_run)
     out = tmp_path / "cycles.parquet"
     status, err = run("--n-sequences", "5", "--cycles-out", str(out))
     assert status == 2
@@ -238,7 +238,7 @@ def test_interrupted_run_leaves_no_partial_file(run, tmp_path, monkeypatch, name
     out = tmp_path / name
     if existing:
         out.write_bytes(b"earlier file\n")
-    real = engine.simulator.simulate
+    real = engine.simulate.simulator.simulate
     written = []
 
     def interrupted(config, *, on_cycles=None, **kwargs):
@@ -249,7 +249,7 @@ def test_interrupted_run_leaves_no_partial_file(run, tmp_path, monkeypatch, name
 
         return real(config, on_cycles=sink, **kwargs)
 
-    monkeypatch.setattr(engine.simulator, "simulate", interrupted)
+    monkeypatch.setattr(engine.simulate.simulator, "simulate", interrupted)
     status, err = run("--n-sequences", "20", "--cycles-out", str(out))
     assert status == 130 and err.strip().endswith("interrupted")
     assert written  # the run was stopped mid-way, with records written

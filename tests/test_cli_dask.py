@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import engine.files
+import engine.core.files
 from tests.dask_fixtures import (
     in_process_cluster,
     local_cluster_in_process,  # noqa: F401
@@ -105,7 +105,7 @@ def test_resume_after_ctrl_c_gives_the_uninterrupted_file(cli, preset, tmp_path,
     full = tmp_path / "full.csv"
     assert _sweep(cli, preset, full)[0] == 0
     out = tmp_path / "r.csv"
-    write = engine.files.SweepWriter.write
+    write = engine.core.files.SweepWriter.write
     written: list[int] = []
 
     def write_then_interrupt(self, row):  # Ctrl-C after the fifth row
@@ -114,14 +114,14 @@ def test_resume_after_ctrl_c_gives_the_uninterrupted_file(cli, preset, tmp_path,
         if len(written) == 5:
             os.kill(os.getpid(), signal.SIGINT)
 
-    monkeypatch.setattr(engine.files.SweepWriter, "write", write_then_interrupt)
+    monkeypatch.setattr(engine.core.files.SweepWriter, "write", write_then_interrupt)
     status, _, err = _sweep(cli, preset, out)
     assert status == 130
     kept = len(out.read_text().splitlines()) - 1
     assert 5 <= kept < 17
     assert f"stopped: {kept} of 17 configurations finished" in err
     assert f"--resume runs the other {17 - kept}" in err
-    monkeypatch.setattr(engine.files.SweepWriter, "write", write)
+    monkeypatch.setattr(engine.core.files.SweepWriter, "write", write)
     status, _, err = _sweep(cli, preset, out, "--resume", "--workers", "2")
     assert status == 0, err
     assert f"resuming: {kept} of 17 configurations in {out}" in err
@@ -154,7 +154,7 @@ def test_bad_scheduler_flags_are_one_line(cli, preset, tmp_path, flags, message)
 
 
 def test_an_unreachable_scheduler_is_one_line(cli, preset, tmp_path, monkeypatch):
-    monkeypatch.setattr("engine.cluster.CONNECT_TIMEOUT_S", 0.2)  # nothing listens there
+    monkeypatch.setattr("engine.sweep.cluster.CONNECT_TIMEOUT_S", 0.2)  # nothing listens there
     status, _, err = _sweep(cli, preset, tmp_path / "x.csv", "--scheduler", "tcp://127.0.0.1:9")
     assert status == 2
     assert "--scheduler: cannot reach tcp://127.0.0.1:9" in err
@@ -169,8 +169,8 @@ def test_a_lost_scheduler_keeps_the_rows_for_resume(cli, preset, tmp_path, monke
     assert _sweep(cli, preset, full)[0] == 0
     # Also the reconnect wait, once the scheduler has gone; the first connection may take
     # twice this (at 2.0, 4 s were once not enough for it on a loaded machine).
-    monkeypatch.setattr("engine.cluster.CONNECT_TIMEOUT_S", 5.0)
-    write = engine.files.SweepWriter.write
+    monkeypatch.setattr("engine.sweep.cluster.CONNECT_TIMEOUT_S", 5.0)
+    write = engine.core.files.SweepWriter.write
     written: list[int] = []
     out = tmp_path / "r.csv"
     # A cluster of this test's own (its scheduler goes), its worker in this process.
@@ -182,7 +182,7 @@ def test_a_lost_scheduler_keeps_the_rows_for_resume(cli, preset, tmp_path, monke
             if len(written) == 1:
                 cluster.close()
 
-        monkeypatch.setattr(engine.files.SweepWriter, "write", write_then_lose_the_scheduler)
+        monkeypatch.setattr(engine.core.files.SweepWriter, "write", write_then_lose_the_scheduler)
         status, _, err = _sweep(cli, preset, out, "--scheduler", cluster.scheduler_address)
     assert status == 1, err
     last = err.strip().splitlines()[-1]
@@ -191,7 +191,7 @@ def test_a_lost_scheduler_keeps_the_rows_for_resume(cli, preset, tmp_path, monke
         f"{len(written)} of 17 configurations kept in {out}.partial: --resume goes on"
     )
     assert 1 <= len(written) < 17
-    monkeypatch.setattr(engine.files.SweepWriter, "write", write)
+    monkeypatch.setattr(engine.core.files.SweepWriter, "write", write)
     status, _, err = _sweep(cli, preset, out, "--resume")
     assert status == 0, err
     assert f"resuming: {len(written)} of 17 configurations" in err

@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from engine.config import SpecConfig
-from engine.exact import speedup_exact
-from engine.formatting import LOSE_MARK, speedup_text
+from engine.analysis.formatting import LOSE_MARK, speedup_text
+from engine.core.config import SpecConfig
+from engine.simulate.exact import speedup_exact
 
 SMALL = ["--batch-sizes", "1,64,512", "--contexts", "0,1k,32k", "--ks", "1,2,3,4,6,8"]
 

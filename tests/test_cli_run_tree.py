@@ -11,10 +11,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine.config import SpecConfig
+from engine.core.config import SpecConfig
 from engine.cost.models import build_cost
-from engine.simulator import simulate
-from engine.trees import parse_tree
+from engine.shapes.trees import parse_tree
+from engine.simulate.simulator import simulate
 from spectui.cli import main
 
 ARGS = ["--shape", "tree", "--n-sequences", "30", "--tokens-per-seq", "40", "--seed", "5"]

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import SpecConfig
-from engine.tree_scenario import tree_exact
-from engine.trees import kary
+from engine.core.config import SpecConfig
+from engine.shapes.trees import kary
+from engine.simulate.tree_scenario import tree_exact
 
 
 @pytest.fixture

@@ -111,9 +111,9 @@ def test_slugs_follow_github():
     assert slug("Sweeps on a cluster: Dask") == "sweeps-on-a-cluster-dask"
     assert slug("The sampler") == "the-sampler"
     assert slug("`spectui run`") == "spectui-run"
-    assert slug("Draft shapes: chains and token trees (`shape.name`, `engine/trees.py`)") == (
-        "draft-shapes-chains-and-token-trees-shapename-enginetreespy"
-    )
+    assert slug(
+        "Draft shapes: chains and token trees (`shape.name`, `engine/shapes/trees.py`)"
+    ) == ("draft-shapes-chains-and-token-trees-shapename-engineshapestreespy")
     assert anchors("# A\n```sh\n# not a heading\n```\n## A\n#23 is no heading\n") == {"a", "a-1"}
 
 

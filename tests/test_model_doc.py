@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.simulator import METRIC_NAMES
+from engine.simulate.simulator import METRIC_NAMES
 
 REPO = Path(__file__).resolve().parent.parent
 MODEL = REPO / "docs" / "model.md"
@@ -33,7 +33,7 @@ def test_the_model_page_names_every_metric_and_tail_rule():
 
 def test_the_model_page_names_every_scenario_field_and_part():
     """Each newer (dotted) field key, each cost model and each part's name is described."""
-    from engine.config import PARTS, SCENARIO_FIELDS
+    from engine.core.config import PARTS, SCENARIO_FIELDS
 
     text = MODEL.read_text(encoding="utf-8")
     names = [name for _, choices in PARTS.values() for name in choices]

@@ -8,11 +8,11 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from engine.analysis import SweepDataError
-from engine.formatting import SHORT_LEGEND
-from engine.plot_data import PLOTS
+from engine.analysis.analysis import SweepDataError
+from engine.analysis.formatting import SHORT_LEGEND
+from engine.analysis.plot_data import PLOTS
 from engine.presets import load_preset
-from engine.sweep import run_sweep
+from engine.sweep.sweep import run_sweep
 from spectui.plotting import plot_command
 from spectui.plotting.terminal import draw, print_all, render_text
 
@@ -230,7 +230,7 @@ def test_heatmap_in_the_terminal_has_every_row_of_a_two_parameter_grid():
 def test_narrow_heatmap_keeps_every_tick_and_a_legend(tiny_frame):
     # At 80x24 with the form shown the plot is ~54 columns: "10us r=0.05" ticks collided
     # and plotext dropped some; the long legend did not fit and was dropped.
-    from engine.formatting import MARKS_LEGEND
+    from engine.analysis.formatting import MARKS_LEGEND
 
     text = render_text("06_optimal_k_heatmap", tiny_frame, width=54, height=18)
     assert "10us" in text and "50us" in text

@@ -15,7 +15,7 @@ Windows that give only a mean acceptance length (SGLang ``accept len``, vLLM v0,
 llama.cpp line) carry no per-position information: they allow the ``fixed`` model only,
 solved from ``1 + sum_{i<=K} p^i = M``.
 
-:func:`recommend` prices every K with the exact engine (``engine.exact``) under the
+:func:`recommend` prices every K with the exact engine (``engine.simulate.exact``) under the
 scenario's cost model and carries the fit's uncertainty by posterior draws of the chosen
 model's parameters. :func:`fit_linear_cost` turns a measured K sweep into a linear cost in
 target decode steps; :func:`emit` writes the recommendation as each engine's settings.
@@ -34,11 +34,11 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from engine.acceptance.draft_models import get_model
 from engine.calibrate import VLLM_METHODS
 from engine.calibrate.logs import mean_length_of
-from engine.config import BETA_MAX, SpecConfig
-from engine.draft_models import get_model
-from engine.exact import exact_metrics_many
+from engine.core.config import BETA_MAX, SpecConfig
+from engine.simulate.exact import exact_metrics_many
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -231,7 +231,7 @@ def _decay_rates(m: int) -> Callable[[FloatArray, FloatArray], FloatArray]:
 
 def _beta_rates(m: int) -> Callable[[FloatArray, FloatArray], FloatArray]:
     # beta_round's conditional rate at position i + 1 is (a + i) / (a + b + i)
-    # (engine.draft_models.BetaRound); a and b are searched on a log scale.
+    # (engine.acceptance.draft_models.BetaRound); a and b are searched on a log scale.
     steps = np.arange(m, dtype=float)
 
     def rates(log_a: FloatArray, log_b: FloatArray) -> FloatArray:
@@ -597,7 +597,7 @@ def recommend(
     seed: int = 0,
 ) -> Recommendation:
     """The best K in 1..k_max for ``scenario`` with the fitted acceptance: speedup_exact of
-    ``cal.config(scenario)`` at each K (engine.exact, the scenario's cost model and
+    ``cal.config(scenario)`` at each K (engine.simulate.exact, the scenario's cost model and
     length), a 95 % interval at each K from ``draws`` posterior draws
     (:func:`posterior_values`; percentiles 2.5 and 97.5), the tolerance ``band`` (every K
     within ``band`` of the best speedup) and the change against the log's K. K is a fixed

@@ -60,7 +60,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine.files import input_lines, open_input
+from engine.core.files import input_lines, open_input
 
 if TYPE_CHECKING:
     from engine.calibrate.fit import WindowLike

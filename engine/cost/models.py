@@ -1,7 +1,7 @@
 """The cost models by name: a scenario's ``cost.model`` and its fields, built into a
 :class:`~engine.cost.base.CostModel` (docs/model.md, "Cost models").
 
-Adding a cost model: its fields in :class:`engine.config.SpecConfig` (with ``part`` naming
+Adding a cost model: its fields in :class:`engine.core.config.SpecConfig` (with ``part`` naming
 it), its implementation in this package, and one entry in :data:`BUILDERS`.
 """
 
@@ -14,7 +14,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from engine.config import BATCH_MAX, PROMPT_MAX, TOKENS_MAX, ConfigError, SpecConfig
+from engine.core.config import BATCH_MAX, PROMPT_MAX, TOKENS_MAX, ConfigError, SpecConfig
 from engine.cost.base import CostModel
 from engine.cost.linear import LinearCost
 from engine.cost.roofline import RooflineCost, RooflineMaxCost

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from engine.config import EFFICIENCY_MIN
+from engine.core.config import EFFICIENCY_MIN
 from engine.cost.base import Times, as_float, check_parameter, scalar_or_array
 from engine.cost.specs import HardwareSpec, ModelSpec
 

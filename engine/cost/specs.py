@@ -21,7 +21,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from engine.files import PRESET_MAX_BYTES, read_input_text, shown_value, toml_document
+from engine.core.files import PRESET_MAX_BYTES, read_input_text, shown_value, toml_document
 
 HARDWARE_FILE = "hardware.toml"
 MODELS_FILE = "models.toml"

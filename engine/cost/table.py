@@ -32,9 +32,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from engine.config import FIELD_SPECS
+from engine.core.config import FIELD_SPECS
+from engine.core.files import TABLE_MAX_BYTES, read_input_text, shown_cell, shown_value
 from engine.cost.base import Times, as_float, scalar_or_array
-from engine.files import TABLE_MAX_BYTES, read_input_text, shown_cell, shown_value
 
 FloatArray = npt.NDArray[np.float64]
 CSV_COLUMNS = ("batch_size", "tokens", "verify_us", "draft_us")
@@ -213,7 +213,7 @@ def _number(
 
 
 def _read(path: str | Path) -> str:
-    """A table file's text: a regular file of at most :data:`engine.files.TABLE_MAX_BYTES`."""
+    """A table file's text: a regular file of at most :data:`engine.core.files.TABLE_MAX_BYTES`."""
     try:
         return read_input_text(path, TABLE_MAX_BYTES, "a cost table")
     except UnicodeDecodeError:

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from importlib import import_module
 
-from engine.config import ConfigError
+from engine.core.config import ConfigError
 from spectui.cli.parser import build_parser
 from spectui.errors import UsageError
 
@@ -47,7 +47,10 @@ def _is_user_error(err: Exception) -> bool:
     if isinstance(err, UsageError | ConfigError):
         return True
     # Imported only if already loaded: the TUI path should not pay for pandas here.
-    for module, name in (("engine.presets", "PresetError"), ("engine.analysis", "SweepDataError")):
+    for module, name in (
+        ("engine.presets", "PresetError"),
+        ("engine.analysis.analysis", "SweepDataError"),
+    ):
         cls = getattr(sys.modules.get(module), name, None)
         if cls is not None and isinstance(err, cls):
             return True

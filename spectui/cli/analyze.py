@@ -18,8 +18,8 @@ def add_parser(sub: Any) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
-    from engine.analysis import read_sweep_csv
-    from engine.report import findings_markdown
+    from engine.analysis.analysis import read_sweep_csv
+    from engine.analysis.report import findings_markdown
     from spectui.render import analysis_renderables, console
 
     frame = read_sweep_csv(args.file)
@@ -27,7 +27,7 @@ def command(args: argparse.Namespace) -> int:
     for renderable in analysis_renderables(frame):
         out.print(renderable)
     if args.markdown is not None:
-        from engine.files import atomic_write_text
+        from engine.core.files import atomic_write_text
 
         args.markdown.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(args.markdown, findings_markdown(frame, source=str(args.file)))

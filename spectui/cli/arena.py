@@ -1,13 +1,13 @@
 """``spectui arena``: K policies compared on a scenario, on common random numbers.
 
-A leaderboard per scenario (engine.arena): each policy's speedup (exact where its state can
+A leaderboard per scenario (engine.analysis.arena): each policy's speedup (exact where its state can
 be enumerated, and the Monte Carlo estimate on the shared draws with its 95 % interval),
 its paired gain over the best fixed K, the share of the oracle's gain it captures, the
 mean k it drafts, its waste and the k it drafts most. Rows print as policies finish; Ctrl-C
 keeps those printed. ``--json`` prints every leaderboard as one JSON object.
 
 Contenders: a policy given by flags (``--policy hf_heuristic --k 5``), else the preset's
-``[[arena]]`` tables, else :func:`engine.arena.default_contenders`; the best fixed K is
+``[[arena]]`` tables, else :func:`engine.analysis.arena.default_contenders`; the best fixed K is
 always added. A preset's ``[[grid]]`` gives one leaderboard per scenario.
 """
 
@@ -19,7 +19,7 @@ import math
 import sys
 from typing import Any
 
-from engine.config import ConfigError
+from engine.core.config import ConfigError
 from engine.presets import ARENA_KEYS
 from spectui.cli.flags import add_scenario_flags, given_fields
 from spectui.errors import UsageError
@@ -45,10 +45,10 @@ def add_parser(sub: Any) -> None:
 
 
 def _scenarios_and_contenders(args: argparse.Namespace) -> list[tuple[Any, list[Any]]]:
-    from engine.arena import default_contenders
-    from engine.config import SpecConfig
-    from engine.grid import SweepSpec
+    from engine.analysis.arena import default_contenders
+    from engine.core.config import SpecConfig
     from engine.presets import contenders_of, load_preset
+    from engine.sweep.grid import SweepSpec
 
     preset = load_preset(args.preset) if args.preset else None
     given = given_fields(args)
@@ -76,7 +76,7 @@ def _table(result: Any) -> Any:
     from rich import box
     from rich.table import Table
 
-    from engine.arena import LEADERBOARD_COLUMNS, standing_cells
+    from engine.analysis.arena import LEADERBOARD_COLUMNS, standing_cells
 
     table = Table(
         box=box.SIMPLE_HEAD,
@@ -117,7 +117,7 @@ def _standing_json(standing: Any) -> dict[str, Any]:
 def command(args: argparse.Namespace) -> int:
     from rich.text import Text
 
-    from engine.arena import LEADERBOARD_LEGEND, run_arena, scenario_text, standing_cells
+    from engine.analysis.arena import LEADERBOARD_LEGEND, run_arena, scenario_text, standing_cells
     from spectui.render import console
 
     try:

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from engine.calibrate import VLLM_METHODS
-from engine.config import ConfigError
-from engine.files import TABLE_MAX_BYTES, read_input_text
+from engine.core.config import ConfigError
+from engine.core.files import TABLE_MAX_BYTES, read_input_text
 from spectui.cli.flags import add_scenario_flags, config_from_args
 from spectui.errors import UsageError, bounded_int
 
@@ -124,7 +124,7 @@ def command(args: argparse.Namespace) -> int:
         recommend,
     )
     from engine.calibrate.logs import LogError, parse_log_file, parse_log_lines
-    from engine.files import input_lines
+    from engine.core.files import input_lines
 
     try:  # streamed, a line at a time: a log of any size
         if str(args.logfile) == "-":
@@ -185,8 +185,8 @@ def adaptive_note(cal: Any, scenario: Any, rec: Any) -> str:
     ``num_assistant_tokens_schedule="heuristic"``) by its exact value. Every model a log
     can calibrate is i.i.d. across cycles, where the arena finds the best fixed K within
     noise of the oracle, so this says why no adaptive setting is emitted (or emits it)."""
-    from engine.formatting import speedup_text
-    from engine.policies import exact_speedup
+    from engine.analysis.formatting import speedup_text
+    from engine.simulate.policies import exact_speedup
 
     config = cal.config(scenario.replace(**{"shape.name": "chain"})).replace(
         **{"policy.name": "hf_heuristic", "k": min(rec.k, scenario.k_max)}
@@ -283,7 +283,7 @@ def _print(
     from rich.table import Table
     from rich.text import Text
 
-    from engine.formatting import cost_setting_text, speedup_text
+    from engine.analysis.formatting import cost_setting_text, speedup_text
     from spectui.render import console
 
     out = console()

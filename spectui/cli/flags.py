@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from engine.config import FIELD_SPECS, ConfigError, SpecConfig, parse_value
+from engine.core.config import FIELD_SPECS, ConfigError, SpecConfig, parse_value
 
 DEFAULT_SWEEP_OUT = Path("results/sweep_summary.csv")
 ENGINES = ("fast", "reference")
@@ -52,7 +52,7 @@ _METAVARS = {
 
 
 def _default_text(field: str) -> str:
-    from engine.config import DEFAULTS
+    from engine.core.config import DEFAULTS
 
     value = DEFAULTS[field]
     if isinstance(value, float):
@@ -61,10 +61,10 @@ def _default_text(field: str) -> str:
 
 
 def add_scenario_flags(parser: argparse.ArgumentParser) -> None:
-    """One flag per field of the scenario table (engine.config.FIELD_SPECS): the original's
+    """One flag per field of the scenario table (engine.core.config.FIELD_SPECS): the original's
     14 flags under their names, newer fields by their key's last part (``--batch-size``)."""
     groups = {selector: parser.add_argument_group(title) for selector, title in FLAG_GROUPS}
-    from engine.config import PARTS
+    from engine.core.config import PARTS
 
     selectors = {selector for selector, _ in PARTS.values()}
     # Each part's choosing flag first in its group (--cost before the cost fields).

@@ -1,7 +1,7 @@
 """``spectui regime``: the optimal K and its speedup over batch size x context length.
 
 A table like the optimal-K heatmap (rows: batch size, columns: context length), each cell
-K* and its exact speedup (engine.regime), cells where no K pays marked; then a legend with
+K* and its exact speedup (engine.analysis.regime), cells where no K pays marked; then a legend with
 the scenario and where speculation should turn off. ``--json`` prints the whole map,
 ``--csv FILE`` writes one row per cell.
 """
@@ -15,12 +15,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine.config import FIELD_SPECS, ConfigError, ascii_int, check_value
+from engine.core.config import FIELD_SPECS, ConfigError, ascii_int, check_value
 from spectui.cli.flags import add_scenario_flags, base_config, given_fields
 from spectui.errors import UsageError
 
 if TYPE_CHECKING:
-    from engine.regime import RegimeMap
+    from engine.analysis.regime import RegimeMap
 
 DEFAULT_COST = "roofline"
 # The fields the map varies: their single-value flags make no sense here.
@@ -66,7 +66,7 @@ def _list_of(field: str, parse_one: Callable[[str], int]) -> Callable[[str], tup
 
 
 def _context(text: str) -> int:
-    from engine.regime import parse_context
+    from engine.analysis.regime import parse_context
 
     return parse_context(text)
 
@@ -131,7 +131,7 @@ def _config(args: argparse.Namespace) -> tuple[Any, list[str]]:
 
 
 def _axes(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
-    from engine.regime import BATCH_SIZES, CONTEXTS, KS
+    from engine.analysis.regime import BATCH_SIZES, CONTEXTS, KS
 
     ks = args.ks or KS
     if args.k_max is not None:
@@ -147,12 +147,12 @@ def _axes(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
 
 def regime_table(regime: RegimeMap, no_color: bool = False) -> Any:
     """The map as a rich table: a row per batch size, a column per context, each cell
-    :meth:`engine.regime.RegimeMap.cell_text` on the speedup scale of spectui.colours."""
+    :meth:`engine.analysis.regime.RegimeMap.cell_text` on the speedup scale of spectui.colours."""
     from rich import box
     from rich.table import Table
     from rich.text import Text
 
-    from engine.regime import context_label
+    from engine.analysis.regime import context_label
     from spectui.colours import heat_style
 
     table = Table(box=box.SIMPLE_HEAD, padding=(0, 0), show_edge=False, header_style="bold")
@@ -170,7 +170,7 @@ def regime_table(regime: RegimeMap, no_color: bool = False) -> Any:
 
 def summary_lines(regime: RegimeMap) -> list[str]:
     """The legend and where speculation turns off (one line each)."""
-    from engine.regime import LEGEND
+    from engine.analysis.regime import LEGEND
 
     return [LEGEND, regime.off_text()]
 
@@ -193,7 +193,7 @@ def _json_payload(regime: RegimeMap) -> dict[str, Any]:
 
 
 def command(args: argparse.Namespace) -> int:
-    from engine.regime import regime_map
+    from engine.analysis.regime import regime_map
     from spectui.cli.progress import delayed_progress
 
     config, notes = _config(args)
@@ -208,7 +208,7 @@ def command(args: argparse.Namespace) -> int:
     if args.csv:
         import csv
 
-        from engine.files import atomic_open
+        from engine.core.files import atomic_open
 
         rows = regime.cell_rows()
         with atomic_open(args.csv) as handle:

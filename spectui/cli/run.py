@@ -7,7 +7,7 @@ import json
 import math
 from typing import Any
 
-from engine.config import SpecConfig
+from engine.core.config import SpecConfig
 from spectui.cli.flags import ENGINE_HELP, ENGINES, add_scenario_flags, config_from_args, file_path
 from spectui.cli.progress import delayed_progress
 from spectui.errors import UsageError
@@ -58,12 +58,17 @@ def _run_progress(config: SpecConfig) -> tuple[Any, Any]:
 
 
 def command(args: argparse.Namespace) -> int:
-    from engine.cycles_file import PARQUET_INSTALL, cycles_writer, is_parquet, parquet_available
-    from engine.files import append_csv_row, check_appendable
-    from engine.kernel import METRIC_NAMES
-    from engine.reference import simulate_reference
-    from engine.simulator import simulate
-    from engine.sweep import sampler_name
+    from engine.simulate.cycles_file import (
+        PARQUET_INSTALL,
+        cycles_writer,
+        is_parquet,
+        parquet_available,
+    )
+    from engine.core.files import append_csv_row, check_appendable
+    from engine.core.kernel import METRIC_NAMES
+    from engine.simulate.reference import simulate_reference
+    from engine.simulate.simulator import simulate
+    from engine.sweep.sweep import sampler_name
 
     config = config_from_args(args)
     sampler = sampler_name(args.engine, config=config)
@@ -111,7 +116,7 @@ def command(args: argparse.Namespace) -> int:
 def _cost_figures(config: SpecConfig) -> dict[str, Any]:
     """The cycle's times at the prompt's context (a full cycle of K drafts, or the whole
     tree with its ``tree_nodes`` and ``tree_depth``), microseconds."""
-    from engine.tree_scenario import full_cycle
+    from engine.simulate.tree_scenario import full_cycle
 
     costs, tree = full_cycle(config)
     figures: dict[str, Any] = {

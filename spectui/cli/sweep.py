@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from engine.config import WORKERS_MAX
+from engine.core.config import WORKERS_MAX
 from engine.presets import load_preset
 from spectui.cli.flags import DEFAULT_SWEEP_OUT, ENGINE_HELP, ENGINES, file_path
 from spectui.cli.progress import delayed_progress
@@ -44,12 +44,12 @@ def add_parser(sub: Any) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
-    from engine.files import sweep_lock
+    from engine.core.files import sweep_lock
 
     if args.scheduler is not None and args.workers > 1:
         raise UsageError("--workers and --scheduler: give one (Dask workers run the sweep)")
     if args.scheduler is not None:
-        from engine.cluster import parse_scheduler
+        from engine.sweep.cluster import parse_scheduler
 
         parse_scheduler(args.scheduler)  # a bad address fails before anything starts
     preset = load_preset(args.preset)
@@ -61,9 +61,9 @@ def command(args: argparse.Namespace) -> int:
 
 def _sweep(args: argparse.Namespace, preset: Any) -> int:
     """:func:`command` once it holds the lock of ``args.out``."""
-    from engine.files import SweepWriter
-    from engine.pool import SweepPool, batch_size_for
-    from engine.sweep import plan_sweep, sampler_name, sweep_rows
+    from engine.core.files import SweepWriter
+    from engine.sweep.pool import SweepPool, batch_size_for
+    from engine.sweep.sweep import plan_sweep, sampler_name, sweep_rows
 
     configs = preset.sweep.lazy()  # built as their batches go: 100,000 need not fit
     # Planning reads every configuration once (10 million: minutes): a bar on a terminal
@@ -104,7 +104,7 @@ def _sweep(args: argparse.Namespace, preset: Any) -> int:
     finished = done_before
     try:
         if args.scheduler is not None and plan.remaining:
-            from engine.cluster import task_size
+            from engine.sweep.cluster import task_size
 
             runner = _dask_runner(args.scheduler, stop)  # None: Ctrl-C came first
             executor: Any = runner
@@ -175,7 +175,7 @@ def _sweep(args: argparse.Namespace, preset: Any) -> int:
 
 def _dask_runner(scheduler: str, stop: threading.Event) -> Any:
     """The started runner, or None if Ctrl-C came first."""
-    from engine.cluster import DaskRunner, DaskUnavailable
+    from engine.sweep.cluster import DaskRunner, DaskUnavailable
 
     # Dask logs its own account of a lost connection; the CLI says it in one line. (Its
     # import sets the levels: set them after it.)
@@ -200,7 +200,7 @@ def _dask_runner(scheduler: str, stop: threading.Event) -> Any:
 
 def _has_rows(path: Path) -> bool:
     """Whether a sweep's partial file holds a row (more than its header line)."""
-    from engine.files import open_input
+    from engine.core.files import open_input
 
     try:
         with open_input(path) as handle:  # a FIFO there is not waited on

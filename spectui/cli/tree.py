@@ -14,7 +14,7 @@ import argparse
 import json
 from typing import Any
 
-from engine.config import ConfigError, ascii_int
+from engine.core.config import ConfigError, ascii_int
 from spectui.cli.flags import add_scenario_flags, base_config, given_fields
 from spectui.errors import UsageError
 
@@ -60,7 +60,7 @@ def _scenario(args: argparse.Namespace) -> Any:
 
 def command(args: argparse.Namespace) -> int:
     from engine.cost.models import build_cost
-    from engine.tree_scenario import (
+    from engine.simulate.tree_scenario import (
         budget_by_batch,
         budget_by_batch_programs,
         compare_shapes,
@@ -80,7 +80,7 @@ def command(args: argparse.Namespace) -> int:
         finally:
             close()
         if getattr(args, "shape.tree", None) is not None:  # the tree asked for, too
-            from engine.tree_scenario import shape_row, tree_of
+            from engine.simulate.tree_scenario import shape_row, tree_of
 
             rows.append(shape_row(f"given {scenario.tree}", scenario, tree_of(scenario)))
         advance, close = delayed_progress(budget_by_batch_programs(), "tree: budgets by batch")
@@ -136,7 +136,7 @@ def _print(scenario: Any, rows: list[Any], grid: Any) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from engine.formatting import cost_setting_text, speedup_text
+    from engine.analysis.formatting import cost_setting_text, speedup_text
     from spectui.render import console
 
     out = console()

@@ -16,9 +16,9 @@ from typing import Any
 
 import pandas as pd
 
-from engine.files import atomic_open
-from engine.formatting import HEATMAP_LEGEND, PARTIAL_LEGEND, PARTIAL_MARK, cell_text
-from engine.plot_data import MEAN_LINE, PLOTS, PlotSpec
+from engine.analysis.formatting import HEATMAP_LEGEND, PARTIAL_LEGEND, PARTIAL_MARK, cell_text
+from engine.analysis.plot_data import MEAN_LINE, PLOTS, PlotSpec
+from engine.core.files import atomic_open
 from spectui.errors import UsageError
 
 FIGSIZE = (10.0, 6.0)  # inches; at DPI this is 1100 x 660 pixels, legible at 100 % zoom

@@ -15,7 +15,7 @@ Choices forced by the terminal's resolution:
   PNG has them;
 * plot 4 leaves out the K* labels of the PNG (plot 6 gives K* per cell);
 * plot 6 is a text grid: one cell per (quality, draft cost) with K* and its speedup as every
-  view writes it (:func:`engine.formatting.cell_text`), on the app's colour scale when
+  view writes it (:func:`engine.analysis.formatting.cell_text`), on the app's colour scale when
   colours are on (:mod:`spectui.colours`).
 """
 
@@ -30,8 +30,8 @@ from typing import Any, TextIO
 
 import pandas as pd
 
-from engine.formatting import MARKS_LEGEND, SHORT_LEGEND, cell_text
-from engine.plot_data import MEAN_LINE, get_plot, optimal_k_heatmap
+from engine.analysis.formatting import MARKS_LEGEND, SHORT_LEGEND, cell_text
+from engine.analysis.plot_data import MEAN_LINE, get_plot, optimal_k_heatmap
 
 # Anchors of matplotlib's viridis, for sequential lines (low acceptance dark, high bright).
 _VIRIDIS = ((68, 1, 84), (59, 82, 139), (33, 145, 140), (94, 201, 98), (253, 231, 37))
@@ -630,7 +630,7 @@ def print_all(
     Size defaults to the terminal's width (100 columns when unknown) and 30 rows (44 for the
     panels of plot 1); colour defaults to on when ``file`` is a terminal.
     """
-    from engine.plot_data import PLOTS
+    from engine.analysis.plot_data import PLOTS
 
     out = file if file is not None else sys.stdout
     if color is None:

@@ -57,7 +57,7 @@ from spectui.widgets.footer import KeysFooter
 from spectui.widgets.plot import Plot
 
 if TYPE_CHECKING:
-    from engine.config import SpecConfig
+    from engine.core.config import SpecConfig
 
 DEBOUNCE_S = 0.5  # an edit to the pasted text is analysed after this pause
 ROWS_MAX = 1000  # windows listed in the table (the fit uses every one)
@@ -155,7 +155,7 @@ def _change_text(rec: Any) -> str:
 
 def scenario_label(fitted: SpecConfig) -> str:
     """What K is recommended for: the fitted acceptance in the form's scenario."""
-    from engine.formatting import acceptance_text, cost_setting_text
+    from engine.analysis.formatting import acceptance_text, cost_setting_text
 
     return f"{acceptance_text(fitted)}; {cost_setting_text(fitted)}"
 
@@ -193,7 +193,7 @@ def sendable(cal: Any, scenario: SpecConfig, rec: Any) -> SpecConfig:
     K, a fixed K policy and a chain (what the recommendation is for), and the chosen model's
     values to the fewest :data:`SEND_DIGITS` significant digits whose exact speedup shows as
     the recommendation's (all of them if none does). Runs in the worker: it loads the engine."""
-    from engine.exact import exact_metrics
+    from engine.simulate.exact import exact_metrics
 
     base = scenario.replace(policy="fixed", shape="chain", k=rec.k)
     shown = fmt(rec.speedup, speedup=True)

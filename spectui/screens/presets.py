@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from textual.app import App
 
-    from engine.config import SpecConfig
+    from engine.core.config import SpecConfig
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 NAME_RULE = "✗ name: use letters, digits, '-', '_' or '.', starting with a letter or digit"

@@ -1,4 +1,4 @@
-"""Analysis of the finished or partial sweep, from engine.analysis."""
+"""Analysis of the finished or partial sweep, from engine.analysis.analysis."""
 
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ def _f(value: Any, digits: int = 3) -> str:
 
 
 def _s(value: Any, digits: int = 3) -> str:
-    """A speedup (engine.formatting.speedup_text: a loss never reads 1.000)."""
-    from engine.formatting import speedup_text
+    """A speedup (engine.analysis.formatting.speedup_text: a loss never reads 1.000)."""
+    from engine.analysis.formatting import speedup_text
 
     return speedup_text(float(value), digits, unit="", missing="—")
 
@@ -43,8 +43,8 @@ def _table(title: str, columns: list[str]) -> Table:
 
 def render_analysis(frame: Any, partial: bool) -> Group:
     """Every analysis block of a sweep frame as rich renderables."""
-    from engine import analysis
-    from engine.report import chain_rows, config_text
+    from engine.analysis import analysis
+    from engine.analysis.report import chain_rows, config_text
 
     parts: list[Any] = []
     note = " (partial sweep)" if partial else ""

@@ -1,19 +1,19 @@
 """Arena view: K policies compared on the form's scenario, and one policy's cycles.
 
 The scenario is the form's configuration; the contenders are the loaded preset's
-``[[arena]]`` tables when it has them, else :func:`engine.arena.default_contenders` (the
-arena always adds the best fixed K). F7 runs :func:`engine.arena.run_arena` in a thread
+``[[arena]]`` tables when it has them, else :func:`engine.analysis.arena.default_contenders` (the
+arena always adds the best fixed K). F7 runs :func:`engine.analysis.arena.run_arena` in a thread
 worker: each policy's row joins the leaderboard as it finishes, as the CLI writes it
-(:func:`engine.arena.standing_cells`), and at the end the rows are sorted best first with
+(:func:`engine.analysis.arena.standing_cells`), and at the end the rows are sorted best first with
 the arena's notes under them. Escape stops the arena and keeps the finished rows; a form
 change marks the board stale (it stays, and says so).
 
 Under the board, the trace of the highlighted row's policy along sequence 0
-(:func:`engine.arena.policy_trace`, computed in a worker): the k it drafted in each cycle
+(:func:`engine.analysis.arena.policy_trace`, computed in a worker): the k it drafted in each cycle
 and how many of them were accepted, and for the markov model a band over the cycles spent
 in the easy regime, so that a policy chasing a regime switch can be watched. One cycle per
 column: ``[`` and ``]`` show earlier and later cycles. ``l`` shows what the columns mean
-(:data:`engine.arena.LEADERBOARD_LEGEND`) in the trace's place.
+(:data:`engine.analysis.arena.LEADERBOARD_LEGEND`) in the trace's place.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from textual.widgets import DataTable, Static
 from textual.worker import Worker, get_current_worker
 from textual_plotext import PlotextPlot
 
-from engine.config import ConfigError, SpecConfig
+from engine.core.config import ConfigError, SpecConfig
 from spectui.plotting.terminal import (
     GLYPHS,
     Drawing,
@@ -44,7 +44,7 @@ from spectui.widgets.common import ReportsWorkerErrors
 from spectui.widgets.table_hint import ColumnsHint, HidesColumnsHint
 
 if TYPE_CHECKING:
-    from engine.arena import ArenaResult, Standing
+    from engine.analysis.arena import ArenaResult, Standing
 
 START_HINT = "F7 runs the arena"
 TRACE_MIN_SPAN = 10  # the fewest cycles the trace shows
@@ -62,8 +62,8 @@ REGIME_MARKER = "sd"
 def arena_contenders(config: SpecConfig, preset: Any) -> tuple[list[SpecConfig], str]:
     """The contenders the arena runs on ``config`` and where they come from, in words: the
     ``preset``'s [[arena]] tables if it has them, else the default set. Raises
-    :class:`engine.config.ConfigError` when a contender cannot work with the scenario."""
-    from engine.arena import default_contenders
+    :class:`engine.core.config.ConfigError` when a contender cannot work with the scenario."""
+    from engine.analysis.arena import default_contenders
 
     name = getattr(preset, "name", None)
     if preset is not None and preset.is_arena:
@@ -269,7 +269,7 @@ class ArenaView(ReportsWorkerErrors, Vertical):
         yield TracePlot(id="arena-trace")
 
     def on_mount(self) -> None:
-        from engine.arena import LEADERBOARD_COLUMNS, LEADERBOARD_LEGEND
+        from engine.analysis.arena import LEADERBOARD_COLUMNS, LEADERBOARD_LEGEND
 
         columns = self.query_one("#arena-columns", Static)
         columns.update(Text(LEADERBOARD_LEGEND))
@@ -304,7 +304,7 @@ class ArenaView(ReportsWorkerErrors, Vertical):
         return getattr(self.app, "preset", None)
 
     def _describe(self) -> None:
-        from engine.arena import scenario_text
+        from engine.analysis.arena import scenario_text
 
         if self.config is None:
             scenario, source = "Scenario: none (the form is invalid)", ""
@@ -317,7 +317,7 @@ class ArenaView(ReportsWorkerErrors, Vertical):
     def _ready_text(self) -> str:
         if self.problem:
             return self.problem
-        from engine.arena import contender_labels
+        from engine.analysis.arena import contender_labels
 
         return f"{START_HINT}: {', '.join(contender_labels(self.contenders))}"
 
@@ -374,8 +374,8 @@ class ArenaView(ReportsWorkerErrors, Vertical):
 
     @work(thread=True, exclusive=True, group="arena", name="Arena", exit_on_error=False)
     def _run(self, run: int, scenario: SpecConfig, contenders: list[SpecConfig]) -> None:
-        from engine.arena import run_arena
-        from engine.runs import RunStopped
+        from engine.analysis.arena import run_arena
+        from engine.core.runs import RunStopped
 
         worker = get_current_worker()
 
@@ -409,7 +409,7 @@ class ArenaView(ReportsWorkerErrors, Vertical):
     @staticmethod
     def _running_text(done: int, total: int, running: str, share: float = 0.0) -> str:
         """The status while the arena runs, "3/6 policies · running goodput w=16: 40 %…"
-        (the best fixed K first, as :func:`engine.arena.run_arena` names it; the share of
+        (the best fixed K first, as :func:`engine.analysis.arena.run_arena` names it; the share of
         its tokens simulated once there is one)."""
         shown = f": {share:.0%}" if share > 0 else ""
         if done == 0 and shown:  # in one line beside the form at 80 columns
@@ -429,7 +429,7 @@ class ArenaView(ReportsWorkerErrors, Vertical):
         message.stop()
         if message.run != self.run_number:
             return  # a row of an arena started before
-        from engine.arena import standing_cells
+        from engine.analysis.arena import standing_cells
 
         index = len(self.standings)
         self.standings.append(message.standing)
@@ -441,7 +441,7 @@ class ArenaView(ReportsWorkerErrors, Vertical):
         message.stop()
         if message.run != self.run_number:
             return
-        from engine.arena import ArenaResult
+        from engine.analysis.arena import ArenaResult
 
         done = len(self.standings)
         if message.error:
@@ -463,7 +463,7 @@ class ArenaView(ReportsWorkerErrors, Vertical):
 
     def _sort(self, result: ArenaResult) -> None:
         """Show the rows best first, the cursor staying on its policy."""
-        from engine.arena import standing_cells
+        from engine.analysis.arena import standing_cells
 
         board = self.query_one("#arena-board", DataTable)
         current = self._highlighted()
@@ -505,7 +505,7 @@ class ArenaView(ReportsWorkerErrors, Vertical):
 
     @work(thread=True, exclusive=True, group="trace", name="Arena trace", exit_on_error=False)
     def _trace(self, run: int, index: int, config: SpecConfig) -> None:
-        from engine.arena import policy_trace
+        from engine.analysis.arena import policy_trace
 
         trace = policy_trace(config)
         if not get_current_worker().is_cancelled:

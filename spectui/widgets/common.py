@@ -27,7 +27,8 @@ FMT_WIDTH = 9  # widest number fmt() writes in fixed point; wider ones go to eng
 def fmt(value: float | None, digits: int = 3, width: int = FMT_WIDTH, speedup: bool = False) -> str:
     """A number for a card, a cell or a panel: NaN (or None) as an em dash.
 
-    ``speedup=True`` writes the fixed-point form with :func:`engine.formatting.speedup_text`,
+    ``speedup=True`` writes the fixed-point form with
+    :func:`engine.analysis.formatting.speedup_text`,
     so a loss never reads as 1.000.
 
     Fixed point with ``digits`` decimals when that fits in ``width`` characters and does not
@@ -38,7 +39,7 @@ def fmt(value: float | None, digits: int = 3, width: int = FMT_WIDTH, speedup: b
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "—"
     if speedup:
-        from engine.formatting import speedup_text
+        from engine.analysis.formatting import speedup_text
 
         fixed = speedup_text(value, digits, unit="")
     else:

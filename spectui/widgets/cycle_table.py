@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-    from engine.config import SpecConfig
+    from engine.core.config import SpecConfig
 
 MAX_ROWS = 2000
 PACES: tuple[int, ...] = (5, 20, 100, 250, 500)  # rows per second: readable, then skimmable
@@ -40,7 +40,7 @@ COLUMNS = (
     ("speedup", None),
 )
 # A token tree's cycle (shape tree): its accepted depth and the accepted path, the nodes
-# from the root down (engine.trees.Tree.path_texts), last: its width varies with the tree.
+# from the root down (engine.shapes.trees.Tree.path_texts), last: its width varies with the tree.
 PATH = "path"
 TREE_COLUMNS = (
     ("seq", "sequence"),
@@ -241,12 +241,12 @@ class CycleTable(ScrollView, can_focus=True):
         first row."""
         import numpy as np  # here, not at import: numpy is not needed for the first screen
 
-        from engine.kernel import baseline_time_us
+        from engine.core.kernel import baseline_time_us
 
         self._records = records
         self._columns, self._paths = COLUMNS, None
         if config.shape == "tree":
-            from engine.tree_scenario import tree_of
+            from engine.simulate.tree_scenario import tree_of
 
             self._columns, self._paths = TREE_COLUMNS, tree_of(config).path_texts()
         tokens = records["cum_tokens"].to_numpy()
@@ -290,8 +290,8 @@ class CycleTable(ScrollView, can_focus=True):
         return widths
 
     def _rows(self, start: int, stop: int) -> list[tuple]:
-        from engine.formatting import speedup_text
-        from engine.runs import accept_pattern
+        from engine.analysis.formatting import speedup_text
+        from engine.core.runs import accept_pattern
 
         assert self._records is not None and self._speedup_so_far is not None
         part = self._records.iloc[start:stop]

@@ -7,7 +7,7 @@ from typing import Any
 from rich.table import Table
 from textual.widgets import Static
 
-from engine.config import SpecConfig
+from engine.core.config import SpecConfig
 from spectui.widgets.common import fmt
 
 # Where a configuration's cost model cannot be built (an unreadable cost table): the field
@@ -26,16 +26,16 @@ TIMES_HELP = (
 def exact_figures(config: SpecConfig) -> dict[str, Any]:
     """Every figure the panel shows (run off the UI thread: it loads the engine).
 
-    :func:`engine.exact.exact_metrics`, and from :func:`engine.kernel.cycle_costs` the
+    :func:`engine.simulate.exact.exact_metrics`, and from :func:`engine.core.kernel.cycle_costs` the
     times of a full cycle at the prompt's context (``limit_draft_us``, ``limit_verify_us``,
     ``limit_step_us``), the cost ratio and the verify pass's ``bound``; for a token tree the
-    tree's own cycle (:func:`engine.tree_scenario.tree_cycle`, as ``spectui run`` shows it)
+    tree's own cycle (:func:`engine.simulate.tree_scenario.tree_cycle`, as ``spectui run`` shows it)
     and its ``tree_nodes`` and ``tree_depth``. When the cost model (or the tree) cannot be
     built, only :data:`ERROR_FIELD` and :data:`ERROR_REASON`.
     """
-    from engine.config import ConfigError
-    from engine.exact import exact_metrics
-    from engine.tree_scenario import full_cycle
+    from engine.core.config import ConfigError
+    from engine.simulate.exact import exact_metrics
+    from engine.simulate.tree_scenario import full_cycle
 
     try:
         costs, tree = full_cycle(config)

@@ -1,4 +1,5 @@
-"""The optimal-K heatmap of one draft model, as built by engine.plot_data.optimal_k_heatmap."""
+"""The optimal-K heatmap of one draft model, as built by
+engine.analysis.plot_data.optimal_k_heatmap."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from rich.text import Text
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowKey
 
-from engine.formatting import PENDING_MARK, SHORT_LEGEND, cell_text
+from engine.analysis.formatting import PENDING_MARK, SHORT_LEGEND, cell_text
 from spectui.colours import heat_style
 from spectui.widgets.table_hint import HidesColumnsHint
 
@@ -84,7 +85,7 @@ class Heatmap(DataTable):
         self._labels_cut = False  # some row label drawn shorter than it is (short_label)
 
     def show(self, grid: pd.DataFrame) -> None:
-        """Draw ``grid`` (engine.plot_data.optimal_k_heatmap, ideally with ``planned`` so
+        """Draw ``grid`` (engine.analysis.plot_data.optimal_k_heatmap, ideally with ``planned`` so
         that pending cells show as ``·``); cells with results show :func:`cell_text`."""
         self.grid = grid
         self.model = grid.attrs.get("model")

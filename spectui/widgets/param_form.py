@@ -1,8 +1,8 @@
-"""The parameter form, generated from the field table (``engine.config.FIELD_SPECS``).
+"""The parameter form, generated from the field table (``engine.core.config.FIELD_SPECS``).
 
 Each field a person can choose gets a row whose label, tooltip (help, unit, allowed values),
 kind (a select among the field's choices or the known hardware/model ids, else a text field)
-and visibility (shown only while the chosen parts read it: :func:`engine.config.reads`) come
+and visibility (shown only while the chosen parts read it: :func:`engine.core.config.reads`) come
 from the table, so a new field or cost model appears here with no edit. Values are validated
 as the person types.
 """
@@ -20,8 +20,9 @@ from textual.widget import Widget
 from textual.widgets import Input, Label, Select, Static
 from textual.widgets.select import InvalidSelectValueError
 
-# engine.config, not engine.draft_models: the form must not pull numpy into the start-up.
-from engine.config import (
+# engine.core.config, not engine.acceptance.draft_models: the form must not pull numpy into the
+# start-up.
+from engine.core.config import (
     CONFIG_FIELDS,
     FIELD_SPECS,
     PARTS,
@@ -377,7 +378,7 @@ class ParamForm(VerticalScroll, can_focus=False):
 
     @staticmethod
     def _reads(key: str, chosen: Mapping[str, Any]) -> bool:
-        # engine.config.reads looks only at the chosen parts, through .get(selector).
+        # engine.core.config.reads looks only at the chosen parts, through .get(selector).
         return reads(cast(SpecConfig, chosen), key)
 
     def _show_part_fields(self, *, again: bool = False) -> None:

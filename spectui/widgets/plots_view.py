@@ -12,8 +12,8 @@ from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import Static
 
-from engine.draft_models import DRAFT_MODELS
-from engine.plot_data import PLOTS, heatmap_model
+from engine.acceptance.draft_models import DRAFT_MODELS
+from engine.analysis.plot_data import PLOTS, heatmap_model
 from spectui.widgets.common import ReportsWorkerErrors
 from spectui.widgets.plot import Plot
 
@@ -39,7 +39,8 @@ class PlotCanvas(Plot):
 
 
 class PlotsView(ReportsWorkerErrors, Widget, can_focus=True):
-    """One plot of :data:`engine.plot_data.PLOTS` at a time; ``n``/``p`` cycle through them.
+    """One plot of :data:`engine.analysis.plot_data.PLOTS` at a time; ``n``/``p`` cycle through
+    them.
 
     ``m`` (on the heatmap) shows the next draft model; ``d`` the next page: plot 1's next
     draft costs, or the heatmap's next rows, when they do not all fit. The legend and notes
@@ -113,7 +114,7 @@ class PlotsView(ReportsWorkerErrors, Widget, can_focus=True):
     ]
 
     index: reactive[int] = reactive(0, init=False)
-    """Which plot is shown: an index into :data:`engine.plot_data.PLOTS`."""
+    """Which plot is shown: an index into :data:`engine.analysis.plot_data.PLOTS`."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)

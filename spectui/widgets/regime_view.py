@@ -1,6 +1,6 @@
 """Regime view: the optimal K and its speedup over batch size x context length.
 
-The map of :func:`engine.regime.regime_map` for the form's configuration, computed in a
+The map of :func:`engine.analysis.regime.regime_map` for the form's configuration, computed in a
 thread worker (cancelled when the form changes again), drawn like the optimal-K heatmap: a
 row per batch size, a column per context length, each cell K* and its exact speedup on the
 speedup colour scale, ``✗`` where no K pays. The line under the map says where speculation
@@ -24,15 +24,15 @@ from textual.message import Message
 from textual.widgets import DataTable, Static
 from textual.worker import Worker, get_current_worker
 
-from engine.config import SpecConfig
-from engine.formatting import speedup_text
+from engine.analysis.formatting import speedup_text
+from engine.core.config import SpecConfig
 from spectui.colours import heat_style
 from spectui.widgets.common import ReportsWorkerErrors
 from spectui.widgets.heatmap import Heatmap
 from spectui.widgets.table_hint import ColumnsHint, HidesColumnsHint
 
 if TYPE_CHECKING:
-    from engine.regime import RegimeMap
+    from engine.analysis.regime import RegimeMap
 
 BUSY_TEXT = "computing the map…"
 # " 4 2.03": K* and its speedup, right-aligned; marks (≈ ✗) take one more character each.
@@ -40,7 +40,7 @@ BUSY_TEXT = "computing the map…"
 # the form (ctrl+b) shows all 8 default contexts.
 CELL_WIDTH = 8
 DEFAULT_COST = "roofline"
-TITLE = "Regime map, exact"  # exact figures (engine.regime), no Monte Carlo
+TITLE = "Regime map, exact"  # exact figures (engine.analysis.regime), no Monte Carlo
 
 
 def map_config(config: SpecConfig) -> tuple[SpecConfig, str]:
@@ -82,14 +82,14 @@ class RegimeProgress(Message):
 
 class RegimeMapTable(HidesColumnsHint, Heatmap):
     """The map: a row per batch size, a column per context length (a Heatmap's cursor and
-    cell styles; cells from :meth:`engine.regime.RegimeMap.cell_text`)."""
+    cell styles; cells from :meth:`engine.analysis.regime.RegimeMap.cell_text`)."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(cell_padding=0, **kwargs)
         self.regime: RegimeMap | None = None
 
     def show_map(self, regime: RegimeMap) -> None:
-        from engine.regime import context_label
+        from engine.analysis.regime import context_label
 
         self.regime = regime
         no_color = bool(getattr(self.app, "no_color", False))
@@ -131,7 +131,7 @@ class RegimeMapTable(HidesColumnsHint, Heatmap):
 
     def describe(self, i: int, j: int) -> str:
         """The cell (i, j) in words: where, K*, speedup, verify pass, whether K pays."""
-        from engine.regime import context_label
+        from engine.analysis.regime import context_label
 
         regime = self.regime
         if regime is None:
@@ -184,7 +184,7 @@ class RegimeView(ReportsWorkerErrors, Vertical):
         yield Static("", id="regime-status")
 
     def on_mount(self) -> None:
-        from engine.regime import SHORT_LEGEND
+        from engine.analysis.regime import SHORT_LEGEND
 
         self.query_one("#regime-legend", Static).update(Text(SHORT_LEGEND))
         self.refresh_map()
@@ -212,8 +212,8 @@ class RegimeView(ReportsWorkerErrors, Vertical):
 
     @work(thread=True, exclusive=True, group="regime", name="Regime map", exit_on_error=False)
     def _compute(self, config: SpecConfig) -> None:
-        from engine.regime import regime_map
-        from engine.runs import RunStopped
+        from engine.analysis.regime import regime_map
+        from engine.core.runs import RunStopped
 
         worker = get_current_worker()
         mapped, note = map_config(config)

@@ -18,7 +18,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Static
 from textual.worker import Worker, get_current_worker
 
-from engine.config import SpecConfig
+from engine.core.config import SpecConfig
 from spectui.messages import FileWritten, RunFinished, RunProgress
 from spectui.widgets.common import ReportsWorkerErrors, hide_timings, results_dir
 from spectui.widgets.cycle_table import MAX_ROWS, CycleTable
@@ -155,9 +155,9 @@ class RunView(ReportsWorkerErrors, Vertical):
 
     @work(thread=True, exclusive=True, group="run", exit_on_error=False)
     def _simulate(self, config: SpecConfig, run: int) -> None:
-        from engine.draft_models import get_model
-        from engine.runs import RunStopped
-        from engine.simulator import simulate
+        from engine.acceptance.draft_models import get_model
+        from engine.core.runs import RunStopped
+        from engine.simulate.simulator import simulate
 
         worker = get_current_worker()
         started = time.perf_counter()
@@ -183,7 +183,7 @@ class RunView(ReportsWorkerErrors, Vertical):
         cycles = result.cycles
         assert cycles is not None
         if config.shape == "tree":  # by depth: the accepted path's, the tree's
-            from engine.tree_scenario import depth_acceptance
+            from engine.simulate.tree_scenario import depth_acceptance
 
             model = depth_acceptance(config)
         else:
@@ -273,9 +273,9 @@ class RunView(ReportsWorkerErrors, Vertical):
 
     @work(thread=True, group="export", exit_on_error=False)
     def _export(self, result: RunFinished, path: Path) -> None:
-        from engine.cycles_file import cycles_writer
-        from engine.runs import RunStopped
-        from engine.simulator import simulate
+        from engine.simulate.cycles_file import cycles_writer
+        from engine.core.runs import RunStopped
+        from engine.simulate.simulator import simulate
 
         worker = get_current_worker()
         cycles = int(result.metrics["cycles"])

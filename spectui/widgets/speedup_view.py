@@ -18,8 +18,8 @@ from textual.geometry import Size
 from textual.widgets import Static
 from textual.worker import Worker, get_current_worker
 
-from engine.config import BATCH_MAX, K_MAX, ORIGINAL_MODEL_NAMES, SpecConfig
-from engine.formatting import speedup_text
+from engine.analysis.formatting import speedup_text
+from engine.core.config import BATCH_MAX, K_MAX, ORIGINAL_MODEL_NAMES, SpecConfig
 from spectui.messages import CurveReady
 from spectui.plotting.terminal import (
     GLYPHS,
@@ -56,11 +56,11 @@ def curve_ks(config: SpecConfig) -> list[int]:
 def config_label(config: SpecConfig) -> str:
     """Which configuration a curve is: model and its parameters (a sweep cell's row), draft
     cost and cost ratio, e.g. 'position_decay (base=0.9, factor=0.6), draft 20 us, c=0.1';
-    under another cost model its setting (engine.formatting.cost_setting_text: the GPU, the
+    under another cost model its setting (engine.analysis.formatting.cost_setting_text: the GPU, the
     target, the draft, batch and prompt)."""
-    from engine.draft_models import DRAFT_MODELS
-    from engine.formatting import cost_setting_text
-    from engine.plot_data import _line_label
+    from engine.acceptance.draft_models import DRAFT_MODELS
+    from engine.analysis.formatting import cost_setting_text
+    from engine.analysis.plot_data import _line_label
 
     reads = DRAFT_MODELS[config.draft_model].reads
     model = _line_label(config.draft_model, {p: config.get(p) for p in reads}, ())
@@ -74,7 +74,7 @@ def exact_curve(
 ) -> tuple[list[int], list[float]] | None:
     """The form curve's K values and exact speedups, over a range that holds K* (None if
     ``cancelled()`` turned true meanwhile)."""
-    from engine.exact import speedup_curve
+    from engine.simulate.exact import speedup_curve
 
     ks = curve_ks(config)
     exact = speedup_curve(config, ks)["speedup_exact"].tolist()
@@ -224,7 +224,7 @@ class SpeedupView(ReportsWorkerErrors, Vertical, can_focus=True):
 
     @work(thread=True, exclusive=True, group="curve", exit_on_error=False)
     def _compute(self, config: SpecConfig, overlay: str, sweep_rows: Any) -> None:
-        from engine.exact import speedup_curve
+        from engine.simulate.exact import speedup_curve
 
         worker = get_current_worker()
         if sweep_rows is None:
@@ -264,7 +264,7 @@ class SpeedupView(ReportsWorkerErrors, Vertical, can_focus=True):
             ]
             source = "sweep cell"
         elif config.n_sequences * config.tokens_per_seq * len(ks) <= MC_BUDGET:
-            from engine.simulator import simulate
+            from engine.simulate.simulator import simulate
 
             points = []
             for k in ks:

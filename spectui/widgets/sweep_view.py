@@ -28,7 +28,7 @@ from textual.timer import Timer
 from textual.widgets import DataTable, ProgressBar, Select, Static
 from textual.worker import Worker, get_current_worker
 
-from engine.config import ConfigError, SpecConfig
+from engine.core.config import ConfigError, SpecConfig
 from spectui.messages import (
     CellChosen,
     SweepFinished,
@@ -54,9 +54,9 @@ SCHEDULER_FORMS = "tcp://HOST:PORT or local:N (unset: this machine)"
 def sweep_scheduler(preset: Any) -> str | None:
     """The Dask scheduler the app's sweeps of ``preset`` run on: $SPECTUI_SCHEDULER when set
     (for every sweep), else the preset's ``scheduler`` key; None: on this machine.
-    :class:`engine.config.ConfigError` naming SPECTUI_SCHEDULER when its value is not a
-    scheduler (:func:`engine.cluster.parse_scheduler`)."""
-    from engine.cluster import SCHEDULER_ENV, parse_scheduler
+    :class:`engine.core.config.ConfigError` naming SPECTUI_SCHEDULER when its value is not a
+    scheduler (:func:`engine.sweep.cluster.parse_scheduler`)."""
+    from engine.sweep.cluster import SCHEDULER_ENV, parse_scheduler
 
     text = os.environ.get(SCHEDULER_ENV, "").strip()
     if text:
@@ -141,7 +141,7 @@ class SweepView(ReportsWorkerErrors, Vertical):
         self.sweep_worker: Worker | None = None
         self.frame: Any = None
         self.planned: Any = None  # the configurations of the sweep shown, as a frame
-        self.grids: dict[str, Any] = {}  # model -> engine.plot_data.optimal_k_heatmap
+        self.grids: dict[str, Any] = {}  # model -> engine.analysis.plot_data.optimal_k_heatmap
         self.models: list[str] = []
         self.model_index = 0
         self.out_path: Path | None = None
@@ -200,7 +200,7 @@ class SweepView(ReportsWorkerErrors, Vertical):
         return preset.sweep.lazy()  # type: ignore[no-any-return]
 
     def _planned(self, preset: Any) -> Any:
-        """The preset's configurations as a frame (:func:`engine.sweep.config_frame`)."""
+        """The preset's configurations as a frame (:func:`engine.sweep.sweep.config_frame`)."""
         if preset.name not in self._planned_cache:
             self._planned_cache[preset.name] = _planned(self._configs(preset))
         return self._planned_cache[preset.name]
@@ -324,7 +324,7 @@ class SweepView(ReportsWorkerErrors, Vertical):
     def _where_next(self, preset: Any) -> str:
         """Where a sweep of ``preset`` would run, for the count line: "" (here), "on
         ADDRESS", or that $SPECTUI_SCHEDULER is invalid."""
-        from engine.cluster import SCHEDULER_ENV
+        from engine.sweep.cluster import SCHEDULER_ENV
 
         try:
             scheduler = sweep_scheduler(preset)
@@ -415,9 +415,9 @@ class SweepView(ReportsWorkerErrors, Vertical):
         out_path: Path,
         scheduler: str | None = None,
     ) -> None:
-        from engine.files import SweepWriter
-        from engine.pool import batch_size_for
-        from engine.sweep import plan_sweep, sweep_rows
+        from engine.core.files import SweepWriter
+        from engine.sweep.pool import batch_size_for
+        from engine.sweep.sweep import plan_sweep, sweep_rows
 
         worker = get_current_worker()
 
@@ -456,7 +456,7 @@ class SweepView(ReportsWorkerErrors, Vertical):
         pool = runner = writer = None
         try:
             if scheduler is not None:
-                from engine.cluster import DaskRunner, task_size
+                from engine.sweep.cluster import DaskRunner, task_size
 
                 runner = self.runner = DaskRunner(scheduler)
                 if not runner.start(stopped):  # cancelled, or the app quit
@@ -545,7 +545,7 @@ class SweepView(ReportsWorkerErrors, Vertical):
         """The sweep's worker raised (the one handler has said why): leave "running"."""
         if worker.group != "sweep":
             return
-        from engine.cluster import DaskUnavailable
+        from engine.sweep.cluster import DaskUnavailable
 
         self.app.refresh_bindings()
         self._stop_ticker()
@@ -688,8 +688,8 @@ class SweepView(ReportsWorkerErrors, Vertical):
 
     def on_data_table_cell_selected(self, event: DataTable.CellSelected) -> None:
         event.stop()
-        from engine.analysis import row_config
-        from engine.plot_data import heatmap_cell_rows
+        from engine.analysis.analysis import row_config
+        from engine.analysis.plot_data import heatmap_cell_rows
 
         heatmap = self.query_one(Heatmap)
         cell = heatmap.cell_at_cursor()
@@ -709,7 +709,7 @@ class SweepView(ReportsWorkerErrors, Vertical):
 
 
 def _planned(configs: Sequence[SpecConfig]) -> Any:
-    from engine.sweep import config_frame
+    from engine.sweep.sweep import config_frame
 
     return config_frame(configs)
 
@@ -719,10 +719,10 @@ class SweepStore:
 
     A row's result columns (``config_id``, the metrics, the sampler) go to compact columns
     (:class:`_Column`: 8 bytes a value); its configuration columns are not kept: they are the
-    planned frame's (:func:`engine.sweep.config_frame`, one row a configuration, which the
+    planned frame's (:func:`engine.sweep.sweep.config_frame`, one row a configuration, which the
     heatmap holds anyway), looked up by ``config_id``. :meth:`frame` builds the frame of the
     rows so far, ordered by ``config_id``, with the sweep's columns: the frame
-    :func:`engine.sweep.run_sweep` would return for them, in O(rows) array operations.
+    :func:`engine.sweep.sweep.run_sweep` would return for them, in O(rows) array operations.
     """
 
     def __init__(self, planned: Any, columns: Sequence[str]) -> None:
@@ -742,7 +742,7 @@ class SweepStore:
         return np.frombuffer(self._ids, dtype=np.int64)[count:].copy()
 
     def add(self, row: dict[str, Any]) -> None:
-        """Keep a finished row (a :func:`engine.sweep.sweep_rows` row)."""
+        """Keep a finished row (a :func:`engine.sweep.sweep.sweep_rows` row)."""
         self._ids.append(row["config_id"])
         for name, column in self._results.items():
             column.append(row[name])
@@ -839,11 +839,11 @@ def _shorten(text: str, room: int) -> str:
 
 
 def _grids(frame: Any, planned: Any, models: list[str] | None = None) -> dict[str, Any]:
-    """The K* grid (engine.plot_data.optimal_k_heatmap) of ``models`` (default: every model
+    """The K* grid (engine.analysis.plot_data.optimal_k_heatmap) of ``models`` (default: every model
     of the sweep), each in the sweep's own shape."""
     import pandas as pd
 
-    from engine.plot_data import optimal_k_heatmap
+    from engine.analysis.plot_data import optimal_k_heatmap
 
     rows = frame if frame is not None else pd.DataFrame()
     models = models if models is not None else list(dict.fromkeys(planned["draft_model"]))

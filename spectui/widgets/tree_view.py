@@ -1,14 +1,15 @@
 """Tree view: the form scenario's draft tree, a sampled cycle's accepted path, and the best
 tree size by batch.
 
-Left, the tree (:func:`engine.tree_scenario.tree_of`) drawn with Textual's ``Tree``: the
+Left, the tree (:func:`engine.simulate.tree_scenario.tree_of`) drawn with Textual's ``Tree``: the
 root is the last accepted token, every draft node reads ``r<rank> <path probability>`` (the
 product of the rank acceptance probabilities from the root down, as
-:func:`engine.trees.path_probs`). ``s`` samples one verify cycle
-(:func:`engine.trees.sample_cycles`) and marks the nodes it accepted, root to last, in bold
+:func:`engine.shapes.trees.path_probs`). ``s`` samples one verify cycle
+(:func:`engine.shapes.trees.sample_cycles`) and marks the nodes it accepted, root to last, in bold
 reverse video with a ``✓`` (the glyph reads without colour).
 
-Right, the budget x batch heatmap (:func:`engine.tree_scenario.budget_by_batch`, computed in
+Right, the budget x batch heatmap (:func:`engine.simulate.tree_scenario.budget_by_batch`, computed
+in
 a thread worker and redone when the form changes): a row per batch size, the best Sequoia
 budget and its speedup, the chain's best K and its speedup, then the speedup of the best tree
 of each budget, on the speedup colour scale of the Regime view. Every figure is exact. Under
@@ -34,8 +35,8 @@ from textual.widgets import DataTable, Static
 from textual.widgets import Tree as TextualTree
 from textual.worker import Worker, get_current_worker
 
-from engine.config import SpecConfig
-from engine.formatting import LOSE_MARK, speedup_text
+from engine.analysis.formatting import LOSE_MARK, speedup_text
+from engine.core.config import SpecConfig
 from spectui.colours import heat_style
 from spectui.widgets.common import ReportsWorkerErrors
 from spectui.widgets.heatmap import Heatmap
@@ -45,8 +46,8 @@ from spectui.widgets.table_hint import ColumnsHint, HidesColumnsHint
 if TYPE_CHECKING:
     from textual.widgets.tree import TreeNode
 
-    from engine.tree_scenario import BudgetGrid
-    from engine.trees import Tree
+    from engine.shapes.trees import Tree
+    from engine.simulate.tree_scenario import BudgetGrid
 
 ACCEPTED_MARK = "✓"
 ACCEPTED_STYLE = "bold reverse"
@@ -65,15 +66,15 @@ INVALID_TEXT = "form invalid: no tree to draw"
 
 def drawn_rank_probs(config: SpecConfig) -> np.ndarray:
     """The acceptance the drawn tree is labelled and sampled with: a tree's rank
-    probabilities (:func:`engine.tree_scenario.rank_probs_of`); for a chain, the draft
+    probabilities (:func:`engine.simulate.tree_scenario.rank_probs_of`); for a chain, the draft
     model's p_1..p_K, one per depth (a (K, 1) table), so its path probabilities are the
     chain's survival P(n >= i)."""
     if config.shape == "chain":
-        from engine.draft_models import get_model
+        from engine.acceptance.draft_models import get_model
 
         probs = get_model(config.draft_model).position_probs(config, config.k)
         return np.asarray(probs, dtype=np.float64).reshape(config.k, 1)
-    from engine.tree_scenario import rank_probs_of
+    from engine.simulate.tree_scenario import rank_probs_of
 
     return rank_probs_of(config)
 
@@ -122,7 +123,7 @@ def acceptance_note(config: SpecConfig) -> str:
     also the acceptance its own chain uses (which the heatmap does not)."""
     text = f"rank p {config.rank_probs}"
     if config.shape == "chain":
-        from engine.formatting import acceptance_text
+        from engine.analysis.formatting import acceptance_text
 
         text += f" · the form's chain: {acceptance_text(config)}"
     return text
@@ -355,7 +356,7 @@ class TreeView(ReportsWorkerErrors, Vertical):
 
     @work(thread=True, exclusive=True, group="tree", name="Tree", exit_on_error=False)
     def _build(self, config: SpecConfig) -> None:
-        from engine.tree_scenario import tree_of
+        from engine.simulate.tree_scenario import tree_of
 
         worker = get_current_worker()
         try:
@@ -369,8 +370,8 @@ class TreeView(ReportsWorkerErrors, Vertical):
 
     @work(thread=True, exclusive=True, group="budgets", name="Tree budgets", exit_on_error=False)
     def _budgets(self, config: SpecConfig) -> None:
-        from engine.runs import RunStopped
-        from engine.tree_scenario import budget_by_batch
+        from engine.core.runs import RunStopped
+        from engine.simulate.tree_scenario import budget_by_batch
 
         worker = get_current_worker()
         mapped, note = map_config(config)
@@ -398,7 +399,7 @@ class TreeView(ReportsWorkerErrors, Vertical):
             self.error = message.error
             self._status(message.error)
             return
-        from engine.trees import expected_tokens, path_probs
+        from engine.shapes.trees import expected_tokens, path_probs
 
         self.draft, self.rank_probs = message.draft, message.rank_probs
         probs = np.asarray(path_probs(self.draft, self.rank_probs), dtype=float)
@@ -416,7 +417,7 @@ class TreeView(ReportsWorkerErrors, Vertical):
         tree = self.draft
         if tree is None:
             return
-        from engine.trees import sample_cycles
+        from engine.shapes.trees import sample_cycles
 
         depths, last = sample_cycles(tree, self.rank_probs, self.rng, 1)
         node = int(last[0])

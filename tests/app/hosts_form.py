@@ -19,7 +19,7 @@ from textual.app import App, ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Header, Static
 
-from engine.config import SpecConfig
+from engine.core.config import SpecConfig
 from engine.presets import load_preset
 from spectui.app import SpectuiApp
 from spectui.messages import ConfigChanged, ExactReady

@@ -9,7 +9,7 @@ table) is :meth:`RunHost.run`.
 
 from __future__ import annotations
 
-from engine.config import SpecConfig
+from engine.core.config import SpecConfig
 from engine.presets import load_preset
 from spectui.widgets.run_view import RunView
 from spectui.widgets.speedup_view import SpeedupView

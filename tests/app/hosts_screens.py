@@ -8,7 +8,7 @@ from __future__ import annotations
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 
-from engine.config import SpecConfig
+from engine.core.config import SpecConfig
 from spectui.screens.calibrate import CalibrateScreen
 from spectui.widgets.arena_view import ArenaView
 from tests.app.helpers import APP_CSS, until

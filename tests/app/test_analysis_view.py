@@ -8,7 +8,7 @@ import pytest
 from textual.app import App
 
 from engine.presets import Preset, list_presets
-from engine.sweep import run_sweep
+from engine.sweep.sweep import run_sweep
 from spectui.widgets.analysis_view import AnalysisView
 from tests.app.helpers import notifications
 from tests.app.screen import screen_text

@@ -2,7 +2,7 @@
 keeping the finished rows, a scenario the contenders cannot work with is refused in the
 status line, and the highlighted policy's per-cycle trace is drawn under the board.
 
-Most tests drive a fake ``engine.arena.run_arena`` that releases one policy at a time
+Most tests drive a fake ``engine.analysis.arena.run_arena`` that releases one policy at a time
 through gates (``threading.Event``), so a test sees the board after each row; the last one
 runs the real engine on a tiny markov scenario. What is about the view alone runs it in a
 small host app (tests/app/hosts_screens.py) at its size in the app; what is about the app
@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 from textual.widgets import DataTable, TabbedContent
 
-import engine.arena
-from engine.arena import (
+import engine.analysis.arena
+from engine.analysis.arena import (
     LEADERBOARD_COLUMNS,
     LEADERBOARD_LEGEND,
     ArenaResult,
@@ -28,9 +28,9 @@ from engine.arena import (
     default_contenders,
     standing_cells,
 )
-from engine.config import SpecConfig
-from engine.formatting import policy_text
-from engine.runs import RunStopped
+from engine.analysis.formatting import policy_text
+from engine.core.config import SpecConfig
+from engine.core.runs import RunStopped
 from spectui.app import create_app
 from spectui.messages import ConfigChanged
 from tests.app.app_waits import booted
@@ -122,8 +122,8 @@ def fake_trace(config: SpecConfig) -> dict[str, np.ndarray]:
 @pytest.fixture
 def gated(monkeypatch: pytest.MonkeyPatch) -> GatedArena:
     fake = GatedArena()
-    monkeypatch.setattr(engine.arena, "run_arena", fake)
-    monkeypatch.setattr(engine.arena, "policy_trace", fake_trace)
+    monkeypatch.setattr(engine.analysis.arena, "run_arena", fake)
+    monkeypatch.setattr(engine.analysis.arena, "policy_trace", fake_trace)
     return fake
 
 
@@ -389,12 +389,12 @@ async def test_a_tiny_arena_on_the_real_engine_fills_every_row():
 
 
 async def test_a_refusal_from_the_engine_shows_in_the_status_line(monkeypatch):
-    from engine.config import ConfigError
+    from engine.core.config import ConfigError
 
     def refuse(scenario, contenders, **kwargs):
         raise ConfigError("policy.window", "a refusal only the run can see")
 
-    monkeypatch.setattr(engine.arena, "run_arena", refuse)
+    monkeypatch.setattr(engine.analysis.arena, "run_arena", refuse)
     app = ArenaHost(MARKOV)
     async with app.run_test(size=BESIDE_THE_FORM) as pilot:
         await settle(pilot, app)
@@ -413,7 +413,7 @@ def test_contenders_are_named_as_the_leaderboard_names_them():
     contenders = preset.contenders(scenario)
     labels = contender_labels(contenders)
     assert len(set(labels)) == len(labels)
-    ran = {s.label for s in engine.arena.run_arena(scenario, contenders).standings}
+    ran = {s.label for s in engine.analysis.arena.run_arena(scenario, contenders).standings}
     assert set(labels) <= ran
 
 
@@ -461,7 +461,7 @@ async def test_the_best_fixed_k_says_how_far_it_is(gated, monkeypatch):
             scenario, contenders, on_standing=on_standing, should_stop=should_stop, on_progress=told
         )
 
-    monkeypatch.setattr(engine.arena, "run_arena", sharing)
+    monkeypatch.setattr(engine.analysis.arena, "run_arena", sharing)
     app = ArenaHost(MARKOV)
     async with app.run_test(size=BESIDE_THE_FORM) as pilot:
         await settle(pilot, app)

@@ -25,7 +25,7 @@ from textual import events
 from textual.widgets import TextArea
 
 from engine.calibrate.fit import model_rates
-from engine.config import FIELD_SPECS, SpecConfig
+from engine.core.config import FIELD_SPECS, SpecConfig
 from engine.presets import load_preset
 from spectui.app import create_app
 from spectui.screens import calibrate as calibrate_screen

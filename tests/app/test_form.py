@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from textual.widgets import Select, Static
 
-from engine.exact import exact_metrics
 from engine.presets import load_preset
+from engine.simulate.exact import exact_metrics
 from spectui.app import create_app
 from spectui.widgets.exact_panel import ExactPanel
 from spectui.widgets.run_view import RunView

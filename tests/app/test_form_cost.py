@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from textual.widgets import Input, Select
 
-from engine.config import FIELD_SPECS, SpecConfig, known_spec_ids, reads
-from engine.kernel import cycle_costs
+from engine.core.config import FIELD_SPECS, SpecConfig, known_spec_ids, reads
+from engine.core.kernel import cycle_costs
 from spectui.app import create_app
 from spectui.widgets.common import fmt
 from spectui.widgets.exact_panel import ExactPanel
@@ -132,7 +132,7 @@ async def test_roofline_fields_and_the_exact_panels_times_of_every_cost_model_an
         assert labelled(rows, "η bw") and not labelled(rows, "η weights")
         assert any("roofline_max" in row for row in rows)
         # Every cost model shows exactly the fields it reads: visibility comes from
-        # engine.config.reads, so a new field or cost model needs no form edit.
+        # engine.core.config.reads, so a new field or cost model needs no form edit.
         for name in FIELD_SPECS["cost.model"].choices:
             await choose(pilot, app, "cost.model", name)
             config = SpecConfig(cost_model=name, cost_table="t.csv")

@@ -13,8 +13,8 @@ import pandas as pd
 from textual.coordinate import Coordinate
 from textual.widgets import ProgressBar, Static, TabbedContent
 
-from engine.config import SpecConfig
-from engine.plot_data import heatmap_cell_rows, optimal_k_heatmap
+from engine.analysis.plot_data import heatmap_cell_rows, optimal_k_heatmap
+from engine.core.config import SpecConfig
 from engine.presets import load_preset
 from spectui.app import create_app
 from spectui.widgets.heatmap import Heatmap
@@ -68,7 +68,7 @@ async def test_two_parameter_grid_shows_every_row_and_enter_opens_that_cell(
         assert labels == grid.attrs["row_labels"]
         assert "base=0.9, factor=0.6" in labels
         texts = cell_texts(heatmap)
-        from engine.formatting import cell_text
+        from engine.analysis.formatting import cell_text
 
         for _, cell in grid.iterrows():
             assert texts[int(cell["row"])][int(cell["column"])] == cell_text(cell, aligned=True)
@@ -226,8 +226,8 @@ async def test_an_axis_held_constant_is_named_above_the_grid(tmp_path):
 
 
 def test_app_batches_hold_whole_cells():
-    from engine.pool import batch_size
     from engine.presets import load_preset
+    from engine.sweep.pool import batch_size
 
     configs = load_preset("seed-576").sweep.configs()
     for workers in (1, 2, 4):

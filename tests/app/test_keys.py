@@ -7,7 +7,7 @@ from pathlib import Path
 
 from textual.app import App
 
-from engine.config import SpecConfig
+from engine.core.config import SpecConfig
 from engine.presets import load_preset
 from spectui.app import create_app
 from spectui.screens.help import HelpScreen
@@ -245,7 +245,7 @@ async def test_f4_copies_the_highlighted_cycle_row_and_a_written_file_once(
 # --- pin and compare (F9) ----------------------------------------------------------------------
 def _k_star(config) -> int:
     """K* by brute force over every K the Speedup view could show."""
-    from engine.exact import speedup_curve
+    from engine.simulate.exact import speedup_curve
 
     speedups = speedup_curve(config, range(1, 65))["speedup_exact"].tolist()
     return speedups.index(max(speedups)) + 1
@@ -255,7 +255,7 @@ async def test_f9_pins_and_compares_f4_copies_the_form_and_the_palette_has_both(
     """F9 pins the result, and the Run and Speedup views compare with it; F9 again unpins.
     Then F4 copies the form as a command, which the CLI reads back; on an invalid form, copy
     and pin say which field, and the app goes on. The palette has copy and pin."""
-    from engine.exact import exact_metrics
+    from engine.simulate.exact import exact_metrics
 
     then = load_preset("tiny").config  # fixed 0.8, K = 3
     now = then.replace(acceptance_rate=0.6)

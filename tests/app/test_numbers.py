@@ -11,7 +11,7 @@ from textual.app import App
 from textual.containers import Vertical
 
 import spectui
-from engine.config import SpecConfig
+from engine.core.config import SpecConfig
 from spectui.widgets.common import FMT_WIDTH, fmt
 from spectui.widgets.exact_panel import ExactPanel
 from tests.app.screen import screen_lines

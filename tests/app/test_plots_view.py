@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.analysis import read_sweep_csv
+from engine.analysis.analysis import read_sweep_csv
 from spectui.widgets.plots_view import PlotsView
 from tests.app.helpers import until
 from tests.app.hosts_views import ViewHost
@@ -180,7 +180,7 @@ def test_tick_labels_that_collide_are_dropped_the_same_way_in_every_run():
 
     script = (
         "from pathlib import Path\n"
-        "from engine.analysis import read_sweep_csv\n"
+        "from engine.analysis.analysis import read_sweep_csv\n"
         "from spectui.plotting.terminal import render_text\n"
         f"frame = read_sweep_csv(Path({str(SEED_576)!r}))\n"
         "for width, height in ((30, 10), (60, 15)):\n"

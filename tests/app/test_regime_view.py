@@ -7,16 +7,17 @@ tests/app/test_view_tabs.py."""
 
 from __future__ import annotations
 
-from engine.config import SpecConfig
-from engine.formatting import LOSE_MARK
+from engine.analysis.formatting import LOSE_MARK
+from engine.analysis.regime import regime_map
+from engine.core.config import SpecConfig
 from engine.presets import load_preset
-from engine.regime import regime_map
 from spectui.widgets.regime_view import RegimeView
 from tests.app.helpers import notifications, settle, until
 from tests.app.hosts_views import ViewHost
 from tests.app.screen import region_text, screen_text
 
-# Weak drafts on an H100: at batch 256-512 and 1k-2k context no K pays (engine.regime tests).
+# Weak drafts on an H100: at batch 256-512 and 1k-2k context no K pays (engine.analysis.regime
+# tests).
 WEAK = SpecConfig(cost_model="roofline", acceptance_rate=0.4)
 
 
@@ -134,11 +135,11 @@ async def test_a_stale_map_is_not_shown():
 
 async def test_a_form_change_stops_the_running_map(monkeypatch):
     """A long map (large T) is abandoned when the form changes, not run to its end."""
-    import engine.regime
-    from engine.runs import RunStopped
+    import engine.analysis.regime
+    from engine.core.runs import RunStopped
 
     outcomes: list[str] = []
-    real = engine.regime.regime_map
+    real = engine.analysis.regime.regime_map
 
     def recording(config, *args, **kwargs):
         outcomes.append(f"started T={config.tokens_per_seq}")
@@ -150,7 +151,7 @@ async def test_a_form_change_stops_the_running_map(monkeypatch):
         outcomes.append(f"done T={config.tokens_per_seq}")
         return result
 
-    monkeypatch.setattr(engine.regime, "regime_map", recording)
+    monkeypatch.setattr(engine.analysis.regime, "regime_map", recording)
     app = _host()
     async with app.run_test(size=(80, 24)) as pilot:
         await _open_hosted(pilot, app)
@@ -173,7 +174,7 @@ async def test_a_form_change_stops_the_running_map(monkeypatch):
 
 async def test_at_80x24_beside_the_form_every_context_is_reached_by_keys():
     """Issue 22: the 64k and 128k columns were cut at 80 columns with no sign of them."""
-    from engine.regime import CONTEXTS, context_label
+    from engine.analysis.regime import CONTEXTS, context_label
 
     app = _host()
     async with app.run_test(size=(80, 24)) as pilot:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 from textual.widgets import Static
 
-from engine.simulator import simulate
+from engine.simulate.simulator import simulate
 from spectui.widgets.cycle_table import MAX_ROWS, TICK_S, CycleTable
 from tests.app.helpers import until
 from tests.app.hosts_run import RunHost, curve_drawn, run_finished, speedup_host, tiny
@@ -121,7 +121,7 @@ async def test_an_older_run_finishing_late_never_replaces_a_newer_one():
 
 
 async def test_speedup_view_finds_a_peak_beyond_the_default_range():
-    from engine.exact import speedup_curve
+    from engine.simulate.exact import speedup_curve
 
     config = tiny().replace(acceptance_rate=0.98, draft_cost_us=5.0)
     app = speedup_host(config)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import pytest
 from textual.widgets import Static
 
-import engine.simulator as simulator
+import engine.simulate.simulator as simulator
 import spectui.widgets.run_view as run_view
 from spectui.app import create_app
 from spectui.widgets.cycle_table import CycleTable
@@ -208,7 +208,7 @@ async def test_k_1024_fits_the_table_columns():
 
 
 def test_progress_text_names_sequences_rate_and_eta(monkeypatch):
-    from engine.config import SpecConfig
+    from engine.core.config import SpecConfig
 
     monkeypatch.delenv("SPECTUI_HIDE_TIMINGS", raising=False)
     config = SpecConfig(n_sequences=10_000_000, tokens_per_seq=100)
@@ -252,6 +252,6 @@ async def test_export_writes_every_cycle_when_only_the_first_are_kept(isolated_d
     assert len(written) == total
     pd.testing.assert_frame_equal(written[list(expected.columns)], expected, check_dtype=False)
     # The very file `spectui run --cycles-out` writes: accept pattern, running speedup.
-    from engine.cycles_file import csv_blocks, csv_header
+    from engine.simulate.cycles_file import csv_blocks, csv_header
 
     assert path.read_bytes() == csv_header() + b"".join(csv_blocks(expected, config))

@@ -7,9 +7,9 @@ F5 starts it on the form's configuration."""
 
 from __future__ import annotations
 
-from engine.formatting import speedup_text
+from engine.analysis.formatting import speedup_text
 from engine.presets import load_preset
-from engine.simulator import simulate
+from engine.simulate.simulator import simulate
 from spectui.widgets.cycle_table import CycleTable
 from tests.app.hosts_run import RunHost, run_finished
 

@@ -15,7 +15,7 @@ from textual.widgets import Static
 
 import spectui
 import spectui.widgets.run_view as run_view
-from engine.config import SpecConfig
+from engine.core.config import SpecConfig
 from engine.presets import load_preset
 from spectui.cli import main
 from spectui.widgets.common import fmt
@@ -159,7 +159,7 @@ async def test_the_exact_panel_shows_a_trees_cycle_under_a_roofline(capsys, batc
 
 
 async def test_a_long_accepted_path_is_cut_to_the_tables_width():
-    from engine.simulator import simulate
+    from engine.simulate.simulator import simulate
 
     config = SpecConfig(
         shape="tree", tree="chain:40", rank_probs="0.99", n_sequences=2, tokens_per_seq=200

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.analysis import read_sweep_csv
-from engine.plot_data import PLOTS
+from engine.analysis.analysis import read_sweep_csv
+from engine.analysis.plot_data import PLOTS
 from spectui.app import create_app
 from tests.app.helpers import settle
 from tests.app.snap_session import Baselines, plots_drawn, quiet, run_session, screenshot

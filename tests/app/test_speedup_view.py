@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from textual.worker import WorkerState
 
-from engine.analysis import read_sweep_csv
-from engine.config import CONFIG_FIELDS, SpecConfig
+from engine.analysis.analysis import read_sweep_csv
+from engine.core.config import CONFIG_FIELDS, SpecConfig
 from tests.app.helpers import until
 from tests.app.hosts_run import curve_drawn, speedup_host, tiny
 from tests.app.screen import region_text, screen_text
@@ -120,7 +120,7 @@ async def test_the_models_beyond_the_original_draw_their_curve(model):
 async def test_a_roofline_sweep_cells_title_names_its_gpu_and_draft():
     """A regime-study cell (issue 22): the GPU and the draft model are part of its identity."""
     from engine.presets import load_preset
-    from engine.sweep import run_sweep
+    from engine.sweep.sweep import run_sweep
 
     configs = load_preset("regime-study").sweep.lazy()
     cell = next(

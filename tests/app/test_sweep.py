@@ -14,10 +14,10 @@ import pandas as pd
 import pytest
 from textual.widgets import TabbedContent
 
-from engine.analysis import best_configuration
-from engine.plot_data import optimal_k_heatmap
+from engine.analysis.analysis import best_configuration
+from engine.analysis.plot_data import optimal_k_heatmap
 from engine.presets import load_preset
-from engine.sweep import run_sweep
+from engine.sweep.sweep import run_sweep
 from spectui.app import create_app
 from spectui.widgets.heatmap import Heatmap
 from spectui.widgets.speedup_view import SpeedupView
@@ -33,11 +33,11 @@ def gated_sweep(monkeypatch):
     """Sweeps run in the app's own thread and pause once ``gate.after`` configurations are
     done, until the test sets ``gate.release``: a sweep runs as long as a test needs,
     however fast the machine (the seed sweep takes well under a second)."""
-    import engine.sweep
+    import engine.sweep.sweep
 
     monkeypatch.setenv("SPECTUI_SWEEP_WORKERS", "0")
     gate = SimpleNamespace(after=0, done=0, reached=threading.Event(), release=threading.Event())
-    real = engine.sweep.evaluate_many
+    real = engine.sweep.sweep.evaluate_many
 
     def evaluate_many(configs, *args, **kwargs):
         if gate.done >= gate.after:
@@ -47,7 +47,7 @@ def gated_sweep(monkeypatch):
         gate.done += len(rows)
         return rows
 
-    monkeypatch.setattr(engine.sweep, "evaluate_many", evaluate_many)
+    monkeypatch.setattr(engine.sweep.sweep, "evaluate_many", evaluate_many)
     yield gate
     gate.release.set()
 
@@ -61,7 +61,8 @@ async def _until(event: threading.Event) -> None:
 
 
 def expected_cells(frame: pd.DataFrame, model: str) -> dict:
-    """(row label, draft cost) -> K* of the one K* grid (engine.plot_data.optimal_k_heatmap)."""
+    """(row label, draft cost) -> K* of the one K* grid
+    (engine.analysis.plot_data.optimal_k_heatmap)."""
     grid = optimal_k_heatmap(frame, model)
     return {
         (str(r["row_label"]), float(r["draft_cost_us"])): int(r["k_opt"])
@@ -175,12 +176,12 @@ async def test_cancel_midway_keeps_finished_cells_and_saves_partial(isolated_dir
 
 
 async def test_failing_sweep_notifies_and_app_survives(monkeypatch):
-    import engine.sweep
+    import engine.sweep.sweep
 
     def broken(*args, **kwargs):
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(engine.sweep, "sweep_rows", broken)
+    monkeypatch.setattr(engine.sweep.sweep, "sweep_rows", broken)
     app = sweep_host("tiny")  # in a thread of the host, as with SPECTUI_SWEEP_WORKERS=0
     async with app.run_test(size=(80, 24)) as pilot:
         view = await laid_out(pilot, app)
@@ -244,8 +245,8 @@ async def test_a_grid_that_cannot_be_built_is_one_notification():
     one notification when the view expands the grid; nothing starts and the app goes on."""
     from dataclasses import replace
 
-    from engine.config import SpecConfig
-    from engine.grid import SweepSpec
+    from engine.core.config import SpecConfig
+    from engine.sweep.grid import SweepSpec
 
     base = SpecConfig().replace(**{"policy.name": "goodput", "policy.k_max": 8})
     bad = replace(load_preset("tiny"), name="bad", sweep=SweepSpec(base, ({"k": [3, 9]},)))

@@ -22,9 +22,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import engine.cluster
+import engine.sweep.cluster
 from engine.presets import load_preset
-from engine.sweep import plan_sweep, run_sweep, sweep_rows
+from engine.sweep.sweep import plan_sweep, run_sweep, sweep_rows
 from spectui.widgets.heatmap import Heatmap
 from spectui.widgets.sweep_view import SweepStore, SweepView
 from tests.app.helpers import notifications, settle
@@ -59,10 +59,10 @@ def gated_rows(monkeypatch):
     in processes of their own, out of a test's reach; the thread taking their rows is not."""
     from textual.worker import get_current_worker
 
-    import engine.files
+    import engine.core.files
 
     gate = SimpleNamespace(reached=threading.Event(), release=threading.Event())
-    write = engine.files.SweepWriter.write
+    write = engine.core.files.SweepWriter.write
 
     def gated_write(self, row):
         write(self, row)
@@ -72,7 +72,7 @@ def gated_rows(monkeypatch):
             while not (gate.release.wait(0.01) or worker.is_cancelled):
                 pass
 
-    monkeypatch.setattr(engine.files.SweepWriter, "write", gated_write)
+    monkeypatch.setattr(engine.core.files.SweepWriter, "write", gated_write)
     yield gate
     gate.release.set()
 
@@ -156,7 +156,7 @@ async def test_an_unreachable_scheduler_is_one_notification_and_the_app_goes_on(
     isolated_dirs, monkeypatch
 ):
     _, results = isolated_dirs
-    monkeypatch.setattr(engine.cluster, "CONNECT_TIMEOUT_S", 0.2)  # nothing listens there
+    monkeypatch.setattr(engine.sweep.cluster, "CONNECT_TIMEOUT_S", 0.2)  # nothing listens there
     monkeypatch.setenv("SPECTUI_SCHEDULER", "tcp://127.0.0.1:9")
     app = sweep_host("tiny")  # the next sweep: in the host's thread
     async with app.run_test(size=(120, 40)) as pilot:
@@ -188,7 +188,7 @@ async def test_cancel_during_a_dask_sweep_keeps_the_finished_rows(
     address = dask_cluster.scheduler_address
     monkeypatch.setenv("SPECTUI_SCHEDULER", address)
     # One heatmap cell a task (8 K values): 72 tasks, at most 4 in flight.
-    monkeypatch.setattr(engine.cluster, "task_size", lambda plan, exact_only, workers: 8)
+    monkeypatch.setattr(engine.sweep.cluster, "task_size", lambda plan, exact_only, workers: 8)
     app = sweep_host("seed-576")
     async with app.run_test(size=(120, 40)) as pilot:
         view = await laid_out(pilot, app)
@@ -226,7 +226,7 @@ async def test_quitting_during_a_dask_sweep_stops_it_and_shuts_the_cluster(
 ):
     _, results = isolated_dirs
     monkeypatch.setenv("SPECTUI_SCHEDULER", "local:1")
-    monkeypatch.setattr(engine.cluster, "task_size", lambda plan, exact_only, workers: 8)
+    monkeypatch.setattr(engine.sweep.cluster, "task_size", lambda plan, exact_only, workers: 8)
     app = sweep_host("seed-576")
     async with app.run_test(size=(120, 40)) as pilot:
         view = await laid_out(pilot, app)
@@ -264,7 +264,7 @@ async def test_cancel_while_the_cluster_starts_does_not_wait_for_it(monkeypatch)
         def close(self):
             raise AssertionError("an abandoned start closes its runner itself")
 
-    monkeypatch.setattr(engine.cluster, "DaskRunner", SlowRunner)
+    monkeypatch.setattr(engine.sweep.cluster, "DaskRunner", SlowRunner)
     monkeypatch.setenv("SPECTUI_SCHEDULER", "tcp://example.invalid:8786")
     app = sweep_host("tiny")
     async with app.run_test(size=(120, 40)) as pilot:
@@ -286,7 +286,7 @@ async def test_cancel_while_the_cluster_starts_does_not_wait_for_it(monkeypatch)
 def test_store_frame_is_the_frame_of_the_rows(name):
     """Rows in any order give the frame run_sweep gathers: the same columns, dtypes and values
     (exact-only rows: NaN Monte Carlo columns; the fast engine's ints and floats)."""
-    from engine.sweep import config_frame
+    from engine.sweep.sweep import config_frame
 
     configs = load_preset(name).sweep.configs()
     plan = plan_sweep(configs, exact_only=True)

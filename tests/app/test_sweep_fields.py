@@ -6,7 +6,7 @@ from __future__ import annotations
 from textual.coordinate import Coordinate
 from textual.widgets import Static, TabbedContent
 
-from engine.plot_data import heatmap_cell_rows, optimal_k_heatmap
+from engine.analysis.plot_data import heatmap_cell_rows, optimal_k_heatmap
 from spectui.app import create_app
 from spectui.widgets.heatmap import Heatmap
 from spectui.widgets.speedup_view import SpeedupView

@@ -15,9 +15,9 @@ from textual.coordinate import Coordinate
 from textual.widgets import Select
 
 import spectui.widgets.sweep_view as sweep_view
-from engine.config import SpecConfig
-from engine.grid import SweepSpec
+from engine.core.config import SpecConfig
 from engine.presets import load_preset
+from engine.sweep.grid import SweepSpec
 from spectui.widgets.heatmap import Heatmap
 from spectui.widgets.sweep_view import SweepView
 from tests.app.helpers import until
@@ -62,10 +62,10 @@ async def _until(condition) -> None:
 
 @pytest.fixture
 def gate(monkeypatch):
-    """Planning (``engine.sweep.plan_sweep``) and the evaluation of configurations pause at
+    """Planning (``engine.sweep.sweep.plan_sweep``) and the evaluation of configurations pause at
     the gate the test opens; ``gate.clock`` is the Sweep view's clock: planning takes
     ``gate.planning_s`` of it, each configuration ``gate.per_config_s``."""
-    import engine.sweep
+    import engine.sweep.sweep
 
     gate = SimpleNamespace(
         planned=threading.Event(),
@@ -79,7 +79,7 @@ def gate(monkeypatch):
         per_config_s=0.0,
     )
     gate.plan_open.set()
-    real_plan, real_evaluate = engine.sweep.plan_sweep, engine.sweep.evaluate_many
+    real_plan, real_evaluate = engine.sweep.sweep.plan_sweep, engine.sweep.sweep.evaluate_many
 
     def plan_sweep(configs, *args, **kwargs):
         plan = real_plan(configs, *args, **kwargs)
@@ -97,8 +97,8 @@ def gate(monkeypatch):
         gate.now += gate.per_config_s * len(rows)
         return rows
 
-    monkeypatch.setattr(engine.sweep, "plan_sweep", plan_sweep)
-    monkeypatch.setattr(engine.sweep, "evaluate_many", evaluate_many)
+    monkeypatch.setattr(engine.sweep.sweep, "plan_sweep", plan_sweep)
+    monkeypatch.setattr(engine.sweep.sweep, "evaluate_many", evaluate_many)
     monkeypatch.setattr(sweep_view, "time", SimpleNamespace(perf_counter=lambda: gate.now))
     yield gate
     gate.plan_open.set()
@@ -162,7 +162,7 @@ async def test_a_burst_of_rows_shows_its_last_count_not_its_first(isolated_dirs,
 
 def _grid(rows: int, changed: int = -1) -> pd.DataFrame:
     """A K* grid of ``rows`` rows and one column, every cell K*=2 at 1.5x but row
-    ``changed`` (K*=3 at 2.0x): the frame engine.plot_data.optimal_k_heatmap gives."""
+    ``changed`` (K*=3 at 2.0x): the frame engine.analysis.plot_data.optimal_k_heatmap gives."""
     grid = pd.DataFrame(
         {
             "row": range(rows),

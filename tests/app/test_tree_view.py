@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 from textual.widgets import Input, TabbedContent
 
-import engine.tree_scenario
-from engine.config import SpecConfig
-from engine.exact import survival
+import engine.simulate.tree_scenario
+from engine.core.config import SpecConfig
 from engine.presets import load_preset
-from engine.tree_scenario import BATCH_SIZES, BUDGETS, BudgetGrid
-from engine.trees import parse_tree, path_probs
+from engine.shapes.trees import parse_tree, path_probs
+from engine.simulate.exact import survival
+from engine.simulate.tree_scenario import BATCH_SIZES, BUDGETS, BudgetGrid
 from spectui.app import create_app
 from spectui.widgets.regime_view import map_config
 from spectui.widgets.tree_view import (
@@ -58,7 +58,7 @@ def grids(monkeypatch) -> list[BudgetGrid]:
         made.append(fake_grid(config, *args, **kwargs))
         return made[-1]
 
-    monkeypatch.setattr(engine.tree_scenario, "budget_by_batch", fake)
+    monkeypatch.setattr(engine.simulate.tree_scenario, "budget_by_batch", fake)
     return made
 
 
@@ -230,14 +230,14 @@ async def test_the_form_chain_on_the_real_engine(monkeypatch):
     """The default form (a chain of K = 5, p = 0.8) with the real budget_by_batch: the chain's
     nodes read its survival P(n >= i); each heatmap row its best budget (the real grid, of
     the form mapped as the Regime view maps it, computed once: it takes seconds)."""
-    real = engine.tree_scenario.budget_by_batch
+    real = engine.simulate.tree_scenario.budget_by_batch
     made: list[tuple[SpecConfig, BudgetGrid]] = []
 
     def recorded(config, *args, **kwargs):
         made.append((config, real(config, *args, **kwargs)))
         return made[-1][1]
 
-    monkeypatch.setattr(engine.tree_scenario, "budget_by_batch", recorded)
+    monkeypatch.setattr(engine.simulate.tree_scenario, "budget_by_batch", recorded)
     app = _host(config=None)
     async with app.run_test(size=(80, 24)) as pilot:
         await _open_hosted(pilot, app)

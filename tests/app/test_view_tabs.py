@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from textual.widgets import TabbedContent
 
-from engine.regime import regime_map
+from engine.analysis.regime import regime_map
 from spectui.app import create_app
 from spectui.messages import ConfigChanged
 from spectui.widgets.cycle_table import CycleTable

@@ -9,9 +9,9 @@ whole app.
 
 from __future__ import annotations
 
-import engine.exact
-import engine.simulator
-import engine.sweep
+import engine.simulate.exact
+import engine.simulate.simulator
+import engine.sweep.sweep
 from engine.presets import load_preset
 from spectui.app import create_app
 from spectui.widgets.exact_panel import ExactPanel
@@ -32,7 +32,7 @@ def _failures(app) -> list[str]:
 
 
 async def test_speedup_curve_failure_is_notified_with_its_reason(monkeypatch):
-    monkeypatch.setattr(engine.exact, "speedup_curve", _boom)
+    monkeypatch.setattr(engine.simulate.exact, "speedup_curve", _boom)
     view = SpeedupView(id="speedup-view", classes="main-view")  # as key 2 shows it
     view.config = load_preset("tiny").config
     app = ViewHost(view, "speedup", "2 Speedup")
@@ -47,7 +47,7 @@ async def test_speedup_curve_failure_is_notified_with_its_reason(monkeypatch):
 
 async def test_run_and_exact_figures_failures_are_notified_with_their_reasons(monkeypatch):
     """In the app: F5's run, then the Exact panel's figures (the app's own worker) fail."""
-    monkeypatch.setattr(engine.simulator, "simulate", _boom)
+    monkeypatch.setattr(engine.simulate.simulator, "simulate", _boom)
     app = create_app("tiny")
     async with app.run_test(size=(80, 24)) as pilot:
         await booted(pilot, app)
@@ -59,7 +59,7 @@ async def test_run_and_exact_figures_failures_are_notified_with_their_reasons(mo
         text = screen_text(app)
         assert "simulating…" not in text and "running…" not in text
         # The Exact panel's figures: a form change computes them again, and they fail.
-        monkeypatch.setattr(engine.exact, "exact_metrics", _boom)
+        monkeypatch.setattr(engine.simulate.exact, "exact_metrics", _boom)
         await type_into(pilot, app, "k", "6")
         panel = app.query_one(ExactPanel)
         failed = "Exact figures failed: ValueError: boom: the engine refused"
@@ -71,7 +71,7 @@ async def test_run_and_exact_figures_failures_are_notified_with_their_reasons(mo
 
 async def test_sweep_failure_is_notified_once(monkeypatch):
     """One notification (the one handler), and the view leaves its running state."""
-    monkeypatch.setattr(engine.sweep, "sweep_rows", _boom)
+    monkeypatch.setattr(engine.sweep.sweep, "sweep_rows", _boom)
     app = sweep_host("tiny")  # in a thread of the host, as with SPECTUI_SWEEP_WORKERS=0
     async with app.run_test(size=(80, 24)) as pilot:
         view = await laid_out(pilot, app)

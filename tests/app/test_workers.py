@@ -11,9 +11,9 @@ from multiprocessing.connection import wait
 import pandas as pd
 import pytest
 
-import engine.pool
+import engine.sweep.pool
 from engine.presets import load_preset
-from engine.sweep import run_sweep
+from engine.sweep.sweep import run_sweep
 from spectui import workers as pool_module
 from spectui.app import create_app
 from spectui.errors import UsageError
@@ -35,11 +35,11 @@ def _exits(process, timeout: float = 10.0) -> bool:
 
 def test_worker_count_default_leaves_a_core_to_the_ui(monkeypatch):
     monkeypatch.delenv("SPECTUI_SWEEP_WORKERS", raising=False)
-    monkeypatch.setattr(engine.pool, "usable_cores", lambda: 4)
+    monkeypatch.setattr(engine.sweep.pool, "usable_cores", lambda: 4)
     assert worker_count() == 3
-    monkeypatch.setattr(engine.pool, "usable_cores", lambda: 1)
+    monkeypatch.setattr(engine.sweep.pool, "usable_cores", lambda: 1)
     assert worker_count() == 1
-    monkeypatch.setattr(engine.pool, "usable_cores", lambda: 96)
+    monkeypatch.setattr(engine.sweep.pool, "usable_cores", lambda: 96)
     assert worker_count() == pool_module.DEFAULT_MAX_WORKERS
     monkeypatch.setenv("SPECTUI_SWEEP_WORKERS", "0")
     assert worker_count() == 0
@@ -80,7 +80,7 @@ async def test_app_sweep_in_a_thread_matches_the_engine(monkeypatch):
         assert view.finished is not None and not view.finished.cancelled
         pd.testing.assert_frame_equal(view.frame, run_sweep(load_preset("tiny").sweep.configs()))
         # No processes (inside Textual, whose stderr has no fd), from the engine's pool.
-        assert isinstance(app.pool, engine.pool.SweepPool)
+        assert isinstance(app.pool, engine.sweep.pool.SweepPool)
         assert app.pool.problem is None
         assert app.pool._executor is None
     assert app.pool._executor is None  # shut down with the app
@@ -91,7 +91,7 @@ async def test_no_processes_means_a_thread_and_a_warning(monkeypatch):
         raise OSError("no semaphores here")
 
     monkeypatch.setenv("SPECTUI_SWEEP_WORKERS", "1")
-    monkeypatch.setattr(engine.pool, "ProcessPoolExecutor", refuse)
+    monkeypatch.setattr(engine.sweep.pool, "ProcessPoolExecutor", refuse)
     app = create_app("tiny")
     async with app.run_test(size=(120, 40)) as pilot:
         view = await _tiny_sweep(app, pilot)
@@ -106,12 +106,12 @@ async def test_app_sweep_in_processes_matches_the_engine_and_a_broken_pool_is_re
     """SPECTUI_SWEEP_WORKERS=1: the sweep runs in a worker process, as the engine computes
     it. A pool broken in a sweep is discarded, its processes stopped, and the next sweep
     gets a new one."""
-    import engine.sweep
+    import engine.sweep.sweep
 
     def broken(*args, **kwargs):
         raise BrokenProcessPool("a worker died")
 
-    working = engine.sweep.sweep_rows
+    working = engine.sweep.sweep.sweep_rows
 
     monkeypatch.setenv("SPECTUI_SWEEP_WORKERS", "1")
     app = create_app("tiny")
@@ -121,21 +121,21 @@ async def test_app_sweep_in_processes_matches_the_engine_and_a_broken_pool_is_re
         pd.testing.assert_frame_equal(view.frame, run_sweep(load_preset("tiny").sweep.configs()))
         # Processes were used (inside Textual, whose stderr has no fd), from the engine's
         # pool, the one the CLI uses too.
-        assert isinstance(app.pool, engine.pool.SweepPool)
+        assert isinstance(app.pool, engine.sweep.pool.SweepPool)
         assert app.pool.problem is None
         assert app.pool._executor is not None
         # A worker dies in the next sweep.
         first = app.pool.executor()
         assert first is not None
         first_processes = list(first._processes.values())
-        monkeypatch.setattr(engine.sweep, "sweep_rows", broken)
+        monkeypatch.setattr(engine.sweep.sweep, "sweep_rows", broken)
         view = await _tiny_sweep(app, pilot)
         assert view.finished is None
         assert any("a worker died" in m for m in notifications(app))
         assert app.pool._executor is not first  # discarded (a warm-up may start another)
         for process in first_processes:  # stopped, not left running
             assert _exits(process)
-        monkeypatch.setattr(engine.sweep, "sweep_rows", working)
+        monkeypatch.setattr(engine.sweep.sweep, "sweep_rows", working)
         view = await _tiny_sweep(app, pilot)
         assert view.finished is not None and view.finished.done == 24
         assert app.pool._executor not in (None, first)

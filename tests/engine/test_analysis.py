@@ -4,9 +4,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine import analysis as A
-from engine.config import SpecConfig
-from engine.plot_data import optimal_k_heatmap
+from engine.analysis import analysis as A
+from engine.analysis.plot_data import optimal_k_heatmap
+from engine.core.config import SpecConfig
 
 
 def frame_of(rows):
@@ -207,7 +207,7 @@ def test_read_sweep_csv_errors(tmp_path):
     ],
 )
 def test_read_sweep_csv_rejects_bad_cells(tmp_path, column, value, message):
-    from engine.sweep import run_sweep
+    from engine.sweep.sweep import run_sweep
 
     frame = run_sweep([SpecConfig(k=k, n_sequences=20, tokens_per_seq=16) for k in (1, 2, 3)])
     frame[column] = frame[column].astype(object)
@@ -220,7 +220,7 @@ def test_read_sweep_csv_rejects_bad_cells(tmp_path, column, value, message):
 
 
 def test_heatmap_rows_use_the_parameter_that_varies():
-    from engine.draft_models import quality_parameter
+    from engine.acceptance.draft_models import quality_parameter
 
     assert quality_parameter("entropy_aware") == "entropy_high"
     assert quality_parameter("entropy_aware", {"entropy_high": 1, "entropy_frac": 4}) == (

@@ -8,16 +8,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.arena import (
+from engine.analysis.arena import (
     best_fixed_k,
     default_contenders,
     paired_difference,
     run_arena,
     standing_cells,
 )
-from engine.config import ConfigError, SpecConfig
-from engine.kernel import Z95
-from engine.policies import exact_speedup, simulate_policy_config
+from engine.core.config import ConfigError, SpecConfig
+from engine.core.kernel import Z95
+from engine.simulate.policies import exact_speedup, simulate_policy_config
 
 MARKOV = SpecConfig(
     draft_model="markov",
@@ -206,7 +206,7 @@ def test_labels_tell_every_contender_apart():
         _policy(scenario, "threshold", k_min=1),
         _policy(scenario, "threshold", k_min=4),
     ]
-    from engine.arena import contender_labels
+    from engine.analysis.arena import contender_labels
 
     labels = contender_labels(contenders)
     assert len(set(labels)) == 4, labels

@@ -1,4 +1,4 @@
-"""Sweeps on Dask (engine.cluster): the rows a LocalCluster gives are the local rows, a killed
+"""Sweeps on Dask (engine.sweep.cluster): the rows a LocalCluster gives are the local rows, a killed
 worker's batches run again, a stop cancels, a bad address is one line."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import time
 import pandas as pd
 import pytest
 
-from engine.cluster import DaskRunner, DaskUnavailable, parse_scheduler, task_size
-from engine.config import ConfigError, SpecConfig
-from engine.grid import SweepSpec
+from engine.core.config import ConfigError, SpecConfig
 from engine.presets import load_preset
-from engine.sweep import plan_sweep, run_sweep
+from engine.sweep.cluster import DaskRunner, DaskUnavailable, parse_scheduler, task_size
+from engine.sweep.grid import SweepSpec
+from engine.sweep.sweep import plan_sweep, run_sweep
 from tests.dask_fixtures import batch_keys, in_process_cluster
 
 

@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from engine.config import FIELD_SPECS, ConfigError, SpecConfig, parse_value
+from engine.core.config import FIELD_SPECS, ConfigError, SpecConfig, parse_value
 
 
 def test_defaults_are_the_original_cli_defaults():
@@ -80,7 +80,7 @@ def test_every_field_has_a_spec_and_round_trips():
 
 
 def test_a_record_holds_the_original_fields_and_only_newer_ones_set_away_from_default():
-    from engine.config import CONFIG_FIELDS
+    from engine.core.config import CONFIG_FIELDS
 
     assert list(SpecConfig().to_dict()) == list(CONFIG_FIELDS)
     record = SpecConfig().replace(**{"workload.batch_size": 8, "cost.verify_token_us": 3}).to_dict()
@@ -125,7 +125,7 @@ def test_costs_name_their_real_bounds(field, value, allowed):
 def test_every_accepted_cost_gives_finite_metrics(k, draft, verify):
     # verify 5e-324 with draft 1e9 used to be accepted: cost_ratio and compute_overhead
     # were inf and the speedup exactly 0.
-    from engine.simulator import simulate
+    from engine.simulate.simulator import simulate
 
     config = SpecConfig(
         k=k, draft_cost_us=draft, verify_cost_us=verify, n_sequences=3, tokens_per_seq=50

@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
 
-from engine.config import SpecConfig
-from engine.draft_models import DRAFT_MODELS, PrefixSampler, get_model, inert_parameters
-from engine.exact import accepted_distribution
+from engine.acceptance.draft_models import DRAFT_MODELS, PrefixSampler, get_model, inert_parameters
+from engine.core.config import SpecConfig
+from engine.simulate.exact import accepted_distribution
 from tests.engine.stats import Z_STRICT, chi2_critical, chi2_statistic
 
 

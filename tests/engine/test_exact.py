@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.config import SpecConfig
-from engine.exact import (
+from engine.core.config import SpecConfig
+from engine.simulate.exact import (
     accepted_distribution,
     breakeven_cost_ratio,
     expected_sequence_time_us,
@@ -128,7 +128,7 @@ def test_tokens_per_cycle_at_length_is_the_long_run_value_under_full(model, leng
 
 @pytest.mark.parametrize(("k", "length"), [(5, 8), (3, 2), (10, 40)])
 def test_tokens_per_cycle_at_length_is_what_clamp_runs_estimate(k, length):
-    from engine.simulator import simulate
+    from engine.simulate.simulator import simulate
 
     c = SpecConfig(k=k, tail="clamp", tokens_per_seq=length, n_sequences=20_000, seed=7)
     run = simulate(c, records=True)
@@ -150,7 +150,7 @@ def test_tokens_per_cycle_at_length_is_what_clamp_runs_estimate(k, length):
 def _python_sequence_time(config) -> float:
     """The finite-length DP in plain Python floats, each expectation added j = 0, 1, ...:
     what IEEE arithmetic gives on every machine."""
-    from engine.draft_models import get_model
+    from engine.acceptance.draft_models import get_model
 
     probs = [float(p) for p in get_model(config.draft_model).position_probs(config, config.k)]
     surv = [1.0]

@@ -1,4 +1,4 @@
-"""The batched exact values (engine.exact.exact_metrics_many) are the plain-float dynamic
+"""The batched exact values (engine.simulate.exact.exact_metrics_many) are the plain-float dynamic
 program's, bit for bit (==, never approx), for batches that mix every field: K 1..1024, T
 1..thousands, both tail rules, every draft model and every cost model.
 
@@ -14,10 +14,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import engine.exact as exact
-from engine.config import SpecConfig
-from engine.draft_models import get_model
-from engine.exact import (
+import engine.simulate.exact as exact
+from engine.acceptance.draft_models import get_model
+from engine.core.config import SpecConfig
+from engine.core.kernel import cycle_costs, draft_count
+from engine.presets import load_preset
+from engine.simulate.exact import (
     EXACT_METRIC_NAMES,
     exact_metrics,
     exact_metrics_many,
@@ -28,9 +30,7 @@ from engine.exact import (
     tokens_per_cycle,
     tokens_per_cycle_at_length,
 )
-from engine.kernel import cycle_costs, draft_count
-from engine.presets import load_preset
-from engine.sequence_dp import CHECKPOINT_ROWS, expected_over_sequence
+from engine.simulate.sequence_dp import CHECKPOINT_ROWS, expected_over_sequence
 
 REPO = Path(__file__).resolve().parents[2]
 TABLE_CSV = REPO / "tests" / "engine" / "cost" / "fixtures" / "latency_table.csv"

@@ -4,7 +4,13 @@ import io
 import pandas as pd
 import pytest
 
-from engine.files import SweepWriter, append_csv_row, atomic_open, atomic_write_text, input_lines
+from engine.core.files import (
+    SweepWriter,
+    append_csv_row,
+    atomic_open,
+    atomic_write_text,
+    input_lines,
+)
 
 
 def test_atomic_write_keeps_old_file_on_failure(tmp_path):

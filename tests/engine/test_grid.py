@@ -8,14 +8,14 @@ import math
 import pandas as pd
 import pytest
 
-from engine import analysis as A
-from engine import plot_data as P
-from engine.config import SpecConfig
-from engine.formatting import HEATMAP_LEGEND, TIE_RULE, k_star_cell, speedup_text
-from engine.grid import SweepSpec
+from engine.analysis import analysis as A
+from engine.analysis import plot_data as P
+from engine.analysis.formatting import HEATMAP_LEGEND, TIE_RULE, k_star_cell, speedup_text
+from engine.analysis.report import analysis_sections, findings_markdown
+from engine.core.config import SpecConfig
 from engine.presets import load_preset
-from engine.report import analysis_sections, findings_markdown
-from engine.sweep import cell_key, cell_order, run_sweep
+from engine.sweep.grid import SweepSpec
+from engine.sweep.sweep import cell_key, cell_order, run_sweep
 from tests.engine.test_plot_data import frame, row
 
 

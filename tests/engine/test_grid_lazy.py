@@ -9,10 +9,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import pytest
 
-from engine.config import ConfigError, SpecConfig
-from engine.grid import SweepSpec
+from engine.core.config import ConfigError, SpecConfig
 from engine.presets import Preset, list_presets
-from engine.sweep import ExecutorRunner
+from engine.sweep.grid import SweepSpec
+from engine.sweep.sweep import ExecutorRunner
 
 BASE = SpecConfig()
 

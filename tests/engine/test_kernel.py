@@ -1,4 +1,4 @@
-"""The one cycle kernel (engine/kernel.py): cost models wired through a scenario, exact
+"""The one cycle kernel (engine/core/kernel.py): cost models wired through a scenario, exact
 values against hand computations, and a source guard that the cycle time is computed in
 one place."""
 
@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import SpecConfig
+from engine.core.config import SpecConfig
+from engine.core.kernel import cycle_costs
 from engine.cost.roofline import pass_us_additive, pass_us_max
 from engine.cost.specs import get_hardware, get_model
-from engine.exact import speedup_exact, speedup_limit, tokens_per_cycle
-from engine.kernel import cycle_costs
+from engine.simulate.exact import speedup_exact, speedup_limit, tokens_per_cycle
 
 REPO = Path(__file__).resolve().parents[2]
 TABLE_CSV = REPO / "tests" / "engine" / "cost" / "fixtures" / "latency_table.csv"
@@ -187,7 +187,7 @@ def test_linear_limit_is_leviathans_formula():
 # --- The cycle time is computed in one place -----------------------------------------
 
 # Where costs may be combined: the field table, the kernel and the cost models themselves.
-ALLOWED = ("engine/config.py", "engine/kernel.py", "engine/cost/")
+ALLOWED = ("engine/core/config.py", "engine/core/kernel.py", "engine/cost/")
 # The linear cost model's fields (config attributes or CSV columns). Outside ALLOWED they may
 # be shown (f-strings, labels) but not computed with: every time comes from the kernel.
 LINEAR_FIELDS = {"draft_cost_us", "verify_cost_us", "verify_token_us"}
@@ -322,8 +322,8 @@ def test_no_module_outside_the_kernel_restates_a_cycle_cost():
         if len(lines) > KNOWN.get((path, rule), 0)
     }
     assert not unexpected, (
-        "cycle costs restated outside engine/kernel.py (take them from "
-        f"engine.kernel.cycle_costs): {sorted(unexpected)}"
+        "cycle costs restated outside engine/core/kernel.py (take them from "
+        f"engine.core.kernel.cycle_costs): {sorted(unexpected)}"
     )
 
 
@@ -332,7 +332,7 @@ def test_long_sequences_cycle_costs_do_not_pile_up_in_memory():
     import gc
     import tracemalloc
 
-    from engine.kernel import CACHED_TOKENS_MAX, cycle_costs
+    from engine.core.kernel import CACHED_TOKENS_MAX, cycle_costs
 
     tokens = 4 * CACHED_TOKENS_MAX  # 2 MB an array
     gc.collect()

@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine import plot_data as P
-from engine.config import SpecConfig
+from engine.analysis import plot_data as P
+from engine.core.config import SpecConfig
 
 EXPECTED_IDS = (
     "01_speedup_vs_k_fixed",
@@ -354,7 +354,7 @@ def test_nan_values_in_a_running_sweep_do_not_break_plots():
 
 def test_plot_data_imports_no_drawing_or_terminal_package():
     code = (
-        "import sys, engine.plot_data\n"
+        "import sys, engine.analysis.plot_data\n"
         "bad = [m for m in ('matplotlib', 'plotext', 'textual', 'rich', 'spectui') "
         "if m in sys.modules]\n"
         "print(','.join(bad))"

@@ -8,12 +8,12 @@ import math
 import numpy as np
 import pytest
 
-from engine.config import SpecConfig
-from engine.draft_models import get_model
-from engine.exact import exact_metrics_many, speedup_exact, survival
-from engine.policies import STEPWISE_SAMPLER, needs_stepwise
-from engine.simulator import simulate
-from engine.sweep import evaluate_many
+from engine.acceptance.draft_models import get_model
+from engine.core.config import SpecConfig
+from engine.simulate.exact import exact_metrics_many, speedup_exact, survival
+from engine.simulate.policies import STEPWISE_SAMPLER, needs_stepwise
+from engine.simulate.simulator import simulate
+from engine.sweep.sweep import evaluate_many
 
 # 4.5 standard errors: the 95 % half-width is 1.96 of them
 WIDE = 4.5 / 1.959963984540054
@@ -114,7 +114,7 @@ def test_a_sweep_over_policies_runs_each_policy():
 
 
 def test_a_policy_too_large_for_the_engines_is_refused_in_one_line():
-    from engine.config import ConfigError
+    from engine.core.config import ConfigError
 
     with pytest.raises(ConfigError, match="tokens_per_seq: 100000 tokens with k up to 1024"):
         SpecConfig(tokens_per_seq=100_000).replace(

@@ -1,6 +1,6 @@
-"""engine.policy_exact: exact expectations of a sequence under a K policy.
+"""engine.simulate.policy_exact: exact expectations of a sequence under a K policy.
 
-Checked against engine.exact (fixed K, one regime, real cost models), against a brute force
+Checked against engine.simulate.exact (fixed K, one regime, real cost models), against a brute force
 that recurses over every state of small sequences in plain Python, against a Monte Carlo of
 the process, and by properties that must hold whatever the implementation (the oracle is the
 best policy, a chain that forgets is i.i.d., deterministic acceptance gives counts by hand).
@@ -14,11 +14,11 @@ import math
 import numpy as np
 import pytest
 
-from engine import exact
-from engine.config import SpecConfig
+from engine.core.config import SpecConfig
+from engine.core.kernel import context_length, cycle_costs, cycle_times
 from engine.cost.models import build_cost
-from engine.kernel import context_length, cycle_costs, cycle_times
-from engine.policy_exact import POLICIES, PolicyExact, Regimes, policy_exact
+from engine.simulate import exact
+from engine.simulate.policy_exact import POLICIES, PolicyExact, Regimes, policy_exact
 
 REL = 1e-12
 
@@ -128,7 +128,8 @@ def fields(result: PolicyExact) -> list[float]:
     return head + result.k_cycles.tolist()
 
 
-# ---- fixed K against engine.exact ----------------------------------------------------------
+# ---- fixed K against engine.simulate.exact
+# ----------------------------------------------------------
 
 ENGINE_CASES = {
     "fixed-full-linear": dict(k=4, acceptance_rate=0.7, tokens_per_seq=200),

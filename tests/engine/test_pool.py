@@ -1,4 +1,4 @@
-"""The engine's sweep pool (engine/pool.py) and run_sweep on any Executor.
+"""The engine's sweep pool (engine/sweep/pool.py) and run_sweep on any Executor.
 
 The pool is the one the CLI (``spectui sweep --workers N``) and the app share; the app's own
 part (how many workers, from SPECTUI_SWEEP_WORKERS) is tested in tests/app/test_workers.py.
@@ -15,10 +15,10 @@ from multiprocessing.connection import wait
 import pandas as pd
 import pytest
 
-import engine.pool as pool_module
-from engine.pool import MAX_WORKERS, SweepPool, batch_size, check_workers
+import engine.sweep.pool as pool_module
 from engine.presets import load_preset
-from engine.sweep import run_sweep
+from engine.sweep.pool import MAX_WORKERS, SweepPool, batch_size, check_workers
+from engine.sweep.sweep import run_sweep
 
 
 def _exits(process, timeout: float = 10.0) -> bool:
@@ -67,7 +67,7 @@ def test_the_engine_pool_needs_neither_numpy_nor_pandas_to_load():
     import subprocess
     import sys
 
-    code = "import sys, engine.pool; print('pandas' in sys.modules, 'numpy' in sys.modules)"
+    code = "import sys, engine.sweep.pool; print('pandas' in sys.modules, 'numpy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False False"
 
@@ -87,7 +87,7 @@ def test_workers_cannot_write_on_the_terminal():
 
 
 def test_batches_hold_about_the_same_work_and_keep_progress_gradual():
-    from engine.pool import BATCH_TOKENS
+    from engine.sweep.pool import BATCH_TOKENS
 
     seed = load_preset("seed-576").sweep.configs()  # 500 x 128 tokens each
     size = batch_size(seed, 1)

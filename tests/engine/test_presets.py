@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import SpecConfig
+from engine.core.config import SpecConfig
 from engine.presets import (
     PresetError,
     list_presets,

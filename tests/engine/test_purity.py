@@ -25,6 +25,6 @@ def test_the_purity_check_reaches_subpackages():
 
 
 def test_presets_and_exact_load_without_pandas():
-    code = "import sys, engine.presets, engine.exact; print('pandas' in sys.modules)"
+    code = "import sys, engine.presets, engine.simulate.exact; print('pandas' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

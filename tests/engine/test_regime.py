@@ -1,4 +1,4 @@
-"""The regime map (engine.regime): its values are speedup_exact's, its K* is the project's
+"""The regime map (engine.analysis.regime): its values are speedup_exact's, its K* is the project's
 rule, its no-pay cells are marked, and the known results of serving come out of it."""
 
 from __future__ import annotations
@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.config import ConfigError, SpecConfig
+from engine.analysis.regime import BATCH_SIZES, CONTEXTS, KS, RunStopped, regime_map
+from engine.core.config import ConfigError, SpecConfig
+from engine.core.kernel import cycle_costs
 from engine.cost.models import build_cost
-from engine.exact import exact_metrics_many, speedup_exact
-from engine.kernel import cycle_costs
-from engine.regime import BATCH_SIZES, CONTEXTS, KS, RunStopped, regime_map
+from engine.simulate.exact import exact_metrics_many, speedup_exact
 
 # The issue's scenario: Llama-3.1-8B verifying on an H100 (bf16, default efficiencies).
 H100_8B = SpecConfig(cost_model="roofline", gpu="h100", target="llama-3.1-8b", acceptance_rate=0.8)

@@ -4,10 +4,10 @@ import re
 
 import pytest
 
-from engine import analysis as A
-from engine import report as R
+from engine.analysis import analysis as A
+from engine.analysis import report as R
 from engine.presets import load_preset
-from engine.sweep import run_sweep
+from engine.sweep.sweep import run_sweep
 
 
 @pytest.fixture(scope="module")

@@ -7,10 +7,10 @@ import tracemalloc
 import numpy as np
 import pytest
 
-import engine.simulator as simulator
-from engine.config import SpecConfig
-from engine.runs import RunStopped, position_acceptance
-from engine.simulator import Z95, chunk_sequences, simulate
+import engine.simulate.simulator as simulator
+from engine.core.config import SpecConfig
+from engine.core.runs import RunStopped, position_acceptance
+from engine.simulate.simulator import Z95, chunk_sequences, simulate
 
 # One sequence of a million tokens, one token per cycle: a single chunk of a million steps
 # (clamp) or of many blocks (full); stopping only between chunks would never stop it.

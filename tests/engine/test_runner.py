@@ -1,4 +1,4 @@
-"""The batch runners' shared contract (engine.sweep.BatchRunner.map_unordered), on a thread
+"""The batch runners' shared contract (engine.sweep.sweep.BatchRunner.map_unordered), on a thread
 pool: a window of batches in flight; once stopped, no batch taken and none yielded but
 those found finished with the last one."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-from engine.sweep import ExecutorRunner
+from engine.sweep.sweep import ExecutorRunner
 
 
 def _batches(taken: list[int], count: int):

@@ -20,11 +20,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.config import CONFIG_FIELDS, SpecConfig
-from engine.exact import exact_metrics
+from engine.core.config import CONFIG_FIELDS, SpecConfig
 from engine.presets import load_preset
-from engine.reference import simulate_reference
-from engine.simulator import METRIC_NAMES, Z95, simulate
+from engine.simulate.exact import exact_metrics
+from engine.simulate.reference import simulate_reference
+from engine.simulate.simulator import METRIC_NAMES, Z95, simulate
 from tests.engine.stats import Z_STRICT
 
 REPO = Path(__file__).resolve().parents[2]

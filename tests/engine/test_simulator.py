@@ -5,12 +5,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.config import SpecConfig
-from engine.draft_models import get_model
-from engine.exact import accepted_distribution
-from engine.reference import simulate_reference
-from engine.runs import accept_pattern, position_acceptance
-from engine.simulator import Z95, chunk_sequences, simulate
+from engine.acceptance.draft_models import get_model
+from engine.core.config import SpecConfig
+from engine.core.runs import accept_pattern, position_acceptance
+from engine.simulate.exact import accepted_distribution
+from engine.simulate.reference import simulate_reference
+from engine.simulate.simulator import Z95, chunk_sequences, simulate
 from tests.engine.stats import Z_STRICT, chi2_critical, chi2_statistic, ks_two_sample
 
 SPREAD = [

@@ -1,4 +1,5 @@
-"""The stepwise Monte Carlo of K policies (engine.stepwise): exact values, the common random
+"""The stepwise Monte Carlo of K policies (engine.simulate.stepwise): exact values, the common
+random
 stream, and each policy's rule."""
 
 from __future__ import annotations
@@ -8,11 +9,11 @@ import math
 import numpy as np
 import pytest
 
-from engine.config import SpecConfig
+from engine.core.config import SpecConfig
+from engine.core.runs import RunStopped
 from engine.cost.models import build_cost
-from engine.exact import expected_sequence_time_us, survival
-from engine.runs import RunStopped
-from engine.stepwise import (
+from engine.simulate.exact import expected_sequence_time_us, survival
+from engine.simulate.stepwise import (
     MAX_CHUNK_SEQUENCES,
     Acceptance,
     Policy,
@@ -643,7 +644,7 @@ def test_traces_of_several_sequences():
 
 
 def test_position_counts_give_the_acceptance_by_position():
-    from engine.runs import acceptance_by_position
+    from engine.core.runs import acceptance_by_position
 
     config = SpecConfig(tokens_per_seq=64, **LINEAR)
     result = run(iid(0.7), Policy("hf_heuristic", k=3), config, n=500, position_counts=True)

@@ -4,10 +4,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine.config import ConfigError, SpecConfig
-from engine.grid import SweepSpec
+from engine.core.config import ConfigError, SpecConfig
 from engine.presets import load_preset
-from engine.sweep import SWEEP_COLUMNS, evaluate, run_sweep
+from engine.sweep.grid import SweepSpec
+from engine.sweep.sweep import SWEEP_COLUMNS, evaluate, run_sweep
 
 
 def small_configs():
@@ -141,10 +141,10 @@ def test_configurations_differing_only_in_cost_share_draws_and_equal_their_own_r
     """A sweep draws once per group of configurations that differ only in cost (linear
     draft and verify times, per-token verify, roofline batch and context) and prices the
     draws for each; every row equals the configuration run alone, metric for metric."""
-    import engine.simulator as simulator
-    from engine.kernel import METRIC_NAMES
-    from engine.simulator import simulate
-    from engine.sweep import draw_groups
+    import engine.simulate.simulator as simulator
+    from engine.core.kernel import METRIC_NAMES
+    from engine.simulate.simulator import simulate
+    from engine.sweep.sweep import draw_groups
 
     base = SpecConfig(n_sequences=300, tokens_per_seq=48, k=4, acceptance_rate=0.7)
     spec = SweepSpec(
@@ -174,7 +174,7 @@ def test_configurations_differing_only_in_cost_share_draws_and_equal_their_own_r
 
 
 def test_sweep_rows_name_their_sampler(tmp_path):
-    from engine.draft_models import SAMPLER
+    from engine.acceptance.draft_models import SAMPLER
 
     configs = small_configs()[:3]
     assert set(run_sweep(configs)["sampler"]) == {SAMPLER}
@@ -200,7 +200,7 @@ def test_a_stop_in_the_calling_thread_stops_a_group_of_shared_draws_midway():
 
 
 def test_a_serial_exact_only_sweep_of_long_sequences_goes_in_steps_it_can_stop_between():
-    from engine.sweep import EXACT_BATCH_TOKENS
+    from engine.sweep.sweep import EXACT_BATCH_TOKENS
 
     configs = [c.replace(tokens_per_seq=40_000) for c in small_configs()]
     per_batch = EXACT_BATCH_TOKENS // 40_000  # 26 configurations' worth

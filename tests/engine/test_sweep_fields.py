@@ -8,7 +8,7 @@ import math
 import pandas as pd
 import pytest
 
-from engine.analysis import (
+from engine.analysis.analysis import (
     SweepDataError,
     check_sweep_frame,
     effective,
@@ -16,14 +16,14 @@ from engine.analysis import (
     read_sweep_csv,
     row_config,
 )
-from engine.config import CONFIG_FIELDS, ConfigError, SpecConfig
-from engine.files import SweepWriter
-from engine.grid import SweepSpec
-from engine.kernel import METRIC_NAMES, cycle_costs
-from engine.plot_data import heatmap_cell_rows, optimal_k_heatmap
+from engine.analysis.plot_data import heatmap_cell_rows, optimal_k_heatmap
+from engine.analysis.report import analysis_sections
+from engine.core.config import CONFIG_FIELDS, ConfigError, SpecConfig
+from engine.core.files import SweepWriter
+from engine.core.kernel import METRIC_NAMES, cycle_costs
 from engine.presets import PresetError, load_preset, load_preset_file, preset_to_toml
-from engine.report import analysis_sections
-from engine.sweep import SWEEP_COLUMNS, config_frame, run_sweep, sweep_columns
+from engine.sweep.grid import SweepSpec
+from engine.sweep.sweep import SWEEP_COLUMNS, config_frame, run_sweep, sweep_columns
 
 BATCHES = [1, 8, 32, 128]
 

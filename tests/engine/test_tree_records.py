@@ -8,12 +8,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import engine.tree_scenario as tree_scenario
-from engine.config import ConfigError, SpecConfig
-from engine.reference import simulate_reference
-from engine.runs import RunStopped
-from engine.simulator import simulate
-from engine.trees import parse_tree
+import engine.simulate.tree_scenario as tree_scenario
+from engine.core.config import ConfigError, SpecConfig
+from engine.core.runs import RunStopped
+from engine.shapes.trees import parse_tree
+from engine.simulate.reference import simulate_reference
+from engine.simulate.simulator import simulate
 
 TREE = SpecConfig(shape="tree", n_sequences=40, tokens_per_seq=48, seed=3)
 ROOFLINE = TREE.replace(tree="kary:2,3", cost_model="roofline", prompt_len=512, batch_size=8)

@@ -6,12 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.config import ConfigError, SpecConfig
-from engine.exact import speedup_exact
-from engine.simulator import simulate
-from engine.sweep import evaluate_many
-from engine.tree_scenario import BUDGETS, best_sequoia, budget_by_batch, tree_exact
-from engine.trees import chain
+from engine.core.config import ConfigError, SpecConfig
+from engine.shapes.trees import chain
+from engine.simulate.exact import speedup_exact
+from engine.simulate.simulator import simulate
+from engine.simulate.tree_scenario import BUDGETS, best_sequoia, budget_by_batch, tree_exact
+from engine.sweep.sweep import evaluate_many
 
 WIDE = 4.5 / 1.959963984540054  # 4.5 standard errors, in 95 % half-widths
 

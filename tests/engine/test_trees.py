@@ -4,9 +4,8 @@ import itertools
 import numpy as np
 import pytest
 
-from engine.config import SpecConfig
-from engine.exact import accepted_distribution, tokens_per_cycle
-from engine.trees import (
+from engine.core.config import SpecConfig
+from engine.shapes.trees import (
     Tree,
     chain,
     depth_distribution,
@@ -19,6 +18,7 @@ from engine.trees import (
     sequoia_tree,
     sequoia_values,
 )
+from engine.simulate.exact import accepted_distribution, tokens_per_cycle
 from tests.engine.stats import chi2_critical, chi2_statistic
 
 TEN_RANKS = [0.5, 0.2, 0.1, 0.05, 0.03, 0.02, 0.01, 0.01, 0.01, 0.01]
@@ -168,7 +168,7 @@ def _all_trees(max_nodes: int, ranks: int) -> tuple[tuple[tuple[int, ...], tuple
 def _brute_tokens(parents, ranks, rank_probs) -> tuple[int, float]:
     """(depth, 1 + the sum of every node's path probability), written out here from the
     model (p of a rank at a depth; the deepest row repeats; a rank past its row's list has
-    p = 0), not with engine.trees."""
+    p = 0), not with engine.shapes.trees."""
     rows = rank_probs if isinstance(rank_probs[0], list) else [rank_probs]
     depth, path = [0], [1.0]
     for parent, rank in zip(parents, ranks, strict=True):

@@ -236,7 +236,7 @@ def test_sweep_workers_end_when_the_sweep_is_killed(tmp_path):
 
 APP_POOL = """
 import os, sys, threading
-from engine.pool import SweepPool
+from engine.sweep.pool import SweepPool
 pool = SweepPool(1)  # the app's: spawned workers, started from a thread that then ends
 thread = threading.Thread(target=pool.warm)
 thread.start()

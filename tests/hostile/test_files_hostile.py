@@ -75,8 +75,8 @@ def test_a_preset_value_of_the_wrong_type_is_named_not_echoed(tmp_path):
     [("k", "k: not a number"), ("draft_model", "draft_model: not allowed; expected one of")],
 )
 def test_a_sweep_file_cell_of_text_is_not_echoed(tmp_path, column, expected):
-    from engine.config import SpecConfig
-    from engine.sweep import run_sweep
+    from engine.core.config import SpecConfig
+    from engine.sweep.sweep import run_sweep
 
     frame = run_sweep([SpecConfig(k=k, n_sequences=10, tokens_per_seq=8) for k in (1, 2)])
     frame[column] = frame[column].astype(object)

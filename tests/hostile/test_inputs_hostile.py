@@ -66,7 +66,7 @@ def test_calibrate_emits_lines_a_shell_splits_into_the_intended_arguments(cli, m
 def test_emit_refuses_a_method_a_shell_would_run():
     from engine.calibrate.fit import calibrate, emit, recommend
     from engine.calibrate.logs import parse_log_file
-    from engine.config import SpecConfig
+    from engine.core.config import SpecConfig
 
     cal = calibrate(parse_log_file(LOGS / "vllm_v1_mean_length.log").windows)
     rec = recommend(cal, SpecConfig(), k_max=4, draws=0)
@@ -112,7 +112,7 @@ def _cost_values(model: str):
 
     from hypothesis import strategies as st
 
-    from engine.config import FIELD_SPECS, known_spec_ids
+    from engine.core.config import FIELD_SPECS, known_spec_ids
 
     fields = {}
     for key, spec in FIELD_SPECS.items():
@@ -159,8 +159,8 @@ def test_every_accepted_cost_configuration_has_finite_metrics(model, tmp_path):
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from engine.config import K_MAX, SpecConfig
-    from engine.simulator import simulate
+    from engine.core.config import K_MAX, SpecConfig
+    from engine.simulate.simulator import simulate
 
     table = tmp_path / "table.csv"
 
@@ -258,7 +258,7 @@ def test_the_heat_scale_colours_an_infinite_speedup_as_the_best():
 def _form_host():
     from textual.app import App
 
-    from engine.config import SpecConfig
+    from engine.core.config import SpecConfig
     from spectui.widgets.param_form import ParamForm
 
     class Host(App[None]):
@@ -283,7 +283,7 @@ def test_a_100_kb_paste_into_a_form_field_is_refused_whole(field, text):
     from textual import events
     from textual.widgets import Input
 
-    from engine.config import FIELD_SPECS, SpecConfig
+    from engine.core.config import FIELD_SPECS, SpecConfig
     from spectui.widgets.param_form import LABELS, ParamForm
 
     key = next(k for k, s in FIELD_SPECS.items() if s.attr == field)
@@ -376,10 +376,11 @@ def _on_a_terminal(monkeypatch) -> _Bars:
 
 
 def test_tree_shows_the_progress_of_both_parts_on_a_terminal(cli, monkeypatch):
-    from engine.tree_scenario import budget_by_batch_programs, compare_shapes_programs
+    from engine.simulate.tree_scenario import budget_by_batch_programs, compare_shapes_programs
 
     bars = _on_a_terminal(monkeypatch)
-    monkeypatch.setattr("engine.tree_scenario.PROGRAM_FLOATS", 129 * 40)  # 40 trees a group
+    # 40 trees a group
+    monkeypatch.setattr("engine.simulate.tree_scenario.PROGRAM_FLOATS", 129 * 40)
     status, _, err = cli("tree", "--cost", "linear")
     assert status == 0, err
     assert [(name, total, done[-1], closed) for name, total, done, closed in bars.shown] == [
@@ -392,7 +393,7 @@ def test_tree_shows_the_progress_of_both_parts_on_a_terminal(cli, monkeypatch):
 
 def test_ctrl_c_stops_tree_in_one_line_and_closes_its_bar(cli, monkeypatch):
     bars = _on_a_terminal(monkeypatch)
-    monkeypatch.setattr("engine.tree_scenario.PROGRAM_FLOATS", 129 * 2)  # 2 trees a group
+    monkeypatch.setattr("engine.simulate.tree_scenario.PROGRAM_FLOATS", 129 * 2)  # 2 trees a group
     advance = []
 
     def interrupt_at_the_fifth(done: int, _total: int) -> None:
@@ -400,7 +401,7 @@ def test_ctrl_c_stops_tree_in_one_line_and_closes_its_bar(cli, monkeypatch):
         if len(advance) == 5:
             raise KeyboardInterrupt
 
-    import engine.tree_scenario as ts
+    import engine.simulate.tree_scenario as ts
 
     compare = ts.compare_shapes
 
@@ -419,7 +420,7 @@ def test_ctrl_c_stops_tree_in_one_line_and_closes_its_bar(cli, monkeypatch):
 
 
 def test_a_regime_map_too_large_for_memory_is_refused_before_any_work(cli, monkeypatch):
-    import engine.regime as regime
+    import engine.analysis.regime as regime
 
     def never(*args, **kwargs):  # type: ignore[no-untyped-def]
         raise AssertionError("no cell is priced before the size is checked")
@@ -447,8 +448,8 @@ def test_regime_shows_its_progress_on_a_terminal(cli, monkeypatch):
 
 
 def test_a_grid_axis_of_too_many_values_is_refused_before_it_is_read():
-    from engine.config import ConfigError, SpecConfig
-    from engine.grid import SweepSpec
+    from engine.core.config import ConfigError, SpecConfig
+    from engine.sweep.grid import SweepSpec
 
     with pytest.raises(ConfigError) as caught:
         SweepSpec(SpecConfig(), ({"acceptance_rate": [0.5] * 100_001},))
@@ -460,7 +461,7 @@ def test_a_grid_axis_of_too_many_values_is_refused_before_it_is_read():
 
 def test_sweep_shows_its_planning_on_a_terminal(cli, monkeypatch, tmp_path):
     bars = _on_a_terminal(monkeypatch)
-    monkeypatch.setattr("engine.sweep.PLAN_PROGRESS_EVERY", 5)
+    monkeypatch.setattr("engine.sweep.sweep.PLAN_PROGRESS_EVERY", 5)
     out = tmp_path / "tiny.csv"
     status, _, err = cli("sweep", "--preset", "tiny", "--exact-only", "--out", str(out))
     assert status == 0, err
@@ -469,7 +470,7 @@ def test_sweep_shows_its_planning_on_a_terminal(cli, monkeypatch, tmp_path):
 
 
 def _chain_1024(tokens: int):  # type: ignore[no-untyped-def]
-    from engine.config import SpecConfig
+    from engine.core.config import SpecConfig
 
     return SpecConfig().replace(
         **{
@@ -488,9 +489,9 @@ def test_a_deep_trees_draft_time_holds_one_pass_per_width_not_per_level():
 
     import numpy as np
 
+    from engine.core.kernel import cycle_times
     from engine.cost.models import build_cost
-    from engine.kernel import cycle_times
-    from engine.tree_scenario import tree_of
+    from engine.simulate.tree_scenario import tree_of
 
     config = _chain_1024(4_000)
     cost, tree, context = build_cost(config), tree_of(config), np.arange(4_001.0)
@@ -507,8 +508,8 @@ def test_a_deep_trees_draft_time_holds_one_pass_per_width_not_per_level():
 def test_a_tree_run_builds_its_cycle_sampler_once(monkeypatch):
     """Its tables were built again at every step (5 ms a step for 1,024 nodes: >60 s for
     a 10^6-token run of one sequence)."""
-    import engine.trees as trees
-    from engine.simulator import simulate
+    import engine.shapes.trees as trees
+    from engine.simulate.simulator import simulate
 
     built = []
     make = trees.cycle_sampler
@@ -548,15 +549,15 @@ def test_tree_programs_run_together_give_each_trees_own_bits(monkeypatch):
     """`spectui tree` runs its ~100 programs per batch size as columns of one (5x faster:
     257 s at 10^5 tokens before): each equals the tree's own program, to the bit, in groups
     of any size."""
-    from engine.config import SpecConfig
-    from engine.tree_scenario import tree_exact, tree_speedups
-    from engine.trees import chain, kary, sequoia_tree
+    from engine.core.config import SpecConfig
+    from engine.shapes.trees import chain, kary, sequoia_tree
+    from engine.simulate.tree_scenario import tree_exact, tree_speedups
 
     config = SpecConfig().replace(**{"shape.name": "tree", "tokens_per_seq": 300})
     trees = [chain(1), chain(7), kary(2, 3), sequoia_tree([0.8], 24, 5), kary(3, 1)]
     own = [tree_exact(config, tree)["speedup_exact"] for tree in trees]
     assert tree_speedups(config, trees) == own
-    monkeypatch.setattr("engine.tree_scenario.PROGRAM_FLOATS", 301 * 2)  # groups of two
+    monkeypatch.setattr("engine.simulate.tree_scenario.PROGRAM_FLOATS", 301 * 2)  # groups of two
     done: list[int] = []
     assert tree_speedups(config, trees, done.append) == own
     assert done == [2, 4, 5]

@@ -28,8 +28,8 @@ from engine.calibrate.fit import (
     wilson_interval,
 )
 from engine.calibrate.logs import Window
-from engine.config import SpecConfig
-from engine.exact import exact_metrics_many
+from engine.core.config import SpecConfig
+from engine.simulate.exact import exact_metrics_many
 
 ANCHOR = Path(__file__).parents[2] / "fixtures" / "anchors" / "vllm_20780.csv"
 Z = 5.0  # standard errors allowed for an estimate (seeded: deterministic)

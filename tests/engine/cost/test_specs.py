@@ -115,7 +115,7 @@ notes = ""
     assert fp8.ffn_dim is None
     assert get_model("llama-3.1-8b").weight_bytes == 2 * 8_030_261_248
     # The ids a scenario checks on construction, read from the headers only, are the same.
-    from engine.config import SpecConfig, known_spec_ids
+    from engine.core.config import SpecConfig, known_spec_ids
     from engine.cost.specs import HARDWARE_FILE, MODELS_FILE, spec_ids
 
     assert spec_ids(HARDWARE_FILE) == tuple(sorted(hardware)) == known_spec_ids("hardware")
@@ -233,7 +233,7 @@ def test_data_files_are_package_resources():
 def test_cost_modules_stay_pure():
     code = (
         "import sys, engine.cost.specs, engine.cost.roofline, engine.cost.table, "
-        "engine.cost.linear, engine.cost.models, engine.kernel\n"
+        "engine.cost.linear, engine.cost.models, engine.core.kernel\n"
         "bad = [m for m in ('textual', 'rich', 'plotext', 'textual_plotext', 'spectui', "
         "'matplotlib', 'pandas') if m in sys.modules]\n"
         "print(','.join(bad))"

@@ -1,10 +1,10 @@
 """Stepwise Monte Carlo of K policies on common random numbers (docs/model.md, "K policies").
 
 A K policy chooses each cycle's draft count from what it has seen, so a sequence's cycles
-cannot be drawn ahead as :mod:`engine.simulator` does for a fixed K. Here many sequences
+cannot be drawn ahead as :mod:`engine.simulate.simulator` does for a fixed K. Here many sequences
 run in lockstep, vectorised across sequences: step ``j`` is the ``j``-th cycle of every
 sequence still running. The inputs are plain arrays (a survival table, cycle prices by
-``(r, k)``), not a :class:`~engine.config.SpecConfig`: the caller prices the cycles and
+``(r, k)``), not a :class:`~engine.core.config.SpecConfig`: the caller prices the cycles and
 builds the acceptance model.
 
 The random stream (the contract for common random numbers)
@@ -79,8 +79,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from .cost.base import CostModel
-from .kernel import Totals, cycle_times
+from engine.core.kernel import Totals, cycle_times
+from engine.cost.base import CostModel
 
 __all__ = [
     "MAX_CHUNK_SEQUENCES",
@@ -165,10 +165,10 @@ class StepwiseResult:
     """What a run of one policy gives: per-sequence times and totals over all cycles.
 
     ``sequence_time_us``: ``(n_sequences,)`` speculative time of each sequence in
-    microseconds. ``totals``: the run's :class:`engine.kernel.Totals`, the same counters
+    microseconds. ``totals``: the run's :class:`engine.core.kernel.Totals`, the same counters
     the chain engines keep (cycles, drafted, accepted before the tail discards any,
     ``accepted_kept`` after it, drafting time, the sequence times, and the per-position
-    counts when asked for), from which :func:`engine.kernel.metrics_from_totals` gives
+    counts when asked for), from which :func:`engine.core.kernel.metrics_from_totals` gives
     the metrics. ``k_counts``: ``(K_max + 1,)`` cycles by the number of tokens they
     drafted (after the tail rule). ``trace``: the cycles of the first traced sequences
     (sequence 0 by default), if asked for, ordered by sequence then cycle: ``sequence``,
@@ -217,7 +217,7 @@ def price_tables(
     """(draft_us, cycle_us), each ``(tokens + 1, k_max + 1)`` microseconds: the price of a
     cycle started with ``r`` tokens to go that drafts ``k`` (k = 0: a plain step), at the
     context ``prompt_len + tokens - r`` and batch ``batch``, by
-    :func:`engine.kernel.cycle_times`; row 0 (r = 0) is priced at the last context and
+    :func:`engine.core.kernel.cycle_times`; row 0 (r = 0) is priced at the last context and
     unused."""
     r = np.arange(tokens + 1)[:, None]
     k = np.arange(k_max + 1)[None, :]
@@ -488,7 +488,7 @@ class _Run:
 
     def check(self, tokens_now: int) -> None:
         if self.should_stop is not None and self.should_stop():
-            from .runs import RunStopped
+            from engine.core.runs import RunStopped
 
             raise RunStopped()
         if self.progress is not None:
@@ -636,7 +636,7 @@ def simulate_policy(
     sequence 0's cycles (True), or those of the first ``trace`` sequences (an int, at most
     one chunk). ``position_counts``: also count cycles by accepted drafts (the totals'
     ``accepted_counts`` and ``rejected_counts``). ``should_stop()`` is asked
-    every few steps: when true the run raises :class:`engine.runs.RunStopped` (no
+    every few steps: when true the run raises :class:`engine.core.runs.RunStopped` (no
     partial result). ``progress(tokens_done)`` is told the tokens produced so far, all
     sequences, now and then and at the end.
 

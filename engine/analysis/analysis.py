@@ -1,4 +1,4 @@
-"""Analysis of a sweep frame (the rows of :func:`engine.sweep.run_sweep` or its CSV).
+"""Analysis of a sweep frame (the rows of :func:`engine.sweep.sweep.run_sweep` or its CSV).
 
 Every function takes the frame and returns data (frames, dicts); formatting is the caller's.
 Parameters a draft model does not read are inert: rows that differ only in them are one
@@ -14,8 +14,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import draft_models
-from .config import (
+from engine.acceptance import draft_models
+from engine.acceptance.draft_models import (
+    DRAFT_MODELS,
+    MODEL_PARAMETERS,
+    get_model,
+    inert_parameters,
+)
+from engine.core.config import (
     CONFIG_FIELDS,
     DEFAULTS,
     FIELD_SPECS,
@@ -25,9 +31,8 @@ from .config import (
     SpecConfig,
     check_value,
 )
-from .draft_models import DRAFT_MODELS, MODEL_PARAMETERS, get_model, inert_parameters
-from .files import SWEEP_CSV_MAX_BYTES, open_input
-from .simulator import METRIC_NAMES
+from engine.core.files import SWEEP_CSV_MAX_BYTES, open_input
+from engine.simulate.simulator import METRIC_NAMES
 
 # The parameters of the original's three models (always columns of a sweep frame).
 ORIGINAL_PARAMETERS = frozenset(p for m in ORIGINAL_MODEL_NAMES for p in get_model(m).reads)
@@ -43,7 +48,7 @@ class SweepDataError(ValueError):
 def config_columns(frame: pd.DataFrame) -> list[str]:
     """The frame's configuration columns, in table order: the original's 14 fields and the
     newer ones (dotted keys, ``workload.batch_size``) the sweep wrote because some of its
-    configurations set them (:func:`engine.sweep.sweep_columns`)."""
+    configurations set them (:func:`engine.sweep.sweep.sweep_columns`)."""
     return [key for key in FIELD_SPECS if key in frame.columns]
 
 
@@ -181,7 +186,8 @@ def effective(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def quality_parameter(model: str, frame: pd.DataFrame | None = None) -> str:
-    """:func:`engine.draft_models.quality_parameter` with distinct counts from ``frame``."""
+    """:func:`engine.acceptance.draft_models.quality_parameter` with distinct counts from
+    ``frame``."""
     if frame is None or "draft_model" not in frame.columns:
         return draft_models.quality_parameter(model)
     rows = frame[frame["draft_model"] == model]
@@ -208,7 +214,7 @@ def tied_to_best(speedup: np.ndarray, ci: np.ndarray, exact: np.ndarray) -> np.n
     Where both exact speedups exist, their gap is compared with the Monte Carlo noise of a
     difference (95 % half-width of the difference of the two estimates); otherwise the Monte
     Carlo 95 % intervals must overlap. In an exact-only sweep (no noise) only an equal speedup
-    ties. :data:`engine.formatting.TIE_RULE` says this in words.
+    ties. :data:`engine.analysis.formatting.TIE_RULE` says this in words.
     """
     with np.errstate(invalid="ignore"):
         noise = np.where(np.isnan(ci[0]) | np.isnan(ci), 0.0, np.hypot(ci[0], ci))

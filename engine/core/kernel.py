@@ -1,8 +1,9 @@
 """The cycle, once: draft k, accept a prefix, emit n + 1, pay the cost, the tail rule; and
 every metric of a run (docs/model.md, "One sequence, one cycle" and "Metrics of one run").
 
-The Monte Carlo engine (``engine.simulator``), the reference loop (``engine.reference``) and
-the exact dynamic program (``engine.exact``) all take a cycle from here:
+The Monte Carlo engine (``engine.simulate.simulator``), the reference loop
+(``engine.simulate.reference``) and
+the exact dynamic program (``engine.simulate.exact``) all take a cycle from here:
 
 - :func:`draft_count` is the tail rule, :func:`emitted_and_kept` what a cycle yields;
 - :func:`cycle_costs` prices every cycle a sequence can run. Under a fixed policy a cycle's
@@ -24,9 +25,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .config import SpecConfig, part_fields
-from .cost.base import CostModel
-from .cost.models import build_cost
+from engine.core.config import SpecConfig, part_fields
+from engine.cost.base import CostModel
+from engine.cost.models import build_cost
 
 Z95 = 1.959963984540054
 
@@ -89,7 +90,7 @@ def cycle_times(
 ) -> tuple[Any, Any, Any]:
     """(draft_us, verify_us, cycle_us) of cycles drafting ``k`` tokens at context ``context``:
     k draft passes, then one target pass over w = k + 1 tokens per sequence. With ``tree``
-    (an ``engine.trees.Tree``; ``k`` unused), a token tree's cycle: one draft pass per
+    (an ``engine.shapes.trees.Tree``; ``k`` unused), a token tree's cycle: one draft pass per
     level, as wide as the level (``draft_pass_us``; a cost model without one drafts the
     tree's depth like a chain), plus ``draft_fixed_us`` where the model has one, then one
     target pass over ``nodes + 1`` tokens. The one place a cycle's time is added up."""
@@ -171,7 +172,7 @@ def cycle_costs(config: SpecConfig) -> CycleCosts:
     rates prices its cycles once per cost setting. Sequences longer than
     :data:`CACHED_TOKENS_MAX` are priced afresh on each call (bounded memory).
 
-    Raises :class:`engine.config.ConfigError` when the cost model cannot be built (an
+    Raises :class:`engine.core.config.ConfigError` when the cost model cannot be built (an
     unknown hardware id, an unreadable table)."""
     price = _price_key_of(config)
     if config.tokens_per_seq > CACHED_TOKENS_MAX:
@@ -310,7 +311,7 @@ class Totals:
     target_positions: int = 0
     draft_time_us: float = 0.0
     # Per-position counts, when asked for: cycles by accepted drafts n, and the same for
-    # cycles that ended on a rejection (n < k). See engine.runs.acceptance_by_position.
+    # cycles that ended on a rejection (n < k). See engine.core.runs.acceptance_by_position.
     accepted_counts: np.ndarray | None = None
     rejected_counts: np.ndarray | None = None
 
@@ -366,7 +367,7 @@ def metrics_from_totals(
     config: SpecConfig, totals: Totals, exact: dict[str, float]
 ) -> dict[str, float]:
     """Monte Carlo metrics of docs/model.md from a run's totals, plus the exact figures
-    ``exact`` (:func:`engine.exact.exact_metrics` of the configuration: the engine that
+    ``exact`` (:func:`engine.simulate.exact.exact_metrics` of the configuration: the engine that
     ran it knows them, the kernel does not ask)."""
     costs = cycle_costs(config)
     n_seq, spec_time, seq_std = totals.sequence_time_stats()

@@ -40,7 +40,7 @@ VERIFY_MIN_US = 1e-3
 EFFICIENCY_MIN = 1e-6
 SEED_MAX = 2**63 - 1
 BATCH_MAX = 4096
-WORKERS_MAX = 64  # sweep worker processes (engine.pool, spectui sweep --workers)
+WORKERS_MAX = 64  # sweep worker processes (engine.sweep.pool, spectui sweep --workers)
 PROMPT_MAX = 10**7
 T0_MAX_US = 1e6
 TAIL_RULES = ("full", "clamp")
@@ -790,7 +790,7 @@ def seed_key_values(config: SpecConfig) -> dict[str, str]:
     parameters, K, the length, the number of sequences and the tail rule. No cost field
     enters (a cycle's price never changes the draws: configurations that differ only in
     cost draw the same numbers, and a sweep draws them once, see
-    :func:`engine.simulator.simulate_shared`), nor any newer field, and a parameter a
+    :func:`engine.simulate.simulator.simulate_shared`), nor any newer field, and a parameter a
     model ignores never splits two configurations' draws. (Up to sampler 1 the two linear
     costs were keyed, as the original keyed them.)
     """
@@ -804,7 +804,7 @@ def seed_key_values(config: SpecConfig) -> dict[str, str]:
     }
 
 
-# The parameters each draft model reads (engine.draft_models uses these as the models'
+# The parameters each draft model reads (engine.acceptance.draft_models uses these as the models'
 # ``reads``).
 MODEL_READS: dict[str, tuple[str, ...]] = {m: part_fields(_ACCEPT, m) for m in DRAFT_MODEL_NAMES}
 # Parameters that only some draft model reads.
@@ -939,7 +939,7 @@ def _checked(spec: FieldSpec, value: Any) -> Any:
         return ",".join(_short_prob(p) for p in _probs(value))
     if spec.kind == "schedule":
         return ",".join(f"{b}:{k}" for b, k in _schedule(value))
-    if spec.kind == "tree":  # its shape is read where the tree is built (engine.trees)
+    if spec.kind == "tree":  # its shape is read where the tree is built (engine.shapes.trees)
         if not isinstance(value, str) or not value.strip() or len(value) > TREE_TEXT_MAX:
             raise _Bad
         return " ".join(value.split())

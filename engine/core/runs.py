@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .config import SpecConfig, seed_key_values
-from .kernel import Totals
+from engine.core.config import SpecConfig, seed_key_values
+from engine.core.kernel import Totals
 
 __all__ = [
     "RECORD_DTYPES",
@@ -45,7 +45,7 @@ RECORD_DTYPES: dict[str, str] = {
 
 def seed_key(config: SpecConfig) -> list[int]:
     """A stable key of the configuration, from the fields that key its draws
-    (:func:`engine.config.seed_key_values`: not the seed, no parameter its parts ignore,
+    (:func:`engine.core.config.seed_key_values`: not the seed, no parameter its parts ignore,
     no newer field). Two configurations that differ only in a parameter their model ignores
     draw the same random numbers, so an inert sweep axis shows identical results, not noise.
     """

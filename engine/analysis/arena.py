@@ -1,7 +1,7 @@
 """The policy arena: K policies compared on one scenario, on common random numbers.
 
 Every contender is the scenario with its own policy fields (``policy.name``, K, ...). All
-of them see the same random numbers (engine.policies: sequence s's j-th cycle draws the
+of them see the same random numbers (engine.simulate.policies: sequence s's j-th cycle draws the
 same uniforms under every policy), so one policy's luck is the other's, and the paired
 difference of two speedups has a much narrower interval than the two intervals apart
 (docs/model.md, "K policies").
@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .config import SpecConfig
-from .formatting import policy_text
-from .kernel import Z95
+from engine.analysis.formatting import policy_text
+from engine.core.config import SpecConfig
+from engine.core.kernel import Z95
 
 # How a row's speedup was obtained.
 EXACT = "exact"
@@ -112,7 +112,7 @@ def paired_difference(
 def best_fixed_k(scenario: SpecConfig, k_max: int) -> tuple[int, np.ndarray]:
     """The fixed K in 1..k_max with the largest exact speedup on the scenario (the smallest
     on a tie), and every K's exact speedup (one batched exact program)."""
-    from .exact import exact_metrics_many
+    from engine.simulate.exact import exact_metrics_many
 
     fixed = [scenario.replace(**{"policy.name": "fixed", "k": k}) for k in range(1, k_max + 1)]
     speedups = exact_metrics_many(fixed)["speedup_exact"]
@@ -123,7 +123,7 @@ def table_reach(scenario: SpecConfig) -> int | None:
     """How many positions a per_position scenario's table gives (None for other models):
     its arena keeps every policy within them, so that the oracle, which may not choose k
     beyond the table, stays the ceiling."""
-    from .config import rates_of
+    from engine.core.config import rates_of
 
     return len(rates_of(scenario.rates)) if scenario.draft_model == "per_position" else None
 
@@ -131,7 +131,7 @@ def table_reach(scenario: SpecConfig) -> int | None:
 def arena_k_max(scenario: SpecConfig, contenders: Sequence[SpecConfig]) -> int:
     """How far the search for the best fixed K goes: every k any contender may draft, and
     at least 1..32 (a per_position scenario: its table's positions)."""
-    from .config import K_MAX_POLICY, policy_k_max
+    from engine.core.config import K_MAX_POLICY, policy_k_max
 
     reach = table_reach(scenario)
     if reach is not None:
@@ -157,7 +157,7 @@ def default_contenders(scenario: SpecConfig) -> list[SpecConfig]:
     scenario's K, goodput, the batch schedule, the oracle, and both threshold rules where
     the draft sees its confidences. (The best fixed K is always added.) On a per_position
     scenario every policy stays within its table's positions, and no schedule."""
-    from .draft_models import get_model
+    from engine.acceptance.draft_models import get_model
 
     k_max = scenario.k_max
     reach = table_reach(scenario)
@@ -203,11 +203,11 @@ def run_arena(
     total, running, share)`` counts contenders, names the one running ("" at the end) and
     tells the share of its tokens simulated so far (0 as it starts, then as it runs: the
     first, the best fixed K, runs alone on a large scenario for many seconds).
-    Raises :class:`engine.runs.RunStopped` when ``should_stop()`` turns true (rows
+    Raises :class:`engine.core.runs.RunStopped` when ``should_stop()`` turns true (rows
     already reported stay valid)."""
-    from .config import stream_width
-    from .kernel import cycle_costs
-    from .policies import exact_speedup, simulate_policy_config
+    from engine.core.config import stream_width
+    from engine.core.kernel import cycle_costs
+    from engine.simulate.policies import exact_speedup, simulate_policy_config
 
     k_star, _ = best_fixed_k(scenario, arena_k_max(scenario, contenders))
     reference = scenario.replace(**{"policy.name": "fixed", "k": k_star})
@@ -327,7 +327,7 @@ def k_share_text(share: np.ndarray, top: int = 2) -> str:
 def standing_cells(standing: Standing) -> tuple[str, ...]:
     """One leaderboard row as text, in :data:`LEADERBOARD_COLUMNS` order (the CLI's table
     and the app's Arena view)."""
-    from .formatting import speedup_text
+    from engine.analysis.formatting import speedup_text
 
     mc = speedup_text(standing.speedup, unit="")
     if math.isfinite(standing.ci95):
@@ -349,7 +349,7 @@ def standing_cells(standing: Standing) -> tuple[str, ...]:
 
 def scenario_text(scenario: SpecConfig) -> str:
     """The scenario an arena runs, in one line."""
-    from .formatting import acceptance_text, cost_setting_text
+    from engine.analysis.formatting import acceptance_text, cost_setting_text
 
     return (
         f"{acceptance_text(scenario)}; {cost_setting_text(scenario)}; "
@@ -363,7 +363,7 @@ def policy_trace(config: SpecConfig) -> dict[str, np.ndarray]:
     random numbers): per cycle "r" (tokens still needed), "k" drafted, "accepted",
     "regime" (0 easy, 1 hard, -1 without regimes) and "q_mean" (the mean confidence of the
     drafted tokens, NaN without confidences)."""
-    from .policies import simulate_policy_config
+    from engine.simulate.policies import simulate_policy_config
 
     one = config.replace(n_sequences=1)
     result = simulate_policy_config(one, trace=True)

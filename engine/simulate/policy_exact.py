@@ -31,7 +31,7 @@ n) gives every visit probability; the expectations are then a few vectorised sum
 (r, state, regime) table. The Python loop runs over r only, each step a handful of numpy
 calls on (states, regimes, outcomes) arrays. The oracle first runs its dynamic program
 backwards (one batched product of (regimes, k, n) by (n, regimes) per r) to find k*(r, g),
-then the same forward pass. Plain numpy sums: no bit-identity with :mod:`engine.exact`, to
+then the same forward pass. Plain numpy sums: no bit-identity with :mod:`engine.simulate.exact`, to
 which a fixed K agrees to rounding (~1e-13 relative).
 """
 

@@ -2,11 +2,11 @@
 
 :func:`run_sweep` takes any :class:`concurrent.futures.Executor`: a
 :class:`~concurrent.futures.ThreadPoolExecutor`, a process pool (the front ends use
-:class:`engine.pool.SweepPool`), or None to run in the calling thread. Every configuration
-draws from its own generator (see :func:`engine.runs.config_rng`), so a sweep's rows do
+:class:`engine.sweep.pool.SweepPool`), or None to run in the calling thread. Every configuration
+draws from its own generator (see :func:`engine.core.runs.config_rng`), so a sweep's rows do
 not depend on the executor, the worker count, the order, or the rest of the grid.
 
-A sweep may vary any field of :class:`engine.config.SpecConfig`, newer ones included
+A sweep may vary any field of :class:`engine.core.config.SpecConfig`, newer ones included
 (``workload.batch_size``, ``cost.gpu``). Its columns (:func:`sweep_columns`) are
 ``config_id``, the original's 14 fields, each newer field that some configuration of the
 sweep sets away from its default, then the metrics: a sweep of the original's fields has
@@ -27,14 +27,14 @@ from typing import Any
 
 import pandas as pd
 
-from .config import CONFIG_FIELDS, DEFAULTS, FIELD_SPECS, SCENARIO_FIELDS, SpecConfig
-from .draft_models import inert_parameters
-from .exact import exact_metrics_many
-from .grid import Grid, SweepSpec
-from .kernel import cycle_costs
-from .reference import simulate_reference
-from .runs import RunStopped
-from .simulator import METRIC_NAMES, SAMPLER, draw_key, simulate_shared
+from engine.acceptance.draft_models import inert_parameters
+from engine.core.config import CONFIG_FIELDS, DEFAULTS, FIELD_SPECS, SCENARIO_FIELDS, SpecConfig
+from engine.core.kernel import cycle_costs
+from engine.core.runs import RunStopped
+from engine.simulate.exact import exact_metrics_many
+from engine.simulate.reference import simulate_reference
+from engine.simulate.simulator import METRIC_NAMES, SAMPLER, draw_key, simulate_shared
+from engine.sweep.grid import Grid, SweepSpec
 
 __all__ = [
     "ENGINES",
@@ -65,7 +65,8 @@ SWEEP_COLUMNS: tuple[str, ...] = ("config_id", *CONFIG_FIELDS, *METRIC_NAMES, "s
 # The ``sampler`` column of a row the reference loop made, and of an exact-only row.
 REFERENCE_SAMPLER = "token/reference"
 EXACT_ONLY_SAMPLER = "none"
-# A token tree's rows: each cycle's accepted path sampled node by node (engine.tree_scenario).
+# A token tree's rows: each cycle's accepted path sampled node by node
+# (engine.simulate.tree_scenario).
 TREE_SAMPLER = "tree/1"
 
 
@@ -111,15 +112,15 @@ def sampler_name(
     engine: str = "fast", exact_only: bool = False, config: SpecConfig | None = None
 ) -> str:
     """What made a sweep row's Monte Carlo values (its ``sampler`` column): the fast engine's
-    sampler (:data:`engine.simulator.SAMPLER`; for ``config`` with a K policy or markov
-    acceptance the stepwise engine's, :data:`engine.policies.STEPWISE_SAMPLER`), the
+    sampler (:data:`engine.simulate.simulator.SAMPLER`; for ``config`` with a K policy or markov
+    acceptance the stepwise engine's, :data:`engine.simulate.policies.STEPWISE_SAMPLER`), the
     reference loop's per-token tests, or nothing (an exact-only row)."""
     if exact_only:
         return EXACT_ONLY_SAMPLER
     if engine != "fast":
         return REFERENCE_SAMPLER
     if config is not None:
-        from .policies import STEPWISE_SAMPLER, needs_stepwise
+        from engine.simulate.policies import STEPWISE_SAMPLER, needs_stepwise
 
         if config.shape == "tree":
             return TREE_SAMPLER
@@ -144,11 +145,11 @@ def evaluate_many(
 ) -> list[dict[str, Any]]:
     """Sweep rows of ``configs`` (their fields unless ``fields`` is false, every metric, the
     sampler), in order. ``should_stop``: asked as the fast engine's runs go; when it turns
-    true they raise :class:`engine.runs.RunStopped`.
+    true they raise :class:`engine.core.runs.RunStopped`.
 
     The fast engine draws once for configurations that share their draws
-    (:func:`engine.simulator.draw_key`: they differ only in cost) and prices the draws for
-    each (:func:`engine.simulator.simulate_shared`); every row equals the configuration's
+    (:func:`engine.simulate.simulator.draw_key`: they differ only in cost) and prices the draws for
+    each (:func:`engine.simulate.simulator.simulate_shared`); every row equals the configuration's
     own run. Exact values come for all of them at once. NaN for the Monte Carlo metrics
     when ``exact_only``.
     """
@@ -191,7 +192,7 @@ def evaluate(config: SpecConfig, engine: str = "fast", exact_only: bool = False)
 
 def draw_groups(configs: Sequence[SpecConfig], order: Sequence[int]) -> list[list[int]]:
     """Indices of ``configs`` in ``order``, gathered into groups that share their draws
-    (:func:`engine.simulator.draw_key`), each group where its first member comes. A
+    (:func:`engine.simulate.simulator.draw_key`), each group where its first member comes. A
     configuration of the stepwise engine (a K policy, markov acceptance) runs alone: its
     cycles depend on its policy, which the draw key leaves out."""
     groups: dict[tuple[Any, ...], list[int]] = {}
@@ -202,10 +203,11 @@ def draw_groups(configs: Sequence[SpecConfig], order: Sequence[int]) -> list[lis
 
 
 def _shared_draws(config: SpecConfig) -> tuple[Any, ...] | None:
-    """The key of the draws ``config`` shares with others (:func:`engine.simulator.draw_key`),
+    """The key of the draws ``config`` shares with others
+    (:func:`engine.simulate.simulator.draw_key`),
     or None: a configuration of the stepwise engine (a K policy, markov acceptance) or a
     token tree runs alone, its cycles depending on more than the key holds."""
-    from .policies import needs_stepwise
+    from engine.simulate.policies import needs_stepwise
 
     if needs_stepwise(config) or config.shape == "tree":
         return None
@@ -254,7 +256,7 @@ ResultCallback = Callable[[dict[str, Any], int, int], None]
 class BatchRunner(ABC):
     """Where a sweep's batches run, besides the calling thread: a
     :class:`concurrent.futures.Executor` (:class:`ExecutorRunner`) or a Dask cluster
-    (:class:`engine.cluster.DaskRunner`). The contract is kept here, once: a subclass says
+    (:class:`engine.sweep.cluster.DaskRunner`). The contract is kept here, once: a subclass says
     how to submit a batch, which batches in flight have finished, how to take a finished
     batch's rows and how to cancel the rest (:meth:`_flight`)."""
 
@@ -351,7 +353,7 @@ class _ExecutorFlight(Flight):
 
     def cancel(self, in_flight: set[Any]) -> None:
         # A process pool's queued batches are cancelled by its owner's shutdown (with
-        # cancel_futures; engine.pool.SweepPool): cancelled from here, a future stays in
+        # cancel_futures; engine.sweep.pool.SweepPool): cancelled from here, a future stays in
         # the pool's books until its manager thread looks, and a terminate meanwhile
         # makes that thread fail on it with a traceback (CPython 3.11's
         # ProcessPoolExecutor.terminate_broken sets an exception on a cancelled future).
@@ -474,7 +476,7 @@ def sweep_rows(
     to a file). See :func:`run_sweep`, which gathers them. ``skip``: indices not to run (a
     resumed sweep's); ``plan``: :func:`plan_sweep` of the same configurations and ``skip``,
     if the caller has it. ``configs`` may be a grid's lazy sequence
-    (:meth:`engine.grid.SweepSpec.lazy`): configurations are built as their batches go."""
+    (:meth:`engine.sweep.grid.SweepSpec.lazy`): configurations are built as their batches go."""
     if engine not in ENGINES:
         raise ValueError(f"engine: {engine!r} is not one of {', '.join(ENGINES)}")
     if plan is None:

@@ -9,20 +9,26 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .config import ConfigError, SpecConfig
-from .draft_models import get_model
-from .exact import exact_metrics
-from .kernel import Totals, cycle_costs, draft_count, emitted_and_kept, metrics_from_totals
-from .runs import RECORD_DTYPES, RunResult, config_rng
+from engine.acceptance.draft_models import get_model
+from engine.core.config import ConfigError, SpecConfig
+from engine.core.kernel import (
+    Totals,
+    cycle_costs,
+    draft_count,
+    emitted_and_kept,
+    metrics_from_totals,
+)
+from engine.core.runs import RECORD_DTYPES, RunResult, config_rng
+from engine.simulate.exact import exact_metrics
 
 
 def simulate_reference(config: SpecConfig, *, records: bool = False) -> RunResult:
     """Monte Carlo run of ``config`` by the plain loop; same result shape as ``simulate``.
 
     Fixed K on acceptance whose cycles are independent only (ConfigError otherwise): K
-    policies and markov run on the stepwise engine (engine.policies), token trees on
-    their own (engine.tree_scenario)."""
-    from .policies import needs_stepwise
+    policies and markov run on the stepwise engine (engine.simulate.policies), token trees on
+    their own (engine.simulate.tree_scenario)."""
+    from engine.simulate.policies import needs_stepwise
 
     if config.shape == "tree":
         raise ConfigError(

@@ -2,7 +2,8 @@
 
 For a base scenario (its acceptance model, cost model, hardware, target, draft, tail rule and
 length T), :func:`regime_map` computes the exact finite-length speedup
-(:func:`engine.exact.speedup_exact`) of every batch size x prompt length (context already in the
+(:func:`engine.simulate.exact.speedup_exact`) of every batch size x prompt length (context already
+in the
 KV cache when decoding starts) x K, and per (batch, context) cell the optimal K, its speedup and
 whether any K pays (best speedup > 1; else speculation should be off there). This answers the
 serving engineer's question "at which batch size should speculation turn off?" (docs/model.md,
@@ -11,19 +12,19 @@ serving engineer's question "at which batch size should speculation turn off?" (
 One definition of everything, batched: the map does not run 1280 scalar dynamic programs but
 one per K, over arrays of every cell at once:
 
-- each cell's baseline is :func:`engine.kernel.cycle_costs`'s (one call per cell);
+- each cell's baseline is :func:`engine.core.kernel.cycle_costs`'s (one call per cell);
 - the cycle times of every (K, batch, context, r) come from the kernel's one cycle-time
-  function (``engine.kernel.cycle_times``) with the kernel's tail rule and context rule, on
+  function (``engine.core.kernel.cycle_times``) with the kernel's tail rule and context rule, on
   broadcast arrays;
-- the expected time of a sequence is :func:`engine.exact.expected_over_sequence`, the exact
-  DP that :func:`engine.exact.exact_metrics_many` runs, with a column per cell: every
+- the expected time of a sequence is :func:`engine.simulate.exact.expected_over_sequence`, the exact
+  DP that :func:`engine.simulate.exact.exact_metrics_many` runs, with a column per cell: every
   addition and product is the same IEEE operation on each cell, so each speedup equals
   ``speedup_exact`` of that cell's configuration bit for bit (tests/engine/test_regime.py
   checks it).
 
-K* is picked by the rule of :func:`engine.analysis.optimal_k` for exact values: the highest
+K* is picked by the rule of :func:`engine.analysis.analysis.optimal_k` for exact values: the highest
 speedup, ties to the smaller K, ``tie`` when another K has the same speedup
-(:func:`engine.analysis.tied_to_best` with no sampling noise).
+(:func:`engine.analysis.analysis.tied_to_best` with no sampling noise).
 """
 
 from __future__ import annotations
@@ -36,14 +37,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .analysis import tied_to_best
-from .config import ConfigError, SpecConfig, check_value
-from .cost.models import build_cost
-from .exact import accepted_distribution
-from .formatting import LOSE_MARK, TIE_MARK, cost_setting_text, k_star_cell
-from .kernel import context_length, cycle_costs, cycle_times, draft_count
-from .runs import RunStopped
-from .sequence_dp import expected_over_sequence
+from engine.analysis.analysis import tied_to_best
+from engine.analysis.formatting import LOSE_MARK, TIE_MARK, cost_setting_text, k_star_cell
+from engine.core.config import ConfigError, SpecConfig, check_value
+from engine.core.kernel import context_length, cycle_costs, cycle_times, draft_count
+from engine.core.runs import RunStopped
+from engine.cost.models import build_cost
+from engine.simulate.exact import accepted_distribution
+from engine.simulate.sequence_dp import expected_over_sequence
 
 BATCH_SIZES: tuple[int, ...] = tuple(2**i for i in range(10))  # 1, 2, 4, ..., 512
 CONTEXTS: tuple[int, ...] = tuple(1024 * 2**i for i in range(8))  # 1k, 2k, ..., 128k
@@ -112,7 +113,8 @@ def parse_context(text: str) -> int:
 
 
 def cell_marks(k_opt: int, speedup: float, tie: bool, pays: bool, aligned: bool = False) -> str:
-    """One cell of the map: :func:`engine.formatting.k_star_cell`, with the loss mark on every
+    """One cell of the map: :func:`engine.analysis.formatting.k_star_cell`, with the loss mark on
+    every
     cell where no K pays."""
     return k_star_cell(k_opt, speedup, tie, not pays, aligned=aligned)
 
@@ -217,7 +219,7 @@ class RegimeMap:
 
 def acceptance_text(config: SpecConfig) -> str:
     """The acceptance model and its parameters: "fixed a=0.8"."""
-    from .draft_models import get_model
+    from engine.acceptance.draft_models import get_model
 
     model = config.draft_model
     params = ", ".join(f"{name}={_value(config.get(name))}" for name in get_model(model).reads)
@@ -243,7 +245,7 @@ def check_axis(key: str, values: Sequence[Any]) -> tuple[int, ...]:
 
 
 def _best_k(ks: IntArray, speedups: FloatArray) -> tuple[int, float, bool]:
-    """K*, its speedup and whether another K ties, by engine.analysis.optimal_k's rule for
+    """K*, its speedup and whether another K ties, by engine.analysis.analysis.optimal_k's rule for
     exact values: speedup descending, then K ascending; ties by :func:`tied_to_best` (no noise)."""
     order = np.lexsort((ks, -speedups))
     ranked = speedups[order]
@@ -265,8 +267,8 @@ def regime_map(
 
     ``on_progress(done, total)`` is called after the cells' baselines and after each K;
     ``should_stop()`` is asked as often (and every few thousand tokens of a long
-    sequence); when it turns true the map raises :class:`engine.runs.RunStopped`.
-    Raises :class:`engine.config.ConfigError` for a value out of its field's range or a
+    sequence); when it turns true the map raises :class:`engine.core.runs.RunStopped`.
+    Raises :class:`engine.core.config.ConfigError` for a value out of its field's range or a
     cost model that cannot be built.
 
     Time and memory grow as T x cells x K (arrays of T + 1 floats per cell and K): the
@@ -290,7 +292,7 @@ def regime_map(
     # Baselines, steps and warnings per cell, from the kernel (one call per cell).
     # A map of fixed K: the form's policy does not enter (spectui arena compares policies).
     config = config.replace(**{"policy.name": "fixed"})
-    from .policies import needs_stepwise
+    from engine.simulate.policies import needs_stepwise
 
     chained = needs_stepwise(config)  # markov acceptance
     cells = [[config.replace(batch_size=b, prompt_len=c) for c in prompts] for b in batches]
@@ -302,7 +304,7 @@ def regime_map(
 
     total = config.tokens_per_seq
     r = np.arange(total + 1, dtype=np.int64)
-    r[0] = 1  # unused, as in engine.kernel.cycle_costs
+    r[0] = 1  # unused, as in engine.core.kernel.cycle_costs
     # context[j, r] for every prompt length: the kernel's rule, L = prompt_len + (T - r).
     context = np.stack([context_length(cells[0][j], r) for j in range(len(prompts))])
     batch: Any = np.array(batches, dtype=np.float64)[:, None, None]  # every batch at once
@@ -318,7 +320,7 @@ def regime_map(
         # cycle_by_r[r] is every cell's cycle time with r tokens to go, a column per cell.
         cycle_by_r = np.moveaxis(cycle, -1, 0).reshape(r.size, -1)
         if chained:  # cycles tied by a regime: the program over (r, regime), cell by cell
-            from .exact import exact_metrics_many
+            from engine.simulate.exact import exact_metrics_many
 
             flat = [cell.replace(k=k) for row in cells for cell in row]
             found = exact_metrics_many(flat)["speedup_exact"]

@@ -1,14 +1,14 @@
 """Per-cycle record files (``spectui run --cycles-out FILE``): CSV, or Parquet for a
 ``.parquet`` name.
 
-A file holds the record columns (:data:`engine.runs.RECORD_DTYPES`) and two more:
+A file holds the record columns (:data:`engine.core.runs.RECORD_DTYPES`) and two more:
 ``pattern``, the cycle's accept pattern (A accepted, R rejected, . not verified; "-" for a
 cycle that drafts nothing), and ``running_speedup``, the baseline's time for the sequence's
 tokens so far over its time so far. A token tree's file (shape tree) holds its records'
-columns (:data:`engine.tree_scenario.TREE_RECORD_DTYPES`: ``k`` the tree's draft nodes,
+columns (:data:`engine.simulate.tree_scenario.TREE_RECORD_DTYPES`: ``k`` the tree's draft nodes,
 ``accepted`` the accepted depth, ``node`` the last accepted node) and, in place of the
 pattern, ``path``: the accepted nodes from the root down (``1>3>12``; "-" for none,
-:meth:`engine.trees.Tree.path_texts`).
+:meth:`engine.shapes.trees.Tree.path_texts`).
 
 The CSV text is the text pandas' ``DataFrame.to_csv`` writes for these columns (floats as
 Python's ``repr``, an empty field for NaN), built without a Python object per cycle: each
@@ -29,11 +29,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .config import SpecConfig
-from .files import atomic_open
-from .kernel import baseline_time_us
-from .runs import RECORD_DTYPES, accept_pattern
-from .tree_scenario import TREE_RECORD_DTYPES, tree_of
+from engine.core.config import SpecConfig
+from engine.core.files import atomic_open
+from engine.core.kernel import baseline_time_us
+from engine.core.runs import RECORD_DTYPES, accept_pattern
+from engine.simulate.tree_scenario import TREE_RECORD_DTYPES, tree_of
 
 # The pattern of a cycle that drafts nothing (k = 0, the clamp rule's last cycle): an
 # empty field would read back as NaN.

@@ -1,14 +1,14 @@
 """Token trees in a scenario: what a tree cycle costs, its exact speedup, its Monte Carlo,
 and the comparisons ``spectui tree`` and the Tree view print (docs/model.md, "Draft shapes").
 
-A tree (``engine.trees``) is verified in one target pass over its draft nodes plus the root
+A tree (``engine.shapes.trees``) is verified in one target pass over its draft nodes plus the root
 (``w = nodes + 1`` tokens per sequence) and drafted in ``depth`` draft passes, each as wide
 as its level. A cycle emits the accepted depth plus one token. Cycles are independent, so a
 sequence's exact expectations come from the same finite-length program as a chain's
-(:func:`engine.exact.expected_over_sequence`), with the distribution of the accepted depth
+(:func:`engine.simulate.exact.expected_over_sequence`), with the distribution of the accepted depth
 in place of the accepted count and the tree's cycle time at each context. The Monte Carlo
 samples the accepted path (one uniform per accepted node picks which child, if any, is
-accepted: :func:`engine.trees.sample_cycles`). A chain of K with rank probabilities [p] is
+accepted: :func:`engine.shapes.trees.sample_cycles`). A chain of K with rank probabilities [p] is
 the fixed model's chain exactly.
 """
 
@@ -23,14 +23,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from .config import ConfigError, SpecConfig, rates_of
-from .cost.models import build_cost
-from .kernel import CycleCosts, Totals, context_length, cycle_costs, cycle_times
-from .runs import RECORD_DTYPES, KeptRecords
+from engine.core.config import ConfigError, SpecConfig, rates_of
+from engine.core.kernel import CycleCosts, Totals, context_length, cycle_costs, cycle_times
+from engine.core.runs import RECORD_DTYPES, KeptRecords
+from engine.cost.models import build_cost
 
 if TYPE_CHECKING:
-    from .runs import RunResult
-    from .trees import Tree
+    from engine.core.runs import RunResult
+    from engine.shapes.trees import Tree
 
 # Budgets and batch sizes of the budget x batch grid (the Tree view's heatmap, `spectui tree`).
 BATCH_SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -45,7 +45,7 @@ def rank_probs_of(config: SpecConfig) -> np.ndarray:
 
 @lru_cache(maxsize=64)
 def _tree(text: str, probs: str, k: int, shape: str) -> Tree:
-    from .trees import chain, parse_tree
+    from engine.shapes.trees import chain, parse_tree
 
     if shape != "tree":
         return chain(k)
@@ -110,7 +110,7 @@ def tree_cycle(config: SpecConfig) -> TreeCycle:
 
 def full_cycle(config: SpecConfig) -> tuple[CycleCosts, TreeCycle | None]:
     """The scenario's full cycle at the prompt's context, as ``spectui run`` and the Exact
-    panel show it: :func:`engine.kernel.cycle_costs` with, for a token tree, the tree's own
+    panel show it: :func:`engine.core.kernel.cycle_costs` with, for a token tree, the tree's own
     draft, verify and cycle times and bound in its ``limit_*`` and ``bound`` fields, and the
     tree's :class:`TreeCycle` (None for a chain). ConfigError as either raises it."""
     costs = cycle_costs(config)
@@ -133,8 +133,8 @@ def tree_exact(config: SpecConfig, tree: Tree | None = None) -> dict[str, float]
     """Exact figures of a tree scenario: ``speedup_exact`` (finite T, the program over r),
     ``tokens_per_cycle_exact`` (E[n + 1]) and ``speedup_limit`` (E[n + 1] decoding steps
     per cycle time, at the prompt's context)."""
-    from .sequence_dp import expected_over_sequence
-    from .trees import depth_distribution, expected_tokens
+    from engine.shapes.trees import depth_distribution, expected_tokens
+    from engine.simulate.sequence_dp import expected_over_sequence
 
     tree = tree_of(config) if tree is None else tree
     probs = rank_probs_of(config)
@@ -168,7 +168,7 @@ def depth_acceptance(config: SpecConfig) -> np.ndarray:
     """The model's P(the accepted path reaches depth i | it reached depth i - 1), i = 1 ..
     the tree's depth: a chain's per-position acceptance, for a tree (what a tree run's
     ``position_acceptance`` observes)."""
-    from .trees import depth_distribution
+    from engine.shapes.trees import depth_distribution
 
     tree = tree_of(config)
     dist = depth_distribution(tree, rank_probs_of(config))
@@ -188,17 +188,17 @@ def simulate_tree(
     on_progress: Callable[[int, int], None] | None = None,
 ) -> RunResult:
     """Monte Carlo of a tree scenario: every running sequence samples its cycle's accepted
-    path (:func:`engine.trees.sample_cycles`), in lockstep; metrics as for a chain
+    path (:func:`engine.shapes.trees.sample_cycles`), in lockstep; metrics as for a chain
     (drafted = the tree's nodes per cycle, accepted = the accepted depth).
 
-    ``records``, ``on_cycles``, ``max_records`` as for :func:`engine.simulator.simulate`,
+    ``records``, ``on_cycles``, ``max_records`` as for :func:`engine.simulate.simulator.simulate`,
     with the columns of :data:`TREE_RECORD_DTYPES`, ordered by sequence then cycle; they do
     not change the draws. ``position_counts``: cycles counted by accepted depth, a cycle
     that stopped above the tree's depth counted as stopped there (so position i is
     P(the path reaches depth i | it reached depth i - 1), as :func:`depth_acceptance`)."""
-    from .kernel import metrics_from_totals
-    from .runs import RunResult
-    from .trees import expected_tokens
+    from engine.core.kernel import metrics_from_totals
+    from engine.core.runs import RunResult
+    from engine.shapes.trees import expected_tokens
 
     tree = tree_of(config)
     totals = Totals()
@@ -246,8 +246,8 @@ def _lockstep(
     """One run of every sequence in lockstep, its totals added to ``totals``; the records
     of sequences ``recorded[0]`` up to ``recorded[1]`` (excluded), ordered by sequence then
     cycle (None if that range is empty)."""
-    from .runs import RunStopped, config_rng
-    from .trees import cycle_sampler
+    from engine.core.runs import RunStopped, config_rng
+    from engine.shapes.trees import cycle_sampler
 
     sample_cycles = cycle_sampler(tree, rank_probs_of(config))  # its tables, built once
     cycle, draft, _ = _prices(config, tree)
@@ -359,7 +359,7 @@ def shape_row(name: str, config: SpecConfig, tree: Tree) -> ShapeRow:
 
 
 def _row(name: str, config: SpecConfig, tree: Tree, speedup: float | None = None) -> ShapeRow:
-    from .trees import expected_tokens
+    from engine.shapes.trees import expected_tokens
 
     cost = build_cost(config)
     _, _, cycle = cycle_times(cost, tree.depth, config.batch_size, config.prompt_len, tree=tree)
@@ -385,11 +385,11 @@ def tree_speedups(
     on_done: Callable[[int], None] | None = None,
 ) -> list[float]:
     """``tree_exact(config, tree)["speedup_exact"]`` of each tree, their programs run as the
-    columns of one :func:`engine.exact.expected_over_sequence` (the same terms added in the
+    columns of one :func:`engine.simulate.exact.expected_over_sequence` (the same terms added in the
     same order: the same bits), in groups of at most :data:`PROGRAM_FLOATS` prices.
     ``on_done(count)`` after each group, with the trees done so far."""
-    from .sequence_dp import expected_over_sequence
-    from .trees import depth_distribution
+    from engine.shapes.trees import depth_distribution
+    from engine.simulate.sequence_dp import expected_over_sequence
 
     probs = rank_probs_of(config)
     rows = config.tokens_per_seq + 1
@@ -432,8 +432,8 @@ def compare_shapes(
     """The best chain (K in 1..16, by exact speedup), a k-ary tree, EAGLE's default shape,
     and the Sequoia-optimal tree (the budget of ``budgets`` and depth up to 16 with the
     best exact speedup), on the scenario's rank probabilities and cost."""
-    from .trees import chain, eagle_tree
-    from .trees import kary as kary_tree
+    from engine.shapes.trees import chain, eagle_tree
+    from engine.shapes.trees import kary as kary_tree
 
     total = compare_shapes_programs(budgets)
     probs = rank_probs_of(config)
@@ -462,7 +462,7 @@ def compare_shapes(
 
 def _sequoias(probs: np.ndarray, budgets: Sequence[int]) -> list[tuple[str, Tree]]:
     """The Sequoia trees of ``budgets`` and depths 1..16, named, budget by budget."""
-    from .trees import sequoia_tree
+    from engine.shapes.trees import sequoia_tree
 
     return [
         (f"Sequoia {budget}/{depth}", sequoia_tree(probs, budget, depth))
@@ -530,7 +530,7 @@ def budget_by_batch(
 ) -> BudgetGrid:
     """:class:`BudgetGrid` of the scenario (its cost model; a linear cost has no batch
     dependence, so every row is the same). ``on_progress`` after each batch size."""
-    from .trees import chain, sequoia_tree
+    from engine.shapes.trees import chain, sequoia_tree
 
     probs = rank_probs_of(config)
     tree_config = config.replace(**{"shape.name": "tree", "tail": "full", "policy.name": "fixed"})
@@ -540,7 +540,7 @@ def budget_by_batch(
     chain_speedup = np.empty(len(batch_sizes))
     for i, batch in enumerate(batch_sizes):
         if should_stop is not None and should_stop():
-            from .runs import RunStopped
+            from engine.core.runs import RunStopped
 
             raise RunStopped
         at = tree_config.replace(**{"workload.batch_size": batch})

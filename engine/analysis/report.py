@@ -12,17 +12,17 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from . import analysis as A
-from .config import ORIGINAL_MODEL_NAMES
-from .draft_models import DRAFT_MODELS, get_model
-from .formatting import (
+from engine.acceptance.draft_models import DRAFT_MODELS, get_model
+from engine.analysis import analysis as A
+from engine.analysis.formatting import (
     HEATMAP_LEGEND,
     acceptance_text,
     cell_text,
     cost_setting_text,
     speedup_text,
 )
-from .plot_data import optimal_k_heatmap
+from engine.analysis.plot_data import optimal_k_heatmap
+from engine.core.config import ORIGINAL_MODEL_NAMES
 
 # The original's claims, transcribed from its README ("Key Findings").
 CLAIM_BEST = {"draft_model": "fixed", "k": 15, "acceptance_rate": 0.95, "draft_cost_us": 10.0}
@@ -54,7 +54,8 @@ class Section:
     lines: list[str] = field(default_factory=list)
     table: pd.DataFrame | None = None
     verdict: str | None = None  # for checks of the original's findings
-    grid: pd.DataFrame | None = None  # an optimal-K grid (engine.plot_data.optimal_k_heatmap)
+    # An optimal-K grid (engine.analysis.plot_data.optimal_k_heatmap).
+    grid: pd.DataFrame | None = None
 
 
 def _fmt(x: float, digits: int = 2) -> str:
@@ -88,8 +89,9 @@ def _lookup(frame: pd.DataFrame, **values: object) -> pd.DataFrame:
 
 
 def heatmap_cells(grid: pd.DataFrame) -> pd.DataFrame:
-    """An optimal-K grid (:func:`engine.plot_data.optimal_k_heatmap`) as a table of cell text
-    (:func:`engine.formatting.cell_text`): a row per row label, a column per draft cost."""
+    """An optimal-K grid (:func:`engine.analysis.plot_data.optimal_k_heatmap`) as a table of
+    cell text (:func:`engine.analysis.formatting.cell_text`): a row per row label, a column
+    per draft cost."""
     labels = grid.attrs.get("row_labels", [])
     costs = grid.attrs.get("costs", [])
     columns = grid.attrs.get("column_labels") or [f"{c:g} us" for c in costs]

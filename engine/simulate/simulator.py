@@ -1,6 +1,6 @@
 """Vectorised Monte Carlo simulation of speculative decoding (numpy).
 
-One uniform draw per cycle gives its accepted prefix (:class:`engine.draft_models.
+One uniform draw per cycle gives its accepted prefix (:class:`engine.acceptance.draft_models.
 PrefixSampler`, sampler :data:`SAMPLER`). The sequences of a chunk each get a row of cycles
 at once; a sequence uses its row up to the cycle that completes it (see
 :func:`_simulate_chunk`). Aggregates are always computed; per-cycle records only on request,
@@ -18,10 +18,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .config import SpecConfig
-from .draft_models import SAMPLER, PrefixSampler, get_model
-from .exact import exact_metrics
-from .kernel import (
+from engine.acceptance.draft_models import SAMPLER, PrefixSampler, get_model
+from engine.core.config import SpecConfig
+from engine.core.kernel import (
     METRIC_NAMES,
     Z95,
     CycleCosts,
@@ -30,7 +29,7 @@ from .kernel import (
     emitted_and_kept,
     metrics_from_totals,
 )
-from .runs import (
+from engine.core.runs import (
     RECORD_DTYPES,
     CycleSink,
     KeptRecords,
@@ -40,6 +39,7 @@ from .runs import (
     config_rng,
     seed_key,
 )
+from engine.simulate.exact import exact_metrics
 
 __all__ = [
     "METRIC_NAMES",
@@ -176,7 +176,7 @@ def _simulate_chunk(
     row get another round. The tail rule acts only through the tokens still needed, r, at
     the start of a cycle: a cycle drafts k_r (the kernel's rule) and accepts
     min(n_full, k_r) drafts; before the last cycle r - 1 >= n_full + 1 > n_full, so only the
-    last cycle can be cut, and every cycle is priced by r (engine.kernel.cycle_costs).
+    last cycle can be cut, and every cycle is priced by r (engine.core.kernel.cycle_costs).
     """
     big_k, target = config.k, config.tokens_per_seq
     k_by_r = priced[0].costs.k.copy()  # the same for every member: K, T and tail agree
@@ -422,10 +422,10 @@ def simulate(
     tokens)`` is told as often the sequences finished and tokens kept so far. Neither
     changes the random draws: a run that is not stopped gives the same result without them.
     """
-    from .policies import needs_stepwise, simulate_run
+    from engine.simulate.policies import needs_stepwise, simulate_run
 
     if config.shape == "tree":  # the accepted path of a token tree, sampled
-        from .tree_scenario import simulate_tree
+        from engine.simulate.tree_scenario import simulate_tree
 
         return simulate_tree(
             config,
@@ -508,7 +508,7 @@ def simulate_shared(
     if not configs:
         return []
     first_config = configs[0]
-    from .policies import needs_stepwise
+    from engine.simulate.policies import needs_stepwise
 
     key = draw_key(first_config)
     if any(needs_stepwise(c) or c.shape == "tree" for c in configs) and len(configs) > 1:

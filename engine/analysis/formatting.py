@@ -83,7 +83,7 @@ def k_star_cell(
 
 
 def cell_text(cell: Any, aligned: bool = False) -> str:
-    """:func:`k_star_cell` of a row of :func:`engine.plot_data.optimal_k_heatmap`."""
+    """:func:`k_star_cell` of a row of :func:`engine.analysis.plot_data.optimal_k_heatmap`."""
     return k_star_cell(
         int(cell["k_opt"]),
         float(cell["speedup_opt"]),
@@ -152,7 +152,7 @@ def policy_bound(config: Any) -> str:
 
 
 def _policy_name(c: Any) -> str:
-    from engine.config import schedule_k
+    from engine.core.config import schedule_k
 
     name = c.policy
     if name == "fixed":

@@ -32,10 +32,10 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from .config import SpecConfig
-from .draft_models import get_model
-from .kernel import CycleCosts, cycle_costs, draft_count
-from .sequence_dp import ACCUMULATE_COLUMNS, expected_over_sequence
+from engine.acceptance.draft_models import get_model
+from engine.core.config import SpecConfig
+from engine.core.kernel import CycleCosts, cycle_costs, draft_count
+from engine.simulate.sequence_dp import ACCUMULATE_COLUMNS, expected_over_sequence
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -151,7 +151,7 @@ def _chunks(ks: IntArray, lengths: IntArray) -> list[IntArray]:
 def _by_length(tables: Sequence[FloatArray], total: int) -> FloatArray:
     """Tables by r (1-D, each of its configuration's T + 1 rows) as columns of a (total + 1,
     len(tables)) array, zero below a shorter table's end; tables that are the same object
-    (configurations of one cost setting, engine.kernel.cycle_costs's cache) copied once."""
+    (configurations of one cost setting, engine.core.kernel.cycle_costs's cache) copied once."""
     unique: dict[int, tuple[int, FloatArray]] = {}
     columns = [unique.setdefault(id(t), (len(unique), t))[0] for t in tables]
     distinct = np.zeros((total + 1, len(unique)))
@@ -206,7 +206,7 @@ def exact_metrics_many(configs: Iterable[SpecConfig]) -> dict[str, FloatArray]:
     Configurations may differ in every field. Time O(sum of T x K) plus a few numpy calls
     per r of each chunk (configurations with close K and T share one); memory bounded by
     :data:`_CHUNK_FLOATS` per table, whatever the number of configurations. Raises
-    :class:`engine.config.ConfigError` when a cost model cannot be built.
+    :class:`engine.core.config.ConfigError` when a cost model cannot be built.
     """
     configs = list(configs)
     out = {name: np.empty(len(configs)) for name in EXACT_METRIC_NAMES}
@@ -223,15 +223,15 @@ def exact_metrics_many(configs: Iterable[SpecConfig]) -> dict[str, FloatArray]:
 
 
 def _policy_figures(configs: Sequence[SpecConfig], out: dict[str, FloatArray]) -> None:
-    """Replace the figures of K policies and markov acceptance (engine.policies):
+    """Replace the figures of K policies and markov acceptance (engine.simulate.policies):
     speedup_exact from the program over (r, policy state, regime), NaN where a policy has
     none; a policy other than fixed has no long-run fixed-K figures (NaN). Under markov a
     fixed K keeps them: in the long run its cycles follow the stationary mix."""
-    from .policies import exact_speedup, needs_stepwise
+    from engine.simulate.policies import exact_speedup, needs_stepwise
 
     for i, config in enumerate(configs):
         if config.shape == "tree":  # the accepted depth's distribution, the tree's costs
-            from .tree_scenario import tree_exact
+            from engine.simulate.tree_scenario import tree_exact
 
             found = tree_exact(config)
             for name in EXACT_METRIC_NAMES:
@@ -279,11 +279,11 @@ def compute_overhead_limit(config: SpecConfig) -> float:
 
 def expected_sequence_time_us(config: SpecConfig) -> float:
     """Expected speculative time of one sequence of tokens_per_seq tokens, in microseconds,
-    each cycle priced by the cost model at its own context (engine.kernel.cycle_costs)."""
-    from .policies import exact_policy, needs_stepwise
+    each cycle priced by the cost model at its own context (engine.core.kernel.cycle_costs)."""
+    from engine.simulate.policies import exact_policy, needs_stepwise
 
     if config.shape == "tree":
-        from .tree_scenario import tree_exact
+        from engine.simulate.tree_scenario import tree_exact
 
         return float(cycle_costs(config).baseline_us / tree_exact(config)["speedup_exact"])
     if needs_stepwise(config):  # NaN for a policy with no exact value
@@ -304,10 +304,10 @@ def tokens_per_cycle_at_length(config: SpecConfig) -> float:
     estimates. Equals :func:`tokens_per_cycle` under "full", where every cycle drafts K;
     under "clamp" the short last cycles lower it.
     """
-    from .policies import exact_policy, needs_stepwise
+    from engine.simulate.policies import exact_policy, needs_stepwise
 
     if config.shape == "tree":  # every cycle drafts the whole tree (full tail)
-        from .tree_scenario import tree_exact
+        from engine.simulate.tree_scenario import tree_exact
 
         return tree_exact(config)["tokens_per_cycle_exact"]
     if needs_stepwise(config):
@@ -323,7 +323,7 @@ def tokens_per_cycle_at_length(config: SpecConfig) -> float:
     by_k = np.where(j < drafts, dist[:, 0], np.where(j == drafts, surv, 0.0))
     emitted = np.add.accumulate(by_k * (j + 1.0), axis=1)[:, -1]
     r = np.arange(total + 1, dtype=np.int64)
-    r[0] = 1  # unused, as in engine.kernel.cycle_costs
+    r[0] = 1  # unused, as in engine.core.kernel.cycle_costs
     per_cycle = np.stack([np.ones(total + 1), emitted[draft_count(config, r)]], axis=1)
     cycles, emitted_total = expected_over_sequence(dist, per_cycle)[-1]
     return float(emitted_total / cycles)

@@ -1,6 +1,6 @@
 """Worker processes for sweeps: one pool for the CLI (``spectui sweep --workers N``) and the app.
 
-:func:`engine.sweep.run_sweep` runs on any :class:`concurrent.futures.Executor` (a thread
+:func:`engine.sweep.sweep.run_sweep` runs on any :class:`concurrent.futures.Executor` (a thread
 pool, a process pool, anything with ``submit``); a configuration's rows do not depend on
 which, since each draws from its own generator. :class:`SweepPool` is the process pool the
 front ends use:
@@ -39,10 +39,10 @@ from concurrent.futures.process import BrokenProcessPool
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from .config import WORKERS_MAX, SpecConfig
+from engine.core.config import WORKERS_MAX, SpecConfig
 
 if TYPE_CHECKING:
-    from .sweep import SweepPlan
+    from engine.sweep.sweep import SweepPlan
 
 MAX_WORKERS = WORKERS_MAX
 # Simulated tokens per batch sent to a worker: roughly 50-100 ms of work. Each worker holds
@@ -73,7 +73,7 @@ def batch_size(configs: Sequence[SpecConfig], workers: int) -> int:
     """Configurations per batch for ``workers`` processes (see :data:`BATCH_TOKENS`).
 
     A multiple of the number of K values when that fits: the sweep runs in cell order
-    (:func:`engine.sweep.cell_order`, all K of a cell together), so batches tend to complete
+    (:func:`engine.sweep.sweep.cell_order`, all K of a cell together), so batches tend to complete
     whole cells of the heatmap. The fast engine packs whole groups of configurations that
     share draws (a group may span cells), so its batches can be larger.
     """
@@ -84,12 +84,12 @@ def batch_size(configs: Sequence[SpecConfig], workers: int) -> int:
 
 
 def batch_size_for(plan: SweepPlan, workers: int, exact_only: bool = False) -> int:
-    """:func:`batch_size` of the configurations a :class:`engine.sweep.SweepPlan` runs. An
+    """:func:`batch_size` of the configurations a :class:`engine.sweep.sweep.SweepPlan` runs. An
     exact-only sweep samples nothing: its batches are sized by count alone, as large as
-    progress allows (up to :data:`engine.sweep.EXACT_BATCH`; the exact program of a batch
+    progress allows (up to :data:`engine.sweep.sweep.EXACT_BATCH`; the exact program of a batch
     is computed for all its configurations at once)."""
     if exact_only:
-        from .sweep import EXACT_BATCH, EXACT_BATCH_TOKENS
+        from engine.sweep.sweep import EXACT_BATCH, EXACT_BATCH_TOKENS
 
         by_progress = math.ceil(plan.remaining / (BATCHES_PER_WORKER * max(workers, 1)))
         by_length = EXACT_BATCH_TOKENS // max(plan.longest, 1)  # as in the calling thread
@@ -122,7 +122,7 @@ def _init_worker(parent: int) -> None:
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
     os.close(devnull)
-    import engine.sweep  # noqa: F401  (the first batch should not pay for the imports)
+    import engine.sweep.sweep  # noqa: F401  (the first batch should not pay for the imports)
 
 
 def _exit_with_parent(parent: int) -> None:
@@ -190,7 +190,7 @@ def stderr_with_a_file_descriptor() -> Iterator[None]:
 
 
 class SweepPool:
-    """A lazily started process pool for :func:`engine.sweep.run_sweep`; thread-safe.
+    """A lazily started process pool for :func:`engine.sweep.sweep.run_sweep`; thread-safe.
 
     ``SweepPool(0)`` never starts processes (:meth:`executor` is None: run serially). Use it
     as a context manager, or call :meth:`shutdown` when done. ``start_method``: see the

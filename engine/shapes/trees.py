@@ -219,7 +219,7 @@ def expected_tokens(tree: Tree, rank_probs: RankProbs) -> float:
 def depth_distribution(tree: Tree, rank_probs: RankProbs) -> FloatArray:
     """P(accepted depth = j) for j = 0..depth (sums to 1): the accepted nodes at one depth
     are exclusive, so P(depth >= j) is the sum of that level's path probabilities; a chain
-    gives exactly :func:`engine.exact.accepted_distribution`."""
+    gives exactly :func:`engine.simulate.exact.accepted_distribution`."""
     path = path_probs(tree, rank_probs)
     surv = np.zeros(tree.depth + 2)  # P(depth >= j), j = 0..depth + 1
     surv[0] = 1.0

@@ -9,7 +9,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .config import FIELD_SPECS, ConfigError, SpecConfig
+from engine.core.config import FIELD_SPECS, ConfigError, SpecConfig
 
 Grid = Mapping[str, Sequence[Any]]
 # The most values one grid axis may list: each is checked and kept while the sweep is

@@ -1,7 +1,8 @@
 """Sweeps on a Dask cluster: the optional extra ``spectui[dask]``.
 
-:class:`DaskRunner` is a :class:`engine.sweep.BatchRunner`: :func:`engine.sweep.run_sweep`
-and :func:`engine.sweep.sweep_rows` send it their batches as they send them to a process
+:class:`DaskRunner` is a :class:`engine.sweep.sweep.BatchRunner`:
+:func:`engine.sweep.sweep.run_sweep`
+and :func:`engine.sweep.sweep.sweep_rows` send it their batches as they send them to a process
 pool. It connects to a running scheduler (``tcp://HOST:8786``, started with
 ``dask scheduler``; workers join it with ``dask worker tcp://HOST:8786``) or starts a
 :class:`distributed.LocalCluster` of N worker processes (``local:N``).
@@ -10,7 +11,7 @@ pool. It connects to a running scheduler (``tcp://HOST:8786``, started with
   (:func:`task_size`): a Dask task costs milliseconds of overhead, a configuration can cost
   less. Tasks go out a few per worker thread at a time and their rows come back with
   :class:`distributed.as_completed`.
-* Each configuration draws from its own generator (:func:`engine.runs.config_rng`), so
+* Each configuration draws from its own generator (:func:`engine.core.runs.config_rng`), so
   its row is the same on any worker, in any batch, run any number of times.
 * A task whose worker dies is run again elsewhere (Dask reschedules the work of a lost
   worker); one that raises stops the sweep with its error (a configuration's error would
@@ -40,8 +41,8 @@ from collections.abc import Callable, Iterator
 from types import TracebackType
 from typing import Any
 
-from .config import WORKERS_MAX, ConfigError
-from .sweep import Batch, BatchRows, BatchRunner, Flight, SweepPlan
+from engine.core.config import WORKERS_MAX, ConfigError
+from engine.sweep.sweep import Batch, BatchRows, BatchRunner, Flight, SweepPlan
 
 __all__ = [
     "RETRIES",
@@ -118,7 +119,7 @@ def _local_worker_settings() -> Iterator[None]:
 
     environ = dict(dask.config.get("distributed.nanny.pre-spawn-environ", {}))
     environ.pop("MALLOC_TRIM_THRESHOLD_", None)
-    from .pool import stderr_with_a_file_descriptor
+    from engine.sweep.pool import stderr_with_a_file_descriptor
 
     main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None

@@ -1,21 +1,21 @@
 """K policies on a scenario: the glue between configurations and the two policy engines.
 
-``engine.stepwise`` simulates any policy cycle by cycle on common random numbers, and
-``engine.policy_exact`` gives exact expectations where a policy's state can be enumerated;
+``engine.simulate.stepwise`` simulates any policy cycle by cycle on common random numbers, and
+``engine.simulate.policy_exact`` gives exact expectations where a policy's state can be enumerated;
 both take plain arrays. This module builds those arrays from a :class:`SpecConfig`:
 
 - :func:`acceptance_of`: the acceptance model's regimes (one for every model but markov) or
   its per-token confidences;
 - :func:`price_table`: what a cycle costs at every r (tokens still needed) and every k in
   0..K_max, k = 0 being a plain decoding step (the baseline's step), from the kernel's one
-  cycle time (:func:`engine.kernel.cycle_times`);
+  cycle time (:func:`engine.core.kernel.cycle_times`);
 - :func:`crn_entropy`: the random stream every policy on a scenario shares: the seed and the
   acceptance model with its parameters, and nothing a policy chooses (not K, not the policy,
   not the length, the tail rule or any cost), so that every contender sees the same draws.
 
 A configuration goes to the stepwise engine (:func:`needs_stepwise`) when its policy is not
 fixed, or its acceptance ties cycles together (markov); every other configuration keeps the
-original's block sampler (engine.simulator), so that its results stay as they were.
+original's block sampler (engine.simulate.simulator), so that its results stay as they were.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .config import (
+from engine.acceptance.draft_models import get_model
+from engine.core.config import (
     FIELD_SPECS,
     SpecConfig,
     policy_k_max,
@@ -37,15 +38,14 @@ from .config import (
     schedule_k,
     stream_width,
 )
-from .cost.models import build_cost
-from .draft_models import get_model
+from engine.cost.models import build_cost
 
 if TYPE_CHECKING:
-    from .policy_exact import PolicyExact
-    from .runs import RunResult
-    from .stepwise import Acceptance, Policy, StepwiseResult
+    from engine.core.runs import RunResult
+    from engine.simulate.policy_exact import PolicyExact
+    from engine.simulate.stepwise import Acceptance, Policy, StepwiseResult
 
-# The sampler of the stepwise engine, as results name it (engine.sweep.sampler_name).
+# The sampler of the stepwise engine, as results name it (engine.sweep.sweep.sampler_name).
 STEPWISE_SAMPLER = "stepwise/1"
 # Policies whose state the exact program can enumerate.
 EXACT_POLICIES = ("fixed", "hf_heuristic", "schedule", "oracle")
@@ -65,7 +65,7 @@ def has_exact(config: SpecConfig) -> bool:
 
 def acceptance_of(config: SpecConfig, k_max: int) -> Acceptance:
     """The stepwise engine's acceptance process for the configuration, up to k_max drafts."""
-    from .stepwise import Acceptance
+    from engine.simulate.stepwise import Acceptance
 
     model = get_model(config.draft_model)
     if model.confidences:
@@ -83,8 +83,8 @@ def regimes_of(config: SpecConfig, k_max: int) -> tuple[np.ndarray, float, np.nd
 def price_table(config: SpecConfig, k_max: int) -> tuple[np.ndarray, np.ndarray]:
     """(draft_us, cycle_us), each (T + 1, k_max + 1): the cost of a cycle that starts with r
     tokens still needed and drafts k (k = 0: one plain decoding step), by
-    :func:`engine.stepwise.price_tables` (the kernel's one cycle time). Row 0 is unused."""
-    from .stepwise import price_tables
+    :func:`engine.simulate.stepwise.price_tables` (the kernel's one cycle time). Row 0 is unused."""
+    from engine.simulate.stepwise import price_tables
 
     return price_tables(
         build_cost(config), config.tokens_per_seq, k_max, config.batch_size, config.prompt_len
@@ -111,7 +111,7 @@ def crn_entropy(config: SpecConfig) -> list[int]:
 def policy_of(config: SpecConfig, oracle_k: np.ndarray | None = None) -> Policy:
     """The stepwise engine's policy for the configuration (``oracle_k``: the oracle's
     table, from :func:`exact_policy`)."""
-    from .stepwise import Policy
+    from engine.simulate.stepwise import Policy
 
     name = config.policy
     k = config.k
@@ -148,7 +148,7 @@ def exact_policy(config: SpecConfig) -> PolicyExact | None:
     policy with no exact value: threshold, goodput)."""
     if not has_exact(config):
         return None
-    from .policy_exact import Regimes, policy_exact
+    from engine.simulate.policy_exact import Regimes, policy_exact
 
     k_max = policy_k_max(config)
     survival, stay, mix = regimes_of(config, k_max)
@@ -171,7 +171,7 @@ def exact_policy(config: SpecConfig) -> PolicyExact | None:
 
 def exact_speedup(config: SpecConfig) -> float:
     """The policy's exact speedup (NaN where it has none)."""
-    from .kernel import cycle_costs
+    from engine.core.kernel import cycle_costs
 
     found = exact_policy(config)
     if found is None:
@@ -192,7 +192,7 @@ def simulate_policy_config(
     numbers (:func:`crn_entropy`). ``width``: the draws' width (at least
     :func:`stream_width`); policies compared on one scenario pass the same.
     ``position_counts``: the totals also count cycles by accepted drafts."""
-    from .stepwise import simulate_policy
+    from engine.simulate.stepwise import simulate_policy
 
     width = max(stream_width(config), width or 0)
     draft, cycle = price_table(config, width)
@@ -225,14 +225,14 @@ def simulate_run(
     should_stop: Callable[[], bool] | None = None,
     on_progress: Callable[[int, int], None] | None = None,
 ) -> RunResult:
-    """:func:`engine.simulator.simulate` for a configuration of the stepwise engine: the
+    """:func:`engine.simulate.simulator.simulate` for a configuration of the stepwise engine: the
     same metrics, and the per-cycle records of its first sequences. ``exact``: the
-    configuration's exact figures (:func:`engine.exact.exact_metrics`), reported beside
+    configuration's exact figures (:func:`engine.simulate.exact.exact_metrics`), reported beside
     the Monte Carlo ones."""
     import pandas as pd
 
-    from .kernel import metrics_from_totals
-    from .runs import RECORD_DTYPES, RunResult
+    from engine.core.kernel import metrics_from_totals
+    from engine.core.runs import RECORD_DTYPES, RunResult
 
     want_records = records or on_cycles is not None
     total = config.tokens_per_seq
@@ -270,7 +270,7 @@ def simulate_run(
 def _trace_records(
     config: SpecConfig, trace: dict[str, np.ndarray], prices: tuple[np.ndarray, np.ndarray]
 ) -> Any:
-    """The records (engine.runs.RECORD_DTYPES) of the traced sequences' cycles."""
+    """The records (engine.core.runs.RECORD_DTYPES) of the traced sequences' cycles."""
     import pandas as pd
 
     r, k, accepted = trace["r"], trace["k"], trace["accepted"]

@@ -1,6 +1,6 @@
 """The data behind the six plots of a sweep (the original simulator's plots), as tidy frames.
 
-Each function takes a sweep frame (rows of :func:`engine.sweep.run_sweep` or its CSV, possibly
+Each function takes a sweep frame (rows of :func:`engine.sweep.sweep.run_sweep` or its CSV, possibly
 partial: a sweep still running, or a grid with missing cells or models) and returns a tidy
 frame, one row per plotted point, that a renderer (matplotlib, plotext) draws without further
 computation. An empty or irrelevant frame gives an empty result with the same columns.
@@ -8,9 +8,9 @@ computation. An empty or irrelevant frame gives an empty result with the same co
 Conventions shared by every function:
 
 * Rows that differ only in parameters their model does not read are one configuration
-  (:func:`engine.analysis.effective`): an inert axis is never drawn as if it mattered.
+  (:func:`engine.analysis.analysis.effective`): an inert axis is never drawn as if it mattered.
 * The plotted speedup is the Monte Carlo one (with its 95 % half-width) when the sweep has it,
-  else the exact finite-length one (:func:`engine.analysis.speedup_column`).
+  else the exact finite-length one (:func:`engine.analysis.analysis.speedup_column`).
 * A configuration axis that a plot does not show and that varies in the sweep (for example
   ``tokens_per_seq``) is held at its most common value; ``result.attrs["notes"]`` says so.
   Plots 2 and 3 instead average over the costs, which do not change acceptance or waste.
@@ -28,10 +28,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .analysis import config_columns, effective, optimal_k, pareto_front, speedup_column
-from .analysis import scenario_columns as scenario_columns_of
-from .config import FIELD_SPECS
-from .draft_models import DRAFT_MODELS, MODEL_PARAMETERS, inert_parameters
+from engine.acceptance.draft_models import DRAFT_MODELS, MODEL_PARAMETERS, inert_parameters
+from engine.analysis.analysis import (
+    config_columns,
+    effective,
+    optimal_k,
+    pareto_front,
+    speedup_column,
+)
+from engine.analysis.analysis import scenario_columns as scenario_columns_of
+from engine.core.config import FIELD_SPECS
 
 # Short names of the quality parameters, for line labels.
 SHORT_NAMES = {
@@ -372,7 +378,7 @@ def pareto_speedup_vs_overhead(frame: pd.DataFrame) -> pd.DataFrame:
 
     ``compute_overhead`` (unitless, >= 0) is target positions evaluated plus cost ratio times
     drafted tokens, per emitted token, minus 1 (its exact limit for an exact-only sweep).
-    ``on_front`` marks the Pareto front of :func:`engine.analysis.pareto_front` (no other
+    ``on_front`` marks the Pareto front of :func:`engine.analysis.analysis.pareto_front` (no other
     configuration is both faster and cheaper); ``front_order`` orders the front by overhead
     (NaN off the front). Rows sorted by model, then overhead.
     """
@@ -453,14 +459,15 @@ def optimal_k_heatmap(
     reads if none varies): ``row`` (0 = first) and ``row_label``. ``column`` indexes
     ``draft_cost_us`` (us). Every other configuration axis that varies (``tokens_per_seq``,
     ``verify_cost_us``, ``seed``...) is held at its most common value and
-    ``attrs["notes"]`` says so. The rest is :func:`engine.analysis.optimal_k`: ``k_opt`` (K*,
+    ``attrs["notes"]`` says so. The rest is :func:`engine.analysis.analysis.optimal_k`: ``k_opt``
+    (K*,
     ties in speedup to the smaller K), ``speedup_opt`` with ``speedup_ci95``, ``tie`` and
-    ``tied_ks`` (:data:`engine.formatting.TIE_RULE`), ``loses`` (even K* is slower than the
+    ``tied_ks`` (:data:`engine.analysis.formatting.TIE_RULE`), ``loses`` (even K* is slower than the
     baseline), the exact ``k_opt_exact``/``speedup_exact_opt``; ``n_k`` counts the K values
     the cell has and ``complete`` is false while it lacks some K of the grid (a running sweep:
     K* is the best so far).
 
-    ``planned`` (the configurations of the whole sweep, :func:`engine.sweep.config_frame`)
+    ``planned`` (the configurations of the whole sweep, :func:`engine.sweep.sweep.config_frame`)
     fixes the grid's shape before results arrive: rows, columns, held values and K count come
     from it, so a running sweep's grid does not change shape as it fills. ``model`` defaults
     to :func:`heatmap_model`. ``attrs``: ``model``, ``row_labels``, ``row_keys`` (tuples of

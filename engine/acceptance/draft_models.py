@@ -11,7 +11,7 @@ Every model gives the marginal ``P(n >= j)`` of one cycle (:meth:`DraftModel.pos
 whose cumulative products are that survival), from which the exact long-run figures follow.
 Cycles are independent for every model but markov, whose regime ties one cycle to the
 next (:attr:`DraftModel.cycles_independent`); :meth:`DraftModel.regimes` gives its
-per-regime survival, and the K-policy engine (``engine.policies``) draws its chain.
+per-regime survival, and the K-policy engine (``engine.simulate.policies``) draws its chain.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from .config import MODEL_PARAMETERS, MODEL_READS, SpecConfig, rates_of
+from engine.core.config import MODEL_PARAMETERS, MODEL_READS, SpecConfig, rates_of
 
 # Which sampler makes the Monte Carlo draws, as the sweep CSV and ``run --json`` name it.
 # "prefix/2": one uniform per cycle gives the accepted prefix (:class:`PrefixSampler`). The

@@ -22,12 +22,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from .config import ConfigError
+from engine.core.config import ConfigError
 
 if TYPE_CHECKING:  # pandas is imported by the callers that pass frames; keep this module light
     import pandas as pd
 
-    from .config import SpecConfig
+    from engine.core.config import SpecConfig
 
 
 def _umask() -> int:
@@ -108,7 +108,7 @@ def append_csv_row(
 
     A file that exists keeps its columns: the row is written under its header, in its
     order. A column of ``optional`` that the file lacks (one added since the file was
-    begun) is left out; any other difference is a :class:`engine.config.ConfigError` on
+    begun) is left out; any other difference is a :class:`engine.core.config.ConfigError` on
     ``field`` that names it, and nothing is written (a row under the wrong header would
     shift every value); so is a file whose last line is incomplete (see
     :func:`check_appendable`).
@@ -166,7 +166,7 @@ def check_appendable(
     path: Path, names: Sequence[str], optional: Collection[str] = (), field: str = "file"
 ) -> list[str] | None:
     """The header of ``path`` if rows of columns ``names`` can be appended to it (None:
-    no file yet, or an empty one); :class:`engine.config.ConfigError` on ``field`` if not
+    no file yet, or an empty one); :class:`engine.core.config.ConfigError` on ``field`` if not
     (see :func:`append_csv_row`): other columns, or a last line without its line ending
     (a write cut short: a row appended to it would be glued onto it). A caller checks
     before a long run, not after it."""
@@ -241,7 +241,7 @@ def sweep_lock(out: Path, field: str = "--out") -> Iterator[Path]:
     an exclusive ``flock`` and this process's pid in it (removed at the end; one left by a
     process that died holds no lock, and is taken over). Two sweeps never write one
     ``out`` (nor its partial file): while one holds the lock, another gets a
-    :class:`engine.config.ConfigError` on ``field`` naming the holder's pid."""
+    :class:`engine.core.config.ConfigError` on ``field`` naming the holder's pid."""
     out = writable_target(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     path = out.with_name(out.name + ".lock")
@@ -286,7 +286,7 @@ def sweep_lock(out: Path, field: str = "--out") -> Iterator[Path]:
 class SweepWriter:
     """Streams sweep rows to ``<out>.partial`` as they finish; ``finish`` writes ``out``.
 
-    ``columns`` are the sweep's (:func:`engine.sweep.sweep_columns`: ``config_id``, the
+    ``columns`` are the sweep's (:func:`engine.sweep.sweep.sweep_columns`: ``config_id``, the
     configuration's fields, then the metrics); a row's other keys are not written. Each row
     is written as the final file holds it (:func:`csv_line`), so the final file is the
     partial file's lines sorted by ``config_id``: the same bytes however the rows came
@@ -295,7 +295,7 @@ class SweepWriter:
     If the process dies, the ``.partial`` file still holds every row finished so far.
     ``SweepWriter(..., resume=configs)`` continues such a file (or, with none, ``out``
     itself: a sweep stopped early writes its rows there): its rows are checked against
-    ``configs`` (a row of another sweep is a :class:`engine.config.ConfigError` on
+    ``configs`` (a row of another sweep is a :class:`engine.core.config.ConfigError` on
     ``--resume``, nothing is changed; ``expect(config)``: more columns a row must hold, such
     as its ``sampler``), a last line cut short by a crash is dropped, and
     :attr:`done` holds the ``config_id`` of each row kept. ``finish`` replaces ``out``
@@ -466,7 +466,7 @@ class SweepWriter:
 
 @functools.cache
 def _config_keys() -> frozenset[str]:
-    from .config import FIELD_SPECS
+    from engine.core.config import FIELD_SPECS
 
     return frozenset(FIELD_SPECS)
 

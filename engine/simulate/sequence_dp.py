@@ -1,6 +1,7 @@
 """The exact dynamic program over one sequence: the expected sum of a per-cycle value over
 the cycles that produce ``r`` tokens, for every ``r``. The chain's exact figures
-(:mod:`engine.exact`) and the token tree's (:mod:`engine.tree_scenario`) are made with it.
+(:mod:`engine.simulate.exact`) and the token tree's (:mod:`engine.simulate.tree_scenario`) are made
+with it.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def expected_over_sequence(
     ``dist[j, c]`` is P(n = j) for j = 0..K in a cycle of K drafts (shape (K + 1, columns),
     or (K + 1, 1) for one distribution broadcast to every column; zero beyond a column's own
     K). ``per_cycle[r, c]`` is the value of a cycle that starts with r tokens still needed
-    (shape (T + 1, columns); row 0 is unused): its time (engine.kernel.cycle_costs), 1 to
+    (shape (T + 1, columns); row 0 is unused): its time (engine.core.kernel.cycle_costs), 1 to
     count cycles, its expected emitted tokens. ``checkpoint(r)``, if given, is called every
     :data:`CHECKPOINT_ROWS` r, so that a caller can stop a long program (by raising).
 

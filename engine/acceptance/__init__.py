@@ -1,0 +1,1 @@
+"""Acceptance models: how many drafted tokens a cycle accepts."""

@@ -1,0 +1,1 @@
+"""Shapes of what a cycle drafts: token trees."""

@@ -1,0 +1,1 @@
+"""Sweeps: grids, plans and streamed rows, the process pool and Dask runners."""
