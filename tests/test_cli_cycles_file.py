@@ -13,10 +13,10 @@ import pytest
 import engine.simulate.cycles_file as cycles_file
 import engine.simulate.simulator
 from engine.core.config import FIELD_SPECS, SpecConfig
-from engine.simulate.cycles_file import CYCLES_COLUMNS, csv_blocks, csv_header, cycles_writer
 from engine.core.kernel import baseline_time_us
 from engine.core.runs import RECORD_DTYPES
 from engine.cost.models import build_cost
+from engine.simulate.cycles_file import CYCLES_COLUMNS, csv_blocks, csv_header, cycles_writer
 from engine.simulate.reference import simulate_reference
 from engine.simulate.simulator import simulate
 from spectui.cli import main

@@ -58,14 +58,14 @@ def _run_progress(config: SpecConfig) -> tuple[Any, Any]:
 
 
 def command(args: argparse.Namespace) -> int:
+    from engine.core.files import append_csv_row, check_appendable
+    from engine.core.kernel import METRIC_NAMES
     from engine.simulate.cycles_file import (
         PARQUET_INSTALL,
         cycles_writer,
         is_parquet,
         parquet_available,
     )
-    from engine.core.files import append_csv_row, check_appendable
-    from engine.core.kernel import METRIC_NAMES
     from engine.simulate.reference import simulate_reference
     from engine.simulate.simulator import simulate
     from engine.sweep.sweep import sampler_name

@@ -273,8 +273,8 @@ class RunView(ReportsWorkerErrors, Vertical):
 
     @work(thread=True, group="export", exit_on_error=False)
     def _export(self, result: RunFinished, path: Path) -> None:
-        from engine.simulate.cycles_file import cycles_writer
         from engine.core.runs import RunStopped
+        from engine.simulate.cycles_file import cycles_writer
         from engine.simulate.simulator import simulate
 
         worker = get_current_worker()
