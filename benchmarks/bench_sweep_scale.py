@@ -560,7 +560,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for engine in engines:
                 if engine is base and configurations > sizes.base_memory_max:
                     continue
-                results[configurations][engine.name] = engine.sweep.sweep(
+                results[configurations][engine.name] = engine.sweep(
                     engine.name, grid, "grid.csv", "--exact-only", "--workers", "1"
                 )
         print(memory_section(results, [e.name for e in engines]))

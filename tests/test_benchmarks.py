@@ -224,7 +224,7 @@ def test_sweep_scale_refuses_another_engine(scale: ModuleType, tmp_path: Path) -
     # sweep (a preset that is not there ends the run before spectui's sweep imports).
     engine = scale.Engine("base", empty, tmp_path / "runs", 120.0)
     with pytest.raises(RuntimeError, match="timed the wrong engine"):
-        engine.sweep.sweep("base", tmp_path / "absent.toml", "grid.csv", "--exact-only")
+        engine.sweep("base", tmp_path / "absent.toml", "grid.csv", "--exact-only")
 
 
 # A run that times the named engine: test_sweep_scale_quick_prints_its_tables.

@@ -295,7 +295,7 @@ def test_the_guard_sees_restatements():
 
 def test_the_cycle_time_is_added_up_once_in_the_kernel():
     """kernel.py adds a draft and a verify time in exactly one place, ``cycle_times``."""
-    source = (REPO / "engine" / "kernel.py").read_text(encoding="utf-8")
+    source = (REPO / "engine" / "core" / "kernel.py").read_text(encoding="utf-8")
     tree = ast.parse(source)
     sums = [line for rule, line in restatements(source) if rule == "draft + verify"]
     assert len(sums) == 1
