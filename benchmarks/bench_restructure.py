@@ -37,19 +37,10 @@ REPO = Path(__file__).resolve().parent.parent
 BEFORE_COMMIT = "11915f6"
 
 # Run in a fresh interpreter with PYTHONPATH the tree's root; prints one JSON line.
-CHILD = r'''
-import importlib, json, resource, sys, time
+CHILD = r"""
+import json, resource, sys, time
 started = time.perf_counter()
 task = sys.argv[1]
-
-def names(module, *wanted):
-    """From this tree's engine, or the flat one before #24 (engine.simulate.simulator was
-    engine.simulator)."""
-    try:
-        found = importlib.import_module(module)
-    except ModuleNotFoundError:
-        found = importlib.import_module("engine." + module.rsplit(".", 1)[1])
-    return [getattr(found, name) for name in wanted]
 
 seconds = None
 if task == "app":
@@ -64,10 +55,14 @@ if task == "app":
     asyncio.run(first_frame())
     seconds = time.perf_counter() - started
 else:
-    (load_preset,) = names("engine.presets", "load_preset")
-    (simulate,) = names("engine.simulate.simulator", "simulate")
-    (exact_many,) = names("engine.simulate.exact", "exact_metrics_many")
-    (run_sweep,) = names("engine.sweep.sweep", "run_sweep")
+    # This tree's engine, or the flat one before #24 (bench_engine's lookup).
+    sys.path.insert(0, sys.argv[2])
+    from bench_engine import engine_names
+
+    load_preset = engine_names("engine.presets", "load_preset")
+    simulate = engine_names("engine.simulate.simulator", "simulate")
+    exact_many = engine_names("engine.simulate.exact", "exact_metrics_many")
+    run_sweep = engine_names("engine.sweep.sweep", "run_sweep")
     if task == "chain":
         config = load_preset("default").config.replace(n_sequences=500000)
         clock = time.perf_counter(); simulate(config); seconds = time.perf_counter() - clock
@@ -89,7 +84,7 @@ print(json.dumps({
     "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     "engine": engine.__file__,
 }))
-'''
+"""
 
 TASKS = {
     "chain": "simulate, default preset, 500,000 sequences",
@@ -114,7 +109,7 @@ def run(root: Path, task: str) -> dict[str, float]:
     """One figure of ``task`` on the tree at ``root``, in a fresh interpreter."""
     env = {**os.environ, "PYTHONPATH": str(root), "SPECTUI_SWEEP_WORKERS": "0", "NO_COLOR": "1"}
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, task],
+        [sys.executable, "-c", CHILD, task, str(Path(__file__).resolve().parent)],
         cwd=tempfile.gettempdir(),
         env=env,
         capture_output=True,
