@@ -51,7 +51,8 @@ def _speedup(value: float) -> str:
 def run_summary(result: RunResult) -> Panel:
     """One run: its configuration and every metric, Monte Carlo beside exact."""
     from engine.analysis.formatting import acceptance_text, cost_setting_text, policy_text
-    from engine.core.kernel import CONTEXT_FREE_COSTS, cycle_costs
+    from engine.core.kernel import cycle_costs
+    from engine.core.parts import COST
     from engine.simulate.exact import tokens_per_cycle_at_length
 
     c, m = result.config, result.metrics
@@ -70,7 +71,7 @@ def run_summary(result: RunResult) -> Panel:
             "speedup (limit)",
             _speedup(m["speedup_limit"]),
             "as sequences grow long"
-            if c.cost_model in CONTEXT_FREE_COSTS
+            if not COST.of(c).context_dependent
             else f"steady state at context {c.prompt_len}",
         ),
         (

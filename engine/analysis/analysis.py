@@ -17,15 +17,15 @@ import pandas as pd
 from engine.acceptance import draft_models
 from engine.acceptance.draft_models import (
     DRAFT_MODELS,
-    MODEL_PARAMETERS,
     get_model,
     inert_parameters,
+    model_parameters,
+    original_models,
 )
 from engine.core.config import (
     CONFIG_FIELDS,
     DEFAULTS,
     FIELD_SPECS,
-    ORIGINAL_MODEL_NAMES,
     SCENARIO_FIELDS,
     ConfigError,
     SpecConfig,
@@ -35,7 +35,7 @@ from engine.core.files import SWEEP_CSV_MAX_BYTES, open_input
 from engine.simulate.simulator import METRIC_NAMES
 
 # The parameters of the original's three models (always columns of a sweep frame).
-ORIGINAL_PARAMETERS = frozenset(p for m in ORIGINAL_MODEL_NAMES for p in get_model(m).reads)
+ORIGINAL_PARAMETERS = frozenset(p for m in original_models() for p in get_model(m).reads)
 REQUIRED_COLUMNS = (*CONFIG_FIELDS, *METRIC_NAMES)
 # Columns that, with the model's own parameters, define a cell of the optimal-K table.
 CELL_COLUMNS = ("draft_cost_us", "verify_cost_us", "tokens_per_seq", "n_sequences", "tail", "seed")
@@ -291,7 +291,7 @@ def optimal_k(frame: pd.DataFrame) -> pd.DataFrame:
             )
             rows.append(row)
     out = pd.DataFrame(rows)
-    lead = ["draft_model", *sorted(MODEL_PARAMETERS & set(out.columns))]
+    lead = ["draft_model", *sorted(model_parameters() & set(out.columns))]
     return out[lead + [c for c in out.columns if c not in lead]]
 
 
@@ -372,7 +372,7 @@ def losing_configurations(frame: pd.DataFrame) -> dict[str, Any]:
     by_model = {}
     max_quality = {}
     # The original's three models always (its report lists them), the others when present.
-    present = set(eff["draft_model"]) | set(ORIGINAL_MODEL_NAMES)
+    present = set(eff["draft_model"]) | set(original_models())
     for name in (m for m in DRAFT_MODELS if m in present):
         model_losers = eff_losers[eff_losers["draft_model"] == name]
         by_model[name] = len(model_losers)

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from engine.acceptance.draft_models import DRAFT_MODELS, MODEL_PARAMETERS, inert_parameters
+from engine.acceptance.draft_models import DRAFT_MODELS, inert_parameters, model_parameters
 from engine.analysis.analysis import (
     config_columns,
     effective,
@@ -61,7 +61,10 @@ SPEEDUP_VS_K_COLUMNS = (
     "speedup_ci95",
     "speedup_exact",
 )
-BY_MODEL_COLUMNS = ("draft_model", "line", *sorted(MODEL_PARAMETERS), "k", "n_configs")
+# The column schemas of the plot data (results/plots/*.csv): the parameters of the models
+# registered when this module loads (the built-in ones, unless a plug-in came first).
+_BUILT_IN_PARAMETERS = model_parameters()
+BY_MODEL_COLUMNS = ("draft_model", "line", *sorted(_BUILT_IN_PARAMETERS), "k", "n_configs")
 SPEEDUP_VS_COST_COLUMNS = (
     "line",
     "statistic",
@@ -76,7 +79,7 @@ SPEEDUP_VS_COST_COLUMNS = (
 PARETO_COLUMNS = (
     "draft_model",
     "k",
-    *sorted(MODEL_PARAMETERS),
+    *sorted(_BUILT_IN_PARAMETERS),
     "draft_cost_us",
     "cost_ratio",
     "compute_overhead",
@@ -89,7 +92,7 @@ HEATMAP_COLUMNS = (
     "draft_model",
     "row_label",
     "row",
-    *sorted(MODEL_PARAMETERS),
+    *sorted(_BUILT_IN_PARAMETERS),
     "draft_cost_us",
     "column",
     "cost_ratio",
@@ -224,7 +227,7 @@ def _line_label(model: str, params: dict[str, Any], varying: Sequence[str]) -> s
 def _by_model(frame: pd.DataFrame, metric: str) -> tuple[pd.DataFrame, list[str]]:
     """Mean of ``metric`` per (model, its quality parameters, k), over timing/noise axes."""
     rows = effective(frame)
-    rows, notes = _hold_constant(rows, ("k", *MODEL_PARAMETERS), averaged=_TIMING_AND_NOISE_AXES)
+    rows, notes = _hold_constant(rows, ("k", *model_parameters()), averaged=_TIMING_AND_NOISE_AXES)
     if any(rows[a].nunique() > 1 for a in ("draft_cost_us", "verify_cost_us") if a in rows):
         notes.append("averaged over draft and verify costs (they do not change this metric)")
     parts = []
@@ -247,7 +250,7 @@ def _by_model(frame: pd.DataFrame, metric: str) -> tuple[pd.DataFrame, list[str]
     if not parts:
         return pd.DataFrame(), notes
     out = pd.concat(parts, ignore_index=True)
-    for p in MODEL_PARAMETERS:
+    for p in model_parameters():
         if p not in out.columns:
             out[p] = np.nan
     return out, notes
@@ -399,7 +402,7 @@ def pareto_speedup_vs_overhead(frame: pd.DataFrame) -> pd.DataFrame:
         {
             "draft_model": points["draft_model"],
             "k": points["k"],
-            **{p: points.get(p, np.nan) for p in sorted(MODEL_PARAMETERS)},
+            **{p: points.get(p, np.nan) for p in sorted(model_parameters())},
             "draft_cost_us": points["draft_cost_us"],
             "cost_ratio": points["cost_ratio"],
             "compute_overhead": points[overhead],
@@ -523,7 +526,7 @@ def optimal_k_heatmap(
     opt = opt[(opt["row"] >= 0) & (opt["column"] >= 0)].copy()  # outside the planned grid
     opt["row_label"] = [row_labels[i] for i in opt["row"]]
     opt["complete"] = opt["n_k"] >= k_count
-    for p in MODEL_PARAMETERS:
+    for p in model_parameters():
         if p not in opt.columns:
             opt[p] = np.nan
     out = opt.sort_values(["row", "column"]).reset_index(drop=True)[list(HEATMAP_COLUMNS)]

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from engine.acceptance.draft_models import DRAFT_MODELS, get_model
+from engine.acceptance.draft_models import DRAFT_MODELS, get_model, original_models
 from engine.analysis import analysis as A
 from engine.analysis.formatting import (
     HEATMAP_LEGEND,
@@ -22,7 +22,6 @@ from engine.analysis.formatting import (
     speedup_text,
 )
 from engine.analysis.plot_data import optimal_k_heatmap
-from engine.core.config import ORIGINAL_MODEL_NAMES
 
 # The original's claims, transcribed from its README ("Key Findings").
 CLAIM_BEST = {"draft_model": "fixed", "k": 15, "acceptance_rate": 0.95, "draft_cost_us": 10.0}
@@ -67,7 +66,7 @@ def config_text(row: pd.Series) -> str:
     parameters of a newer model or cost model that the row leaves at their defaults need no
     column of their own."""
     model = str(row["draft_model"])
-    if model not in ORIGINAL_MODEL_NAMES:  # newer models: their parameters in words
+    if model not in original_models():  # newer models: their parameters in words
         config = A.row_config(row)
         return f"{acceptance_text(config)}, K={int(row['k'])}, {cost_setting_text(config)}"
     params = ", ".join(f"{p}={row[p]:g}" for p in get_model(model).reads)

@@ -26,8 +26,8 @@ import numpy as np
 import numpy.typing as npt
 
 from engine.core.config import SpecConfig, part_fields
-from engine.cost.base import CostModel
-from engine.cost.models import build_cost
+from engine.core.cost_model import CostModel
+from engine.core.parts import COST
 
 Z95 = 1.959963984540054
 
@@ -51,10 +51,6 @@ METRIC_NAMES: tuple[str, ...] = (
     "drafted_tokens",
     "accepted_tokens",
 )
-
-# Cost models whose times do not depend on the context length: for them speedup_limit is
-# the limit of speedup_exact as T grows; for the others, the steady state at prompt_len.
-CONTEXT_FREE_COSTS = ("linear", "table")
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -236,7 +232,7 @@ def _price(price: tuple[tuple[str, Any], ...]) -> CycleCosts:
     if len(_PRICE_MEMO) > _PRICE_MEMO_MAX:
         _PRICE_MEMO.clear()
     config = _DEFAULT.derive(dict(price), _PRICE_MEMO)
-    cost = build_cost(config)
+    cost = COST.of(config).build(config)
     total, batch = config.tokens_per_seq, config.batch_size
     r = np.arange(total + 1, dtype=np.int64)
     r[0] = 1  # unused; keeps the context and the draft count valid

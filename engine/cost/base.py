@@ -3,25 +3,13 @@
 from __future__ import annotations
 
 import math
-from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-# A number or an array of numbers; results broadcast like numpy.
-Times = float | npt.NDArray[np.float64]
+from engine.core.cost_model import CostModel, Times
 
-
-class CostModel(Protocol):
-    """The time of one cycle's parts, in microseconds (docs/model.md, "Cost models").
-
-    ``k`` drafted tokens per sequence, ``w = k + 1`` tokens per sequence in the verify pass,
-    ``B`` sequences in the batch, ``L`` tokens of context at the start of the cycle. Every
-    argument may be an array; results broadcast like numpy."""
-
-    def draft_us(self, k: npt.ArrayLike, B: npt.ArrayLike, L: npt.ArrayLike) -> Times: ...
-
-    def verify_us(self, w: npt.ArrayLike, B: npt.ArrayLike, L: npt.ArrayLike) -> Times: ...
+__all__ = ["CostModel", "Times", "as_float", "check_parameter", "scalar_or_array"]
 
 
 def as_float(name: str, value: npt.ArrayLike, minimum: float) -> npt.NDArray[np.float64]:

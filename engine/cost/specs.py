@@ -294,3 +294,20 @@ def get_model(spec_id: str, config_dir: Path | None = None) -> ModelSpec:
     """The model spec ``spec_id`` (``llama-3.1-8b``, ...); SpecError lists the known ids."""
     spec: ModelSpec = _get("model", load_models(config_dir), spec_id)
     return spec
+
+
+@functools.lru_cache(maxsize=8)
+def _spec_ids(file_name: str, config_dir: str, stamp: tuple[float, ...]) -> tuple[str, ...]:
+    return spec_ids(file_name, Path(config_dir))
+
+
+def known_ids(kind: str) -> tuple[str, ...]:
+    """The ids of ``kind`` ("hardware" or "model"): shipped and the user's own (read again
+    when the user's file changes)."""
+    folder = user_config_dir()
+    name = HARDWARE_FILE if kind == "hardware" else MODELS_FILE
+    try:
+        stamp: tuple[float, ...] = (os.stat(folder / name).st_mtime,)
+    except OSError:
+        stamp = ()
+    return _spec_ids(name, str(folder), stamp)

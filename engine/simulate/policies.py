@@ -33,11 +33,12 @@ from engine.acceptance.draft_models import get_model
 from engine.core.config import (
     FIELD_SPECS,
     SpecConfig,
+    needs_stepwise,
     policy_k_max,
     reads,
-    schedule_k,
     stream_width,
 )
+from engine.core.parts import ACCEPTANCE, POLICY
 from engine.cost.models import build_cost
 
 if TYPE_CHECKING:
@@ -47,20 +48,14 @@ if TYPE_CHECKING:
 
 # The sampler of the stepwise engine, as results name it (engine.sweep.sweep.sampler_name).
 STEPWISE_SAMPLER = "stepwise/1"
-# Policies whose state the exact program can enumerate.
-EXACT_POLICIES = ("fixed", "hf_heuristic", "schedule", "oracle")
-
-
-def needs_stepwise(config: SpecConfig) -> bool:
-    """Whether the configuration's Monte Carlo runs cycle by cycle (a policy other than
-    fixed K, or acceptance that ties cycles together)."""
-    return config.policy != "fixed" or not get_model(config.draft_model).cycles_independent
+__all__ = ["needs_stepwise"]  # re-exported: engine.core.config's, where the parts are read
 
 
 def has_exact(config: SpecConfig) -> bool:
     """Whether the configuration's policy has an exact value (fixed, hf_heuristic,
-    schedule, oracle); threshold and goodput are Monte Carlo only."""
-    return config.policy in EXACT_POLICIES
+    schedule, oracle: those with an exact program); threshold and goodput are Monte Carlo
+    only."""
+    return POLICY.of(config).exact_program(config) is not None
 
 
 def acceptance_of(config: SpecConfig, k_max: int) -> Acceptance:
@@ -97,8 +92,8 @@ def crn_key_values(config: SpecConfig) -> dict[str, str]:
     return {
         key: repr(config.get(key))
         for key, spec in sorted(FIELD_SPECS.items())
-        if spec.part is not None and spec.part[0] == "draft_model" and reads(config, key)
-    } | {"draft_model": config.draft_model}
+        if spec.part is not None and spec.part[0] == ACCEPTANCE.selector and reads(config, key)
+    } | {ACCEPTANCE.selector: config.draft_model}
 
 
 def crn_entropy(config: SpecConfig) -> list[int]:
@@ -111,23 +106,7 @@ def crn_entropy(config: SpecConfig) -> list[int]:
 def policy_of(config: SpecConfig, oracle_k: np.ndarray | None = None) -> Policy:
     """The stepwise engine's policy for the configuration (``oracle_k``: the oracle's
     table, from :func:`exact_policy`)."""
-    from engine.simulate.stepwise import Policy
-
-    name = config.policy
-    k = config.k
-    if name == "schedule":
-        name, k = "fixed", schedule_k(config.schedule, config.batch_size)
-    return Policy(
-        name=name,
-        k=k,
-        k_max=policy_k_max(config),
-        k_min=config.k_min,
-        rule=config.rule,
-        p_min=config.p_min,
-        h=config.stop_h,
-        window=config.window,
-        oracle_k=oracle_k,
-    )
+    return POLICY.of(config).stepwise_policy(config, oracle_k)
 
 
 # The exact program's work above which a configuration has no exact value: hf_heuristic and
@@ -137,7 +116,7 @@ EXACT_WORK_MAX = 1 << 27
 
 
 def exact_work(tokens: int, k_max: int, regimes: int, policy: str) -> int:
-    """Terms the exact program sums for a policy (see :data:`EXACT_WORK_MAX`)."""
+    """Terms the exact program ``policy`` sums (see :data:`EXACT_WORK_MAX`)."""
     per_r = (k_max + 1) ** 2 if policy in ("hf_heuristic", "oracle") else k_max + 1
     return tokens * per_r * regimes
 
@@ -146,18 +125,17 @@ def exact_work(tokens: int, k_max: int, regimes: int, policy: str) -> int:
 def exact_policy(config: SpecConfig) -> PolicyExact | None:
     """Exact expectations of the configuration's policy over one sequence (None for a
     policy with no exact value: threshold, goodput)."""
-    if not has_exact(config):
+    program = POLICY.of(config).exact_program(config)
+    if program is None:
         return None
     from engine.simulate.policy_exact import Regimes, policy_exact
 
+    name, k = program
     k_max = policy_k_max(config)
     survival, stay, mix = regimes_of(config, k_max)
-    if exact_work(config.tokens_per_seq, k_max, survival.shape[0], config.policy) > EXACT_WORK_MAX:
+    if exact_work(config.tokens_per_seq, k_max, survival.shape[0], name) > EXACT_WORK_MAX:
         return None  # more than a few seconds of work: no exact value (n/a)
     _, cycle = price_table(config, k_max)
-    name, k = config.policy, config.k
-    if name == "schedule":
-        name, k = "fixed", k_max
     return policy_exact(
         Regimes(survival=survival, stay=stay, mix=mix),
         cycle,
@@ -196,7 +174,7 @@ def simulate_policy_config(
 
     width = max(stream_width(config), width or 0)
     draft, cycle = price_table(config, width)
-    oracle = exact_policy(config) if config.policy == "oracle" else None
+    oracle = exact_policy(config) if POLICY.of(config).uses_plan else None
     return simulate_policy(
         acceptance_of(config, width),
         policy_of(config, None if oracle is None else oracle.oracle_k),

@@ -79,13 +79,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from engine.core.draws import Acceptance, Policy
 from engine.core.kernel import Totals, cycle_times
+from engine.core.parts import POLICY
 from engine.cost.base import CostModel
 
 __all__ = [
     "MAX_CHUNK_SEQUENCES",
-    "POLICY_NAMES",
-    "THRESHOLD_RULES",
     "Acceptance",
     "Policy",
     "StepwiseResult",
@@ -97,67 +97,11 @@ __all__ = [
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
-POLICY_NAMES = ("fixed", "hf_heuristic", "threshold", "goodput", "oracle")
-THRESHOLD_RULES = ("p_min", "h")
-
 # Sequences per chunk at most (a chunk's draws and state are a few arrays of this many rows,
 # times K_max for the confidence model and the goodput window).
 MAX_CHUNK_SEQUENCES = 4096
 # should_stop and progress are looked at every this many steps.
 CHECK_EVERY_STEPS = 16
-
-
-@dataclass(frozen=True)
-class Acceptance:
-    """How many drafts a cycle accepts: a survival table per hidden regime, with a Markov
-    chain over regimes, or per-token confidences drawn from a Beta.
-
-    ``survival``: ``(G, K_max + 1)`` array, ``S[g, j] = P(n >= j | regime g)`` for a cycle
-    of at least ``j`` drafts; ``S[:, 0] = 1``, non-increasing along each row, in [0, 1].
-    ``stay``: probability of keeping the regime from one cycle to the next, in [0, 1]; else
-    the regime is redrawn from ``mix``. ``mix``: ``(G,)`` start and stationary distribution
-    of the regimes (sums to 1). ``beta``: ``(a, b)``, both > 0: each draft token's
-    acceptance probability ``q ~ Beta(a, b)``, independent, seen by the draft; then
-    ``survival`` is unused and there is one regime.
-    """
-
-    survival: np.ndarray | None = None
-    stay: float = 1.0
-    mix: np.ndarray = field(default_factory=lambda: np.ones(1))
-    beta: tuple[float, float] | None = None
-
-    @property
-    def regimes(self) -> int:
-        """G, the number of hidden regimes."""
-        return int(np.asarray(self.mix).size)
-
-    @property
-    def kind(self) -> str:
-        """Which model: "confidence" (per-token q ~ Beta) or "survival" (a table per regime)."""
-        return "confidence" if self.beta is not None else "survival"
-
-
-@dataclass(frozen=True)
-class Policy:
-    """A K policy and its parameters (see the module docstring for each rule).
-
-    ``name``: one of :data:`POLICY_NAMES`. ``k``: fixed's draft count (0..k_max; 0 is plain
-    decoding), hf_heuristic's start, goodput's draft count without estimates. ``k_max``:
-    the largest draft count the policy may choose (at most the price tables' K_max).
-    ``k_min``, ``rule`` ("p_min" or "h"), ``p_min``, ``h``: threshold. ``window``: goodput's
-    history in steps (>= 1). ``oracle_k``: oracle's ``(tokens + 1, G)`` int table of
-    ``k*(r, g)`` in 0..k_max (row 0 unused).
-    """
-
-    name: str
-    k: int = 5
-    k_max: int = 32
-    k_min: int = 1
-    rule: str = "p_min"
-    p_min: float = 0.5
-    h: float = 0.5
-    window: int = 16
-    oracle_k: np.ndarray | None = None
 
 
 @dataclass
@@ -265,195 +209,13 @@ def _check_acceptance(acceptance: Acceptance, k_table: int) -> FloatArray | None
 
 
 def _check_policy(policy: Policy, acceptance: Acceptance, k_table: int, tokens: int) -> None:
-    if policy.name not in POLICY_NAMES:
-        raise ValueError(f"unknown policy {policy.name!r}; known: {', '.join(POLICY_NAMES)}")
+    if policy.name not in POLICY:
+        raise ValueError(f"unknown policy {policy.name!r}; known: {', '.join(POLICY)}")
     if not 0 <= policy.k_max <= k_table:
         raise ValueError(
             f"policy k_max {policy.k_max} must be in 0..{k_table} (the price tables' K_max)"
         )
-    if policy.name in ("fixed", "hf_heuristic", "goodput") and not 0 <= policy.k <= policy.k_max:
-        raise ValueError(f"policy {policy.name!r}: k {policy.k} must be in 0..{policy.k_max}")
-    if policy.name == "threshold":
-        if acceptance.beta is None:
-            raise ValueError(
-                "policy 'threshold' needs per-token confidences: the acceptance model "
-                "'survival table' has none (use the beta confidence model)"
-            )
-        if policy.rule not in THRESHOLD_RULES:
-            raise ValueError(f"threshold rule must be one of {THRESHOLD_RULES}, not {policy.rule}")
-        if not 0 <= policy.k_min <= policy.k_max:
-            raise ValueError(f"threshold k_min {policy.k_min} must be in 0..{policy.k_max}")
-    if policy.name == "goodput" and policy.window < 1:
-        raise ValueError(f"goodput window must be >= 1, got {policy.window}")
-    if policy.name == "oracle":
-        table = policy.oracle_k
-        shape = (tokens + 1, acceptance.regimes)
-        if table is None or np.shape(table) != shape:
-            got = None if table is None else np.shape(table)
-            raise ValueError(f"policy 'oracle' needs oracle_k of shape {shape}, got {got}")
-        body = np.asarray(table)[1:]
-        if body.size and (int(body.min()) < 0 or int(body.max()) > policy.k_max):
-            raise ValueError(f"oracle_k values must be in 0..{policy.k_max}")
-
-
-# ---- Policies: choose k from what the policy may see -------------------------------------
-
-
-class _Chooser:
-    """A policy's state over one chunk of ``rows`` sequences."""
-
-    def choose(self, r: IntArray, regime: IntArray, q: FloatArray | None) -> IntArray:
-        """The k each row's policy asks for (before the tail rule)."""
-        raise NotImplementedError
-
-    def observe(self, step: int, drafted: IntArray, accepted: IntArray, running: IntArray) -> None:
-        """Learn from a cycle: ``running`` is 1 on rows that ran it (others drafted 0)."""
-
-
-class _Fixed(_Chooser):
-    def __init__(self, policy: Policy, rows: int) -> None:
-        self.k = np.full(rows, policy.k, dtype=np.int64)
-
-    def choose(self, r: IntArray, regime: IntArray, q: FloatArray | None) -> IntArray:
-        return self.k
-
-
-class _HfHeuristic(_Chooser):
-    def __init__(self, policy: Policy, rows: int) -> None:
-        self.k_max = policy.k_max
-        self.k = np.full(rows, policy.k, dtype=np.int64)
-
-    def choose(self, r: IntArray, regime: IntArray, q: FloatArray | None) -> IntArray:
-        return self.k
-
-    def observe(self, step: int, drafted: IntArray, accepted: IntArray, running: IntArray) -> None:
-        all_accepted = (accepted == drafted) & (drafted >= 1)
-        grown = np.where(
-            all_accepted, np.minimum(self.k + 2, self.k_max), np.maximum(1, self.k - 1)
-        )
-        self.k = np.where(running.astype(bool), grown, self.k)
-
-
-class _Threshold(_Chooser):
-    def __init__(self, policy: Policy, rows: int) -> None:
-        self.policy = policy
-
-    def choose(self, r: IntArray, regime: IntArray, q: FloatArray | None) -> IntArray:
-        assert q is not None
-        policy, width = self.policy, q.shape[1]
-        if policy.rule == "p_min":
-            stop = q < policy.p_min  # stop drafting before the first token under p_min
-            k = np.where(stop.any(axis=1), stop.argmax(axis=1), width)
-        else:
-            stop = 1.0 - np.cumprod(q, axis=1) > policy.h  # P(some draft rejected) > h
-            k = np.where(stop.any(axis=1), stop.argmax(axis=1) + 1, width)
-        return np.clip(k, policy.k_min, policy.k_max).astype(np.int64)
-
-
-class _Oracle(_Chooser):
-    def __init__(self, policy: Policy, rows: int) -> None:
-        assert policy.oracle_k is not None
-        self.table = np.asarray(policy.oracle_k, dtype=np.int64)
-
-    def choose(self, r: IntArray, regime: IntArray, q: FloatArray | None) -> IntArray:
-        return self.table[r, np.maximum(regime, 0)]
-
-
-class _Goodput(_Chooser):
-    """Per-position acceptance estimates over the last ``window`` steps of each batch group.
-
-    The window is a ring of each row's two lengths per step: ``min(k, n + 1)`` (the cycle
-    reached positions 1..that) and ``n`` (accepted 1..n), int16, 0 for rows not running.
-    Each group keeps histograms of these lengths over the window, ``(K_max + 1, groups)``;
-    the count of cycles that reached (or accepted) position i is the histogram's tail sum
-    from i. Positions run along axis 0 so that every scan over them is vectorised across
-    the groups.
-    """
-
-    def __init__(self, policy: Policy, rows: int, batch: int, cycle_us: FloatArray) -> None:
-        self.policy = policy
-        self.group = np.arange(rows) // batch
-        self.groups = int(self.group[-1]) + 1
-        width = cycle_us.shape[1]  # lengths 0..K_max
-        self.reach_len = np.zeros((policy.window, rows), dtype=np.int16)
-        self.acc_len = np.zeros((policy.window, rows), dtype=np.int16)
-        self.reach_hist = np.zeros((width, self.groups), dtype=np.int64)
-        self.acc_hist = np.zeros((width, self.groups), dtype=np.int64)
-        # The price of each k the policy may choose, (k_max + 1, T + 1).
-        self.price = np.ascontiguousarray(cycle_us[:, : policy.k_max + 1].T)
-
-    def _count(self, hist: IntArray, lengths: np.ndarray, sign: int) -> None:
-        """Add (sign 1) or remove (-1) one step's lengths; length 0 counts at no position."""
-        rows = np.flatnonzero(lengths)
-        np.add.at(hist.reshape(-1), lengths[rows] * self.groups + self.group[rows], sign)
-
-    def observe(self, step: int, drafted: IntArray, accepted: IntArray, running: IntArray) -> None:
-        slot = step % self.policy.window
-        reach = (np.minimum(drafted, accepted + 1) * running).astype(np.int16)
-        acc = (accepted * running).astype(np.int16)
-        for hist, ring, lengths in (
-            (self.reach_hist, self.reach_len, reach),
-            (self.acc_hist, self.acc_len, acc),
-        ):
-            self._count(hist, ring[slot].astype(np.int64), -1)
-            self._count(hist, lengths.astype(np.int64), 1)
-            ring[slot] = lengths
-
-    def choose(self, r: IntArray, regime: IntArray, q: FloatArray | None) -> IntArray:
-        k_max = self.policy.k_max
-        chosen = np.full(r.size, self.policy.k, dtype=np.int64)
-        live = np.flatnonzero(r > 0)
-        if not live.size or not k_max:
-            return chosen
-        groups = np.unique(self.group[live])
-        reached, accepted = _tail_sums(self.reach_hist[:, groups], self.acc_hist[:, groups], k_max)
-        depth = (reached > 0).sum(axis=0)  # positions with data: 1..depth (reach shrinks)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            rate = accepted / reached
-        # Positions deeper than the data take the deepest estimate.
-        deepest = rate[np.maximum(depth - 1, 0), np.arange(groups.size)]
-        rate = np.where(np.arange(k_max)[:, None] < depth, rate, deepest)
-        # Goodput's numerator 1 + sum_{i <= k} prod_{l <= i} p_l, by k = 0..k_max. A loop
-        # over positions: numpy's scans along axis 0 are not vectorised across columns.
-        gain = np.ones((k_max + 1, groups.size))
-        reach_all, total = np.ones(groups.size), np.zeros(groups.size)
-        for i in range(k_max):
-            reach_all *= rate[i]
-            total += reach_all
-            gain[i + 1] += total
-        # Each live row at its own r; argmax takes the smallest k on ties.
-        at = np.searchsorted(groups, self.group[live])
-        best = np.argmax(gain[:, at] / self.price[:, r[live]], axis=0)
-        # Groups without data (nothing drafted in the window) draft policy.k.
-        chosen[live] = np.where(depth[at] > 0, best, self.policy.k)
-        return chosen
-
-
-def _tail_sums(reach_hist: IntArray, acc_hist: IntArray, k_max: int) -> tuple[IntArray, IntArray]:
-    """Cycles that reached and that accepted positions 1..k_max, ``(k_max, groups)``: the
-    histograms' tail sums from each position (the lengths reach K_max at most)."""
-    reached = np.empty((k_max, reach_hist.shape[1]), dtype=np.int64)
-    accepted = np.empty_like(reached)
-    reach_tail = reach_hist[k_max:].sum(axis=0)
-    acc_tail = acc_hist[k_max:].sum(axis=0)
-    reached[k_max - 1], accepted[k_max - 1] = reach_tail, acc_tail
-    for i in range(k_max - 1, 0, -1):
-        reach_tail += reach_hist[i]
-        acc_tail += acc_hist[i]
-        reached[i - 1], accepted[i - 1] = reach_tail, acc_tail
-    return reached, accepted
-
-
-def _chooser(policy: Policy, rows: int, batch: int, cycle_us: FloatArray) -> _Chooser:
-    if policy.name == "goodput":
-        return _Goodput(policy, rows, batch, cycle_us)
-    kinds: dict[str, Callable[[Policy, int], _Chooser]] = {
-        "fixed": _Fixed,
-        "hf_heuristic": _HfHeuristic,
-        "threshold": _Threshold,
-        "oracle": _Oracle,
-    }
-    return kinds[policy.name](policy, rows)
+    POLICY[policy.name].check_run(policy, acceptance, k_table, tokens)
 
 
 # ---- The run -------------------------------------------------------------------------------
@@ -506,7 +268,7 @@ class _Run:
         stay = self.acceptance.stay
         neg_survival = None if self.survival is None else -self.survival[:, 1:]
         beta = self.acceptance.beta
-        chooser = _chooser(self.policy, rows, self.batch, self.cycle_us)
+        chooser = POLICY[self.policy.name].chooser(self.policy, rows, self.batch, self.cycle_us)
         remaining = np.full(rows, self.tokens, dtype=np.int64)
         regime = np.full(rows, -1 if regimes == 1 else 0, dtype=np.int64)
         seq_time = np.zeros(rows)

@@ -19,7 +19,8 @@ from textual.widgets import Static
 from textual.worker import Worker, get_current_worker
 
 from engine.analysis.formatting import speedup_text
-from engine.core.config import BATCH_MAX, K_MAX, ORIGINAL_MODEL_NAMES, SpecConfig
+from engine.core.config import BATCH_MAX, K_MAX, SpecConfig
+from engine.core.parts import ACCEPTANCE
 from spectui.messages import CurveReady
 from spectui.plotting.terminal import (
     GLYPHS,
@@ -240,7 +241,10 @@ class SpeedupView(ReportsWorkerErrors, Vertical, can_focus=True):
         variants: list[tuple[str, SpecConfig]] = []
         if overlay == "models":
             # The original's three models at their defaults (and the form's own).
-            variants = [(m, config.replace(draft_model=m)) for m in ORIGINAL_MODEL_NAMES]
+            variants = [
+                (m, config.replace(draft_model=m))
+                for m in ACCEPTANCE.where(lambda model: model.original)
+            ]
             variants = [v for v in variants if v[0] != config.draft_model]
         elif overlay == "costs" and config.cost_model == "linear":
             for factor in (0.5, 2.0):

@@ -12,12 +12,12 @@ import pytest
 from engine.core.config import SpecConfig
 from engine.core.runs import RunStopped
 from engine.cost.models import build_cost
+from engine.policies.threshold import ThresholdChooser
 from engine.simulate.exact import expected_sequence_time_us, survival
 from engine.simulate.stepwise import (
     MAX_CHUNK_SEQUENCES,
     Acceptance,
     Policy,
-    _Threshold,
     chunk_size,
     price_tables,
     simulate_policy,
@@ -272,7 +272,7 @@ def test_threshold_rules_on_a_hand_example():
     regime = np.full(3, -1)
 
     def chosen(**kw):
-        return _Threshold(Policy("threshold", **kw), 3).choose(r, regime, q).tolist()
+        return ThresholdChooser(Policy("threshold", **kw), 3).choose(r, regime, q).tolist()
 
     # 1 - prod q: 0.1, 0.28, 0.64 > 0.5 -> stop at 3 (the crossing token drafted); never; 0.7.
     assert chosen(rule="h", h=0.5, k_min=0, k_max=5) == [3, 5, 1]

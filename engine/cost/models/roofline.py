@@ -1,0 +1,206 @@
+"""roofline: each pass's time from the hardware's bandwidth and FLOP/s and the models' sizes,
+the additive form (docs/model.md, "Cost models")."""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from engine.core.config import (
+    BATCH_MAX,
+    EFFICIENCY_MIN,
+    PROMPT_MAX,
+    T0_MAX_US,
+    TOKENS_MAX,
+    ConfigError,
+    SpecConfig,
+    field,
+)
+from engine.core.fields import SPEC_IDS
+from engine.core.parts import COST
+from engine.cost.part import CostPart
+
+if TYPE_CHECKING:
+    from engine.cost.roofline import RooflineCost, RooflineMaxCost
+    from engine.cost.specs import HardwareSpec, ModelSpec
+
+
+def _hardware_ids() -> tuple[str, ...]:
+    from engine.cost.specs import known_ids
+
+    return known_ids("hardware")
+
+
+def _model_ids() -> tuple[str, ...]:
+    from engine.cost.specs import known_ids
+
+    return known_ids("model")
+
+
+SPEC_IDS.setdefault("hardware", _hardware_ids)
+SPEC_IDS.setdefault("model", _model_ids)
+
+# The fields both roofline forms read (engine.cost.models.roofline_max).
+SPEC_FIELDS = (
+    field(
+        "cost.gpu",
+        "h100",
+        label="gpu",
+        kind="spec",
+        choices=("hardware",),
+        help="roofline: accelerator (engine/cost/data/hardware.toml or your own)",
+    ),
+    field(
+        "cost.target",
+        "llama-3.1-8b",
+        label="target",
+        kind="spec",
+        choices=("model",),
+        help="roofline: target model (engine/cost/data/models.toml or your own)",
+    ),
+    field(
+        "cost.draft",
+        "llama-3.2-1b",
+        label="draft",
+        kind="spec",
+        choices=("model",),
+        help="roofline: draft model",
+    ),
+    field(
+        "cost.t0_us",
+        0.0,
+        label="t0 us",
+        kind="number",
+        low=0.0,
+        high=T0_MAX_US,
+        unit="us",
+        help="roofline: fixed overhead of every pass (kernel launches)",
+    ),
+    field(
+        "cost.bytes_per_kv",
+        2.0,
+        label="kv bytes",
+        kind="number",
+        low=0.0,
+        high=8.0,
+        low_open=True,
+        unit="bytes",
+        help="roofline: bytes per KV-cache element (2: bf16)",
+    ),
+)
+
+
+def _specs(config: SpecConfig) -> tuple[HardwareSpec, ModelSpec, ModelSpec]:
+    """The hardware, target and draft a roofline reads; an unknown id names its field."""
+    from engine.cost.specs import SpecError, get_hardware, get_model
+
+    try:
+        hardware = get_hardware(config.gpu)
+    except SpecError as err:
+        raise ConfigError("cost.gpu", str(err)) from None
+    models = []
+    for key, spec_id in (("cost.target", config.target), ("cost.draft", config.draft)):
+        try:
+            models.append(get_model(spec_id))
+        except SpecError as err:
+            raise ConfigError(key, str(err)) from None
+    return hardware, models[0], models[1]
+
+
+# The slowest pass a roofline may price, in microseconds: an H100 at the lowest efficiency
+# (1e-6) over the largest batch and context the fields allow takes about 1e19; beyond 1e30
+# (hardware or model numbers of a spec file far from any device) totals could overflow.
+PASS_MAX_US = 1e30
+_WIDEST = 4097  # tokens per sequence of the widest pass: a tree of NODES_MAX, and its root
+
+
+@lru_cache(maxsize=64)
+def _slowest(cost: RooflineCost | RooflineMaxCost) -> tuple[float, float]:
+    """The target's and the draft's slowest pass (see :func:`_bounded`), once per cost."""
+    import numpy as np
+
+    context = PROMPT_MAX + TOKENS_MAX
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        return (
+            float(cost._pass_us(cost.target, _WIDEST, BATCH_MAX, context)),
+            float(cost._pass_us(cost.draft, _WIDEST, BATCH_MAX, context)),
+        )
+
+
+def _bounded(cost: RooflineCost | RooflineMaxCost, config: SpecConfig) -> None:
+    """ConfigError naming the model's field unless its slowest pass (the largest batch,
+    context and width the fields allow) is finite and at most :data:`PASS_MAX_US`, so that
+    every accepted configuration has finite metrics."""
+    context = PROMPT_MAX + TOKENS_MAX
+    for key, slowest in zip(("cost.target", "cost.draft"), _slowest(cost), strict=True):
+        if not (math.isfinite(slowest) and slowest <= PASS_MAX_US):
+            raise ConfigError(
+                key,
+                f"{config.get(key)} on {config.gpu}: a pass at batch {BATCH_MAX:,} and context "
+                f"{context:,} would take {slowest:.3g} us; a roofline pass must stay under "
+                "1e30 us (check the spec files' numbers)",
+            )
+
+
+def specs_label(config: Any) -> str:
+    """A roofline's setting in words: "roofline on h100: llama-3.1-8b verifies, ..."."""
+    return (
+        f"{config.cost_model} on {config.gpu}: {config.target} verifies, {config.draft} "
+        f"drafts, batch {config.batch_size}, prompt {config.prompt_len}"
+    )
+
+
+@COST.register
+class Roofline(CostPart):
+    name = "roofline"
+    description = "each pass's time from hardware and model specs: weights + KV + FLOPs, summed"
+    brief = "from hardware and model specs"
+    batch_default = True
+    fields = (
+        *SPEC_FIELDS,
+        field(
+            "cost.eta_w",
+            0.81,
+            label="η weights",
+            kind="number",
+            low=EFFICIENCY_MIN,
+            high=1.0,
+            help="roofline: bandwidth efficiency reading weights",
+        ),
+        field(
+            "cost.eta_kv",
+            1.0,
+            label="η kv",
+            kind="number",
+            low=EFFICIENCY_MIN,
+            high=1.0,
+            help="roofline: bandwidth efficiency reading the KV cache",
+        ),
+        field(
+            "cost.eta_f",
+            0.77,
+            label="η flops",
+            kind="number",
+            low=EFFICIENCY_MIN,
+            high=1.0,
+            help="roofline: efficiency of the peak FLOP/s",
+        ),
+    )
+
+    def build(self, config: Any) -> Any:
+        from engine.cost.roofline import RooflineCost
+
+        cost = RooflineCost(
+            *_specs(config),
+            eta_w=config.eta_w,
+            eta_kv=config.eta_kv,
+            eta_f=config.eta_f,
+            t0_us=config.t0_us,
+            bytes_per_kv=config.bytes_per_kv,
+        )
+        _bounded(cost, config)
+        return cost
+
+    def label(self, config: Any) -> str:
+        return specs_label(config)
