@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from engine.core.parts import ACCEPTANCE, COST, POLICY
+
 TIE_MARK = "≈"
 LOSE_MARK = "✗"
 PARTIAL_MARK = "…"  # a cell whose K values are still coming: its K* is the best so far
@@ -97,72 +99,27 @@ def cell_text(cell: Any, aligned: bool = False) -> str:
 def cost_setting_text(config: Any) -> str:
     """The cost model and workload of a configuration in words, for titles: "linear: draft
     20 us, verify 200 us (ratio 0.1)", or "roofline on h100: llama-3.1-8b verifies,
-    llama-3.2-1b drafts, batch 64, prompt 8192"."""
-    model = config.cost_model
-    workload = f"batch {config.batch_size}, prompt {config.prompt_len}"
-    if model == "linear":
-        text = (
-            f"linear: draft {config.draft_cost_us:g} us, verify {config.verify_cost_us:g} us "
-            f"(ratio {config.cost_ratio:.3g})"
-        )
-        if config.verify_token_us:
-            text += f" + {config.verify_token_us:g} us per draft checked"
-        if config.draft_fixed_us:
-            text += f" + {config.draft_fixed_us:g} us per drafting cycle"
-        return text
-    if model == "table":
-        return f"table {config.cost_table}, {workload}"
-    return f"{model} on {config.gpu}: {config.target} verifies, {config.draft} drafts, {workload}"
+    llama-3.2-1b drafts, batch 64, prompt 8192" (each cost model's own label)."""
+    return str(COST.of(config).label(config))
 
 
 def acceptance_text(config: Any) -> str:
     """The acceptance model and its parameters in words: "fixed (acceptance 0.8)",
-    "markov (easy 0.9, hard 0.3, stay 0.95, easy share 0.5)"."""
-    c = config
-    params = {
-        "fixed": f"acceptance {c.acceptance_rate:g}",
-        "position_decay": f"decay {c.decay_base:g} x {c.decay_factor:g}^(i-1)",
-        "entropy_aware": f"entropy high {c.entropy_high:g} low {c.entropy_low:g} "
-        f"frac {c.entropy_frac:g}",
-        "per_position": f"rates {c.rates}",
-        "beta_round": f"rate ~ Beta({c.beta_a:g}, {c.beta_b:g}) per cycle",
-        "markov": f"easy {c.p_easy:g}, hard {c.p_hard:g}, stay {c.stay:g}, "
-        f"easy share {c.easy_frac:g}",
-        "confidence": f"q ~ Beta({c.beta_a:g}, {c.beta_b:g}) per token",
-    }[c.draft_model]
-    return f"{c.draft_model} ({params})"
+    "markov (easy 0.9, hard 0.3, stay 0.95, easy share 0.5)" (each model's own label)."""
+    return str(ACCEPTANCE.of(config).label(config))
 
 
 def policy_text(config: Any, bound: bool = False, detail: bool = False) -> str:
     """A K policy with its parameters, as a leaderboard names it: "fixed K=4",
     "hf_heuristic K0=5", "threshold p_min=0.75", "goodput w=16", "schedule K=3", "oracle";
     with ``bound``, an adaptive policy's bound on k too: "hf_heuristic K0=5 ≤8"; with
-    ``detail``, every parameter the policy reads: "goodput w=16 K0=2 ≤32"."""
-    text = _policy_name(config)
-    if detail and config.policy == "goodput":
-        text += f" K0={config.k}"
-    if detail and config.policy == "threshold":
-        text += f" K≥{config.k_min}"
-    return text + (policy_bound(config) if bound else "")
+    ``detail``, every parameter the policy reads: "goodput w=16 K0=2 ≤32" (each policy's
+    own label)."""
+    policy = POLICY.of(config)
+    text = policy.label(config) + (policy.detail_text(config) if detail else "")
+    return text + (policy.bound_text(config) if bound else "")
 
 
 def policy_bound(config: Any) -> str:
     """An adaptive policy's bound on k as a label suffix: " ≤8" ("" for fixed, schedule)."""
-    return "" if config.policy in ("fixed", "schedule") else f" ≤{config.k_max}"
-
-
-def _policy_name(c: Any) -> str:
-    from engine.core.config import schedule_k
-
-    name = c.policy
-    if name == "fixed":
-        return f"fixed K={c.k}"
-    if name == "hf_heuristic":
-        return f"hf_heuristic K0={c.k}"
-    if name == "threshold":
-        return f"threshold p_min={c.p_min:g}" if c.rule == "p_min" else f"threshold h={c.stop_h:g}"
-    if name == "goodput":
-        return f"goodput w={c.window}"
-    if name == "schedule":
-        return f"schedule K={schedule_k(c.schedule, c.batch_size)}"
-    return name
+    return str(POLICY.of(config).bound_text(config))
