@@ -158,6 +158,116 @@ def known_spec_ids(kind: str) -> tuple[str, ...]:
     return source() if source is not None else ()
 
 
+# The fields every scenario has, in table order; each field that chooses a part is followed
+# in the table by the fields of the parts registered for it.
+CORE_FIELDS: tuple[FieldSpec, ...] = (
+    field(
+        "draft_model",
+        "fixed",
+        original=0,
+        label="model",
+        kind="choice",
+        help="draft model",
+        seed_key=True,
+    ),
+    field(
+        "k",
+        5,
+        original=1,
+        label="K",
+        kind="int",
+        low=1,
+        high=K_MAX,
+        help="speculation length K (draft tokens per cycle)",
+        seed_key=True,
+    ),
+    field(
+        "n_sequences",
+        500,
+        original=10,
+        label="sequences",
+        kind="int",
+        low=1,
+        high=SEQUENCES_MAX,
+        help="sequences to simulate",
+        seed_key=True,
+    ),
+    field(
+        "tokens_per_seq",
+        128,
+        original=11,
+        label="tok/seq",
+        kind="int",
+        low=1,
+        high=TOKENS_MAX,
+        help="output tokens per sequence",
+        seed_key=True,
+    ),
+    field(
+        "seed", 42, original=12, label="seed", kind="seed", low=0, high=SEED_MAX, help="random seed"
+    ),
+    field(
+        "tail",
+        "full",
+        original=13,
+        label="tail",
+        kind="choice",
+        choices=TAIL_RULES,
+        help="last cycle drafts K (full) or min(K, r-1) (clamp)",
+        seed_key=True,
+    ),
+    # Newer fields: dotted keys; none enters the seed key (none changes the draws), so every
+    # result of the original stays as it was.
+    field(
+        "workload.prompt_len",
+        0,
+        label="prompt",
+        kind="int",
+        low=0,
+        high=PROMPT_MAX,
+        unit="tokens",
+        help="context already in the KV cache when decoding starts",
+    ),
+    field(
+        "workload.batch_size",
+        1,
+        attr="batch_size",
+        label="batch",
+        kind="int",
+        low=1,
+        high=BATCH_MAX,
+        help="sequences decoded together (each verify pass checks all of them)",
+    ),
+    field(
+        "cost.model",
+        "linear",
+        attr="cost_model",
+        label="cost",
+        kind="choice",
+        flag="--cost",
+        help="cost model",
+    ),
+    field(
+        "policy.name",
+        "fixed",
+        attr="policy",
+        label="policy",
+        kind="choice",
+        flag="--policy",
+        help="K policy",
+    ),
+    field(
+        "shape.name",
+        "chain",
+        attr="shape",
+        label="shape",
+        kind="choice",
+        flag="--shape",
+        help="draft shape",
+    ),
+)
+
+
 # The table of fields by key, in table order: assembled (and kept up to date as parts
 # register) by engine.core.config.
 FIELD_SPECS: dict[str, FieldSpec] = {}
