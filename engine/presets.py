@@ -33,7 +33,14 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from engine.core.config import FIELD_SPECS, ConfigError, SpecConfig, check_value, known_spec_ids
+from engine.core.config import (
+    FIELD_SPECS,
+    ConfigError,
+    LiveKeys,
+    SpecConfig,
+    check_value,
+    known_spec_ids,
+)
 from engine.core.files import (
     PRESET_MAX_BYTES,
     atomic_write_text,
@@ -41,6 +48,7 @@ from engine.core.files import (
     shown_value,
     toml_document,
 )
+from engine.core.parts import POLICY, generation
 from engine.sweep.grid import SweepSpec
 
 
@@ -56,18 +64,17 @@ def _shipped_dir() -> Path:
 
 SHIPPED_DIR = _shipped_dir()
 TOP_LEVEL_KEYS = ("description", "scheduler", "config", "grid", "arena")
+
+
 # The fields an [[arena]] contender may set: its policy and the policy's parameters.
-ARENA_KEYS = (
-    "policy.name",
-    "k",
-    "policy.k_max",
-    "policy.k_min",
-    "policy.rule",
-    "policy.p_min",
-    "policy.h",
-    "policy.window",
-    "policy.schedule",
-)
+def _arena_keys() -> tuple[str, ...]:
+    selector = POLICY.selector
+    fields = (k for k, s in FIELD_SPECS.items() if s.part is not None and s.part[0] == selector)
+    return (selector, "k", *fields)
+
+
+# The keys an [[arena]] table may vary: the policy, K and every registered policy's fields.
+ARENA_KEYS = LiveKeys(_arena_keys)
 
 
 class PresetError(ValueError):
@@ -297,7 +304,8 @@ def load_preset_file(path: Path) -> Preset:
         raise PresetError(f"{path}: cannot read: {err.strerror}") from None
     # What validation reads besides the text: the hardware and model ids a config names.
     # Both are cached by the user's spec files' stamps, so a changed file is read again.
-    preset, error = _parsed(path, text, known_spec_ids("hardware"), known_spec_ids("model"))
+    ids = (known_spec_ids("hardware"), known_spec_ids("model"))
+    preset, error = _parsed(path, text, *ids, generation())
     if error is not None:
         raise PresetError(error)
     assert preset is not None
@@ -306,12 +314,13 @@ def load_preset_file(path: Path) -> Preset:
 
 @lru_cache(maxsize=64)
 def _parsed(
-    path: Path, text: str, hardware: tuple[str, ...], models: tuple[str, ...]
+    path: Path, text: str, hardware: tuple[str, ...], models: tuple[str, ...], parts: int
 ) -> tuple[Preset | None, str | None]:
     """A preset file's validation, once per (path, text, known ids) in a process: checking
     regime-study's grid expands 5,760 combinations, and the app lists every preset each
     time its Sweep view or preset picker opens. A Preset is frozen; its result or its one
-    error line is returned, never a shared exception object."""
+    error line is returned, never a shared exception object. ``parts``: the registries'
+    generation (a part registered since may make a refused preset valid)."""
     try:
         data = toml_document(text)
     except tomllib.TOMLDecodeError as err:

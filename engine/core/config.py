@@ -19,7 +19,7 @@ pandas: the app's form starts without them.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import cache
 from typing import Any
 
@@ -86,6 +86,7 @@ __all__ = [
     "WORKERS_MAX",
     "ConfigError",
     "FieldSpec",
+    "LiveKeys",
     "SpecConfig",
     "ascii_int",
     "check_value",
@@ -105,14 +106,12 @@ __all__ = [
 _CORE_KEYS = frozenset(spec.key for spec in CORE_FIELDS)
 
 
-class _Keys(Sequence[str]):
-    """A tuple of keys that follows the table (the parts registered so far)."""
+class LiveKeys(Sequence[str]):
+    """A tuple of keys that follows the table (the parts registered so far): ``keys()``
+    is asked each time."""
 
-    def __init__(self, original: bool) -> None:
-        self.original = original
-
-    def _keys(self) -> tuple[str, ...]:
-        return _ORIGINAL_KEYS if self.original else _NEWER_KEYS
+    def __init__(self, keys: Callable[[], tuple[str, ...]]) -> None:
+        self._keys = keys
 
     def __getitem__(self, index: Any) -> Any:
         return self._keys()[index]
@@ -133,9 +132,9 @@ class _Keys(Sequence[str]):
 # Every field's default by key (kept up to date with the table).
 DEFAULTS: dict[str, Any] = {}
 # The original simulator's fields: always written, in this order.
-CONFIG_FIELDS: Sequence[str] = _Keys(original=True)
+CONFIG_FIELDS: Sequence[str] = LiveKeys(lambda: _ORIGINAL_KEYS)
 # Newer fields (dotted keys): written when set away from their defaults.
-SCENARIO_FIELDS: Sequence[str] = _Keys(original=False)
+SCENARIO_FIELDS: Sequence[str] = LiveKeys(lambda: _NEWER_KEYS)
 _ORIGINAL_KEYS: tuple[str, ...] = ()
 _NEWER_KEYS: tuple[str, ...] = ()
 _BY_ATTR: dict[str, FieldSpec] = {}

@@ -61,10 +61,11 @@ class Registry(Mapping[str, P], Generic[P]):
     """The parts of one kind by name, in registration order (the order of every list a
     user sees: CLI choices, the form, tables)."""
 
-    def __init__(self, kind: str, selector: str, noun: str) -> None:
+    def __init__(self, kind: str, selector: str, noun: str, title: str) -> None:
         self.kind = kind
         self.selector = selector  # the key of the field that chooses the part
         self.noun = noun  # "draft model", "cost model": how errors name the kind
+        self.title = title  # how --help titles the group of its flags
         self._parts: dict[str, P] = {}
 
     def register(self, cls: type[P]) -> type[P]:
@@ -118,7 +119,18 @@ class Registry(Mapping[str, P], Generic[P]):
         return tuple(name for name, part in self._parts.items() if test(part))
 
 
+_generation = 0
+
+
+def generation() -> int:
+    """How many times the registries have changed (a cache of anything read from them keys
+    on it)."""
+    return _generation
+
+
 def _changed() -> None:
+    global _generation
+    _generation += 1
     for listener in _listeners:
         listener()
 
@@ -130,10 +142,12 @@ def on_change(listener: Callable[[], None]) -> None:
 
 # The registries, one per kind (their base classes: engine.acceptance.base.AcceptanceModel,
 # engine.cost.part.CostPart, engine.policies.base.PolicyPart, engine.shapes.base.ShapePart).
-ACCEPTANCE: Registry[Any] = Registry("acceptance", "draft_model", "draft model")
-COST: Registry[Any] = Registry("cost", "cost.model", "cost model")
-POLICY: Registry[Any] = Registry("policy", "policy.name", "policy")
-SHAPE: Registry[Any] = Registry("shape", "shape.name", "shape")
+ACCEPTANCE: Registry[Any] = Registry(
+    "acceptance", "draft_model", "draft model", "acceptance (draft model)"
+)
+COST: Registry[Any] = Registry("cost", "cost.model", "cost model", "cost model")
+POLICY: Registry[Any] = Registry("policy", "policy.name", "policy", "K policy")
+SHAPE: Registry[Any] = Registry("shape", "shape.name", "shape", "draft shape")
 REGISTRIES: dict[str, Registry[Any]] = {r.kind: r for r in (ACCEPTANCE, COST, POLICY, SHAPE)}
 
 
@@ -152,5 +166,6 @@ __all__ = [
     "Part",
     "Registry",
     "chosen",
+    "generation",
     "on_change",
 ]

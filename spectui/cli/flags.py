@@ -31,13 +31,6 @@ def _typed_arg(field: str):
     return parse
 
 
-# Flags for a scenario's fields, grouped by part in --help.
-FLAG_GROUPS: tuple[tuple[str, str], ...] = (
-    ("", "scenario"),
-    ("draft_model", "acceptance (draft model)"),
-    ("cost.model", "cost model"),
-    ("policy.name", "K policy"),
-)
 _METAVARS = {
     "int": "N",
     "seed": "N",
@@ -63,16 +56,19 @@ def _default_text(field: str) -> str:
 def add_scenario_flags(parser: argparse.ArgumentParser) -> None:
     """One flag per field of the scenario table (engine.core.config.FIELD_SPECS): the original's
     14 flags under their names, newer fields by their key's last part (``--batch-size``)."""
-    groups = {selector: parser.add_argument_group(title) for selector, title in FLAG_GROUPS}
-    from engine.core.config import PARTS
+    from engine.core.parts import REGISTRIES
 
-    selectors = {selector for selector, _ in PARTS.values()}
-    # Each part's choosing flag first in its group (--cost before the cost fields).
-    for field, spec in sorted(FIELD_SPECS.items(), key=lambda item: item[0] not in selectors):
+    # Flags grouped by part in --help: the scenario's own, then each kind's.
+    groups = {"": parser.add_argument_group("scenario")}
+    for registry in REGISTRIES.values():
+        groups[registry.selector] = parser.add_argument_group(registry.title)
+    # Each part's choosing flag first in its group (--cost before the cost fields); the
+    # original's --draft-model stays among the scenario's flags.
+    for field, spec in sorted(FIELD_SPECS.items(), key=lambda item: item[0] not in groups):
         if spec.kind == "choice" and len(spec.choices) < 2:
-            continue  # a part with one choice so far (policy, shape): nothing to choose
+            continue  # a part with one choice so far: nothing to choose
         group = groups.get(spec.part[0] if spec.part else "", groups[""])
-        if field in ("cost.model", "policy.name"):
+        if field in groups and spec.original is None:
             group = groups[field]
         text = f"{spec.help} (default: {_default_text(field)})"
         if spec.unit:

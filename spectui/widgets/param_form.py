@@ -20,8 +20,6 @@ from textual.widget import Widget
 from textual.widgets import Input, Label, Select, Static
 from textual.widgets.select import InvalidSelectValueError
 
-# engine.core.config, not engine.acceptance.draft_models: the form must not pull numpy into the
-# start-up.
 from engine.core.config import (
     CONFIG_FIELDS,
     FIELD_SPECS,
@@ -33,6 +31,10 @@ from engine.core.config import (
     parse_value,
     reads,
 )
+
+# engine.core.config, not engine.acceptance.draft_models: the form must not pull numpy into the
+# start-up.
+from engine.core.parts import on_change
 from spectui.confined import OutsideFiles, confine
 from spectui.messages import ConfigChanged
 
@@ -77,15 +79,31 @@ def _form_order() -> tuple[str, ...]:
     return tuple(sorted((k for k in keys if _has_row(FIELD_SPECS[k])), key=place))
 
 
-FORM_FIELDS: tuple[str, ...] = _form_order()
+# The form's fields, widget ids and labels: kept up to date as parts register (the lists
+# and dicts are changed in place, so that every module holding them sees a new part).
+FORM_FIELDS: list[str] = []
 # A field's widget id: its attribute name (a dotted key is not a valid id).
-IDS: dict[str, str] = {key: FIELD_SPECS[key].attr for key in FORM_FIELDS}
-_KEYS: dict[str, str] = {widget_id: key for key, widget_id in IDS.items()}
+IDS: dict[str, str] = {}
+_KEYS: dict[str, str] = {}
 # At most LABEL_CHARS characters each: a label never wraps (a wrapped label shows its first line).
 LABEL_CHARS = 9
-LABELS: dict[str, str] = {
-    key: FIELD_SPECS[key].label or key.rsplit(".", 1)[-1][:LABEL_CHARS] for key in FIELD_SPECS
-}
+LABELS: dict[str, str] = {}
+
+
+def _refresh() -> None:
+    FORM_FIELDS[:] = _form_order()
+    IDS.clear()
+    IDS.update((key, FIELD_SPECS[key].attr) for key in FORM_FIELDS)
+    _KEYS.clear()
+    _KEYS.update((widget_id, key) for key, widget_id in IDS.items())
+    LABELS.clear()
+    LABELS.update(
+        (key, FIELD_SPECS[key].label or key.rsplit(".", 1)[-1][:LABEL_CHARS]) for key in FIELD_SPECS
+    )
+
+
+_refresh()
+on_change(_refresh)
 LABEL_WIDTH = 11  # the label column: marker glyph, label, a space (app.tcss)
 SELECT_WIDTH = 11  # what is left of the side panel (and its scrollbar) beside a full label
 NARROW_LABEL_WIDTH = 7  # beside a select of long names (as app.tcss's for the draft model)
