@@ -1,0 +1,32 @@
+"""The screens over the main one: help (F1) and Calibrate (F8)."""
+
+from __future__ import annotations
+
+from engine.core.config import SpecConfig
+from spectui.mixins.base import AppBase
+
+
+class ScreensMixin(AppBase):
+    """Open the help screen (on the focused field's help) and the Calibrate screen."""
+
+    def action_help(self) -> None:
+        from spectui.screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            # A form field focused: its help, unit and range first (what its tooltip says).
+            within = self.focused is not None and self.form in self.focused.ancestors
+            self.push_screen(HelpScreen(self.form.focused_field if within else None))
+
+    def action_calibrate(self) -> None:
+        """Open the Calibrate screen on the form's scenario; ``f`` there loads the fitted
+        model and the recommended K into the form."""
+        from spectui.screens.calibrate import CalibrateScreen
+
+        if isinstance(self.screen, CalibrateScreen):
+            return
+
+        def chosen(config: SpecConfig | None) -> None:
+            if config is not None:  # the screen's toast says what is set
+                self.form.load_config(config)
+
+        self.push_screen(CalibrateScreen(self.config), chosen)
