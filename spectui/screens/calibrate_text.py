@@ -98,9 +98,13 @@ def sendable(cal: Any, scenario: SpecConfig, rec: Any) -> SpecConfig:
     K, a fixed K policy and a chain (what the recommendation is for), and the chosen model's
     values to the fewest :data:`SEND_DIGITS` significant digits whose exact speedup shows as
     the recommendation's (all of them if none does). Runs in the worker: it loads the engine."""
+    from engine.core.config import DEFAULTS
+    from engine.core.parts import POLICY, SHAPE
     from engine.simulate.exact import exact_metrics
 
-    base = scenario.replace(policy="fixed", shape="chain", k=rec.k)
+    # The default policy and shape: a fixed K on a chain.
+    chain_of_k = {key: DEFAULTS[key] for key in (POLICY.selector, SHAPE.selector)}
+    base = scenario.replace(**chain_of_k, k=rec.k)
     shown = fmt(rec.speedup, speedup=True)
     for digits in SEND_DIGITS:
         values = {key: _rounded(key, v, digits) for key, v in cal.chosen.values.items()}
