@@ -20,6 +20,7 @@ import sys
 from typing import Any
 
 from engine.core.config import ConfigError
+from engine.core.parts import POLICY
 from engine.presets import ARENA_KEYS
 from spectui.cli.flags import add_scenario_flags, given_fields
 from spectui.errors import UsageError
@@ -30,7 +31,7 @@ def add_parser(sub: Any) -> None:
     arena = sub.add_parser(
         "arena",
         help="compare K policies on a scenario (leaderboard)",
-        description="Run K policies (fixed, hf_heuristic, threshold, goodput, schedule, oracle) "
+        description=f"Run K policies ({', '.join(POLICY)}) "
         "on the same random draws and print a leaderboard: speedup (exact where it exists), "
         "paired gain over the best fixed K, share of the oracle's gain, mean k, waste. The "
         "policy flags (--policy, --k, --policy-k-max, ...) choose one contender; without "
