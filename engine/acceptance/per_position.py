@@ -16,6 +16,8 @@ if TYPE_CHECKING:
 class PerPosition(AcceptanceModel):
     name = "per_position"
     description = "conditional P(accept) p_1..p_m from a list (position i > m uses p_m)"
+    fittable = True
+    rate_per_position = True
     fields = (
         field(
             "acceptance.rates",
@@ -42,3 +44,35 @@ class PerPosition(AcceptanceModel):
 
     def params_text(self, config: Any) -> str:
         return f"rates {config.rates}"
+
+    # The maximum of the likelihood is each position's own rate: accepted over reached.
+    def fit(self, accepted: np.ndarray, reached: np.ndarray) -> list[dict[str, object]]:
+        import numpy as np
+
+        from engine.acceptance.fitting import counts
+
+        accepted, reached = counts(accepted, reached)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rates = np.where(reached > 0, accepted / reached, 0.0)
+        return [self.scenario_values({"acceptance.rates": rates_text(r)}) for r in rates]
+
+    def fit_posterior(
+        self,
+        values: dict[str, object],
+        accepted: np.ndarray,
+        reached: np.ndarray,
+        draws: int,
+        rng: np.random.Generator,
+    ) -> list[dict[str, object]]:
+        """Beta(1 + accepted_i, 1 + failed_i) of each position (a uniform prior)."""
+        failed = reached - accepted
+        rates = rng.beta(1.0 + accepted, 1.0 + failed, (draws, accepted.size))
+        return [self.scenario_values({"acceptance.rates": rates_text(r)}) for r in rates]
+
+
+def rates_text(rates: np.ndarray) -> str:
+    """The ``acceptance.rates`` text of conditional rates (each clipped to [0, 1], 6
+    significant digits)."""
+    import numpy as np
+
+    return ",".join(f"{float(np.clip(r, 0.0, 1.0)):.6g}" for r in rates)

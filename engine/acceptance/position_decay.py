@@ -17,6 +17,7 @@ class PositionDecay(AcceptanceModel):
     name = "position_decay"
     description = "P(accept) at position i = decay_base * decay_factor^(i-1)"
     original = True
+    fittable = True
     fields = (
         field(
             "decay_base",
@@ -45,3 +46,22 @@ class PositionDecay(AcceptanceModel):
 
     def params_text(self, config: Any) -> str:
         return f"decay {config.decay_base:g} x {config.decay_factor:g}^(i-1)"
+
+    def fit(self, accepted: np.ndarray, reached: np.ndarray) -> list[dict[str, object]]:
+        """Both parameters searched in [0, 1] (engine.acceptance.fitting.fit_two)."""
+        import numpy as np
+
+        from engine.acceptance.fitting import FloatArray, counts, fit_two
+
+        accepted, reached = counts(accepted, reached)
+        steps = np.arange(accepted.shape[1], dtype=float)
+
+        def rates(base: FloatArray, factor: FloatArray) -> FloatArray:
+            out: FloatArray = base[:, None] * factor[:, None] ** steps
+            return out
+
+        base, factor = fit_two(accepted, reached, rates, (0.0, 1.0))
+        return [
+            self.scenario_values({"decay_base": float(b), "decay_factor": float(f)})
+            for b, f in zip(base, factor, strict=True)
+        ]

@@ -7,13 +7,16 @@ a fixed K per window, ``reached_1`` is the number of drafts and ``reached_i`` is
 of drafts whose (i-1)-th token was accepted (vLLM's cumulative per-position counts). The
 likelihood of the observed accepted-prefix lengths factorises over positions,
 ``prod_i p_i^accepted_i (1 - p_i)^(reached_i - accepted_i)`` with ``p_i`` the conditional
-rate, for every model whose cycles are independent (fixed, position_decay, beta_round,
-per_position): each model is fitted by maximum likelihood on those binomial counts and the
-models are compared by :data:`CRITERION`.
+rate, for every model whose cycles are independent. The candidates are the registered
+acceptance models that declare themselves ``fittable``
+(:class:`engine.acceptance.base.AcceptanceModel`: each fits itself by maximum likelihood on
+those binomial counts, :mod:`engine.acceptance.fitting`), and they are compared by
+:data:`CRITERION`.
 
 Windows that give only a mean acceptance length (SGLang ``accept len``, vLLM v0, the old
-llama.cpp line) carry no per-position information: they allow the ``fixed`` model only,
-solved from ``1 + sum_{i<=K} p^i = M``.
+llama.cpp line) carry no per-position information: they allow only the candidate whose
+rate is one field at every position (``constant_rate_field``: fixed), solved from
+``1 + sum_{i<=K} p^i = M``.
 
 :func:`recommend` prices every K with the exact engine (``engine.simulate.exact``) under the
 scenario's cost model and carries the fit's uncertainty by posterior draws of the chosen
@@ -24,34 +27,33 @@ target decode steps; :func:`emit` writes the recommendation as each engine's set
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
-import shlex
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
+from engine.acceptance.base import AcceptanceModel
 from engine.acceptance.draft_models import get_model
-from engine.calibrate import VLLM_METHODS
+from engine.acceptance.fitting import Z95 as Z95
+from engine.acceptance.fitting import log_likelihood, rate_stderr_from_mean_length
+from engine.acceptance.fitting import rate_from_mean_length as fixed_from_mean
+from engine.acceptance.fitting import wilson_interval as wilson_interval
+from engine.calibrate.emit import emit as emit
+from engine.calibrate.linear_cost import fit_linear_cost as fit_linear_cost
+from engine.calibrate.linear_cost import linear_cost_values as linear_cost_values
+from engine.calibrate.linear_cost import linear_speedup as linear_speedup
 from engine.calibrate.logs import mean_length_of
-from engine.core.config import BETA_MAX, SpecConfig
+from engine.core.config import DEFAULTS, SpecConfig
+from engine.core.parts import ACCEPTANCE, POLICY, SHAPE
 from engine.simulate.exact import exact_metrics_many
 
 FloatArray = npt.NDArray[np.float64]
 
 # How models are compared: the Bayesian information criterion, smaller is better.
 CRITERION = "BIC = -2 ln L + k ln N (k parameters, N Bernoulli trials = sum of reached_i)"
-MODEL_NAMES = ("fixed", "position_decay", "beta_round", "per_position")
-Z95 = 1.959963984540054  # two-sided 95 % normal quantile
-# beta_round's a and b are searched in [BETA_LOW, BETA_MAX] (SpecConfig wants them > 0).
-BETA_LOW = 1e-3
-# The 2-parameter maximisations: a grid of this many points, then golden-section steps.
-_GRID = 17
-_GOLDEN_STEPS = 36
-_INV_PHI = (math.sqrt(5.0) - 1.0) / 2.0
 
 
 class CalibrationError(ValueError):
@@ -100,8 +102,9 @@ class ModelFit:
     ``log_likelihood`` and ``criterion`` (:data:`CRITERION`) are NaN when the windows give
     no per-position counts; ``rms_error``: RMS of the fitted against the observed
     conditional rates over the observed positions (NaN without them); ``interval``: 95 %
-    intervals of the parameters where the counts give one (``fixed`` only: Wilson on the
-    pooled counts, or the delta method on M from a mean length)."""
+    intervals of the parameters where the counts give one (the model's
+    :meth:`~engine.acceptance.base.AcceptanceModel.fit_interval`; for the constant rate
+    from a mean length, the delta method on M)."""
 
     name: str
     values: dict[str, object]
@@ -150,120 +153,24 @@ class Recommendation:
     curve: list[tuple[int, float, float, float]]  # (K, speedup, low, high), K = 1..k_max
 
 
-# ---------------------------------------------------------------------------- statistics
+# ---------------------------------------------------------------------------- candidates
 
 
-def wilson_interval(successes: float, trials: float, z: float = Z95) -> tuple[float, float]:
-    """Wilson score interval of a binomial proportion (Wilson 1927); (0, 1) for no trials."""
-    if trials <= 0:
-        return 0.0, 1.0
-    p = successes / trials
-    denom = 1.0 + z * z / trials
-    centre = (p + z * z / (2.0 * trials)) / denom
-    half = z * math.sqrt(p * (1.0 - p) / trials + z * z / (4.0 * trials * trials)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
+def candidates() -> list[AcceptanceModel]:
+    """The acceptance models calibration fits (``fittable``), simplest first: a fixed number
+    of parameters before one per position, fewer fields before more, registration order
+    among equals (fixed, position_decay, beta_round, per_position)."""
+    fittable = [ACCEPTANCE[name] for name in ACCEPTANCE.where(lambda model: model.fittable)]
+    return sorted(fittable, key=lambda model: (model.rate_per_position, model.fit_parameters(1)))
 
 
-def _log_likelihood(accepted: FloatArray, reached: FloatArray, rates: FloatArray) -> FloatArray:
-    """Binomial log-likelihood summed over the last axis (positions); 0 log 0 = 0."""
-    failed = reached - accepted
-    with np.errstate(divide="ignore", invalid="ignore"):
-        hits = np.where(accepted > 0, accepted * np.log(rates), 0.0)
-        misses = np.where(failed > 0, failed * np.log1p(-rates), 0.0)
-    total: FloatArray = np.sum(hits + misses, axis=-1)
-    return total
-
-
-def _maximise(f: Callable[[FloatArray], FloatArray], lo: float, hi: float, n: int) -> FloatArray:
-    """argmax over [lo, hi] of ``n`` unimodal functions at once (``f`` maps n points to n
-    values): the best of a grid, then golden-section search between its neighbours."""
-    grid = np.linspace(lo, hi, _GRID)
-    values = np.stack([f(np.full(n, x)) for x in grid])  # (grid, n)
-    best = np.argmax(values, axis=0)
-    a = grid[np.maximum(best - 1, 0)]
-    b = grid[np.minimum(best + 1, _GRID - 1)]
-    c = b - _INV_PHI * (b - a)
-    d = a + _INV_PHI * (b - a)
-    fc, fd = f(c), f(d)
-    for _ in range(_GOLDEN_STEPS):
-        left = fc >= fd  # the maximum lies in [a, d], else in [c, b]
-        a, b = np.where(left, a, c), np.where(left, d, b)
-        # the kept inner point keeps its value; one new point per function is evaluated
-        new = np.where(left, b - _INV_PHI * (b - a), a + _INV_PHI * (b - a))
-        f_new = f(new)
-        c, d = np.where(left, new, d), np.where(left, c, new)
-        fc, fd = np.where(left, f_new, fd), np.where(left, fc, f_new)
-    x: FloatArray = (a + b) / 2.0
-    return x
-
-
-def _fit_two(
-    accepted: FloatArray,
-    reached: FloatArray,
-    rates_of: Callable[[FloatArray, FloatArray], FloatArray],
-    bounds: tuple[float, float],
-) -> tuple[FloatArray, FloatArray]:
-    """Maximum likelihood of a two-parameter model, for each row of the counts (D, m):
-    the outer search over y, the inner over x for each y; ``rates_of(x, y)`` gives the
-    conditional rates (D, m) of parameters (D,)."""
-    n = accepted.shape[0]
-    lo, hi = bounds
-
-    def inner(y: FloatArray) -> FloatArray:
-        return _maximise(lambda x: _log_likelihood(accepted, reached, rates_of(x, y)), lo, hi, n)
-
-    def profile(y: FloatArray) -> FloatArray:
-        return _log_likelihood(accepted, reached, rates_of(inner(y), y))
-
-    y = _maximise(profile, lo, hi, n)
-    return inner(y), y
-
-
-def _decay_rates(m: int) -> Callable[[FloatArray, FloatArray], FloatArray]:
-    steps = np.arange(m, dtype=float)
-
-    def rates(base: FloatArray, factor: FloatArray) -> FloatArray:
-        out: FloatArray = base[:, None] * factor[:, None] ** steps
-        return out
-
-    return rates
-
-
-def _beta_rates(m: int) -> Callable[[FloatArray, FloatArray], FloatArray]:
-    # beta_round's conditional rate at position i + 1 is (a + i) / (a + b + i)
-    # (engine.acceptance.draft_models.BetaRound); a and b are searched on a log scale.
-    steps = np.arange(m, dtype=float)
-
-    def rates(log_a: FloatArray, log_b: FloatArray) -> FloatArray:
-        a, b = np.exp(log_a)[:, None], np.exp(log_b)[:, None]
-        out: FloatArray = (a + steps) / (a + b + steps)
-        return out
-
-    return rates
-
-
-_BETA_BOUNDS = (math.log(BETA_LOW), math.log(BETA_MAX))
-
-
-def fit_counts(accepted: FloatArray, reached: FloatArray) -> dict[str, FloatArray]:
-    """Maximum-likelihood parameters of every model for each row of counts (D, m):
-    ``p`` (fixed), ``decay_base``/``decay_factor``, ``beta_a``/``beta_b``, ``rates`` (D, m)."""
-    accepted = np.atleast_2d(np.asarray(accepted, dtype=float))
-    reached = np.atleast_2d(np.asarray(reached, dtype=float))
-    m = accepted.shape[1]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rates = np.where(reached > 0, accepted / reached, 0.0)
-        p = accepted.sum(axis=1) / reached.sum(axis=1)
-    base, factor = _fit_two(accepted, reached, _decay_rates(m), (0.0, 1.0))
-    log_a, log_b = _fit_two(accepted, reached, _beta_rates(m), _BETA_BOUNDS)
-    return {
-        "p": p,
-        "decay_base": base,
-        "decay_factor": factor,
-        "beta_a": np.exp(log_a),
-        "beta_b": np.exp(log_b),
-        "rates": rates,
-    }
+def _constant_model() -> AcceptanceModel:
+    """The candidate a mean acceptance length alone can fit: its one parameter is the rate
+    at every position (``constant_rate_field``)."""
+    for model in candidates():
+        if model.constant_rate_field is not None:
+            return model
+    raise CalibrationError("no fittable acceptance model has a constant rate")
 
 
 def model_rates(name: str, values: dict[str, object], m: int) -> FloatArray:
@@ -271,31 +178,6 @@ def model_rates(name: str, values: dict[str, object], m: int) -> FloatArray:
     config = SpecConfig().replace(**values)
     rates: FloatArray = np.asarray(get_model(name).position_probs(config, m), dtype=float)
     return rates
-
-
-def _values(name: str, params: dict[str, FloatArray], row: int) -> dict[str, object]:
-    """SpecConfig values of one model from row ``row`` of :func:`fit_counts`."""
-    if name == "fixed":
-        return {"draft_model": "fixed", "acceptance_rate": float(params["p"][row])}
-    if name == "position_decay":
-        return {
-            "draft_model": "position_decay",
-            "decay_base": float(params["decay_base"][row]),
-            "decay_factor": float(params["decay_factor"][row]),
-        }
-    if name == "beta_round":
-        return {
-            "draft_model": "beta_round",
-            "acceptance.beta_a": float(np.clip(params["beta_a"][row], BETA_LOW, BETA_MAX)),
-            "acceptance.beta_b": float(np.clip(params["beta_b"][row], BETA_LOW, BETA_MAX)),
-        }
-    rates = params["rates"][row]
-    return {"draft_model": "per_position", "acceptance.rates": _rates_text(rates)}
-
-
-def _rates_text(rates: FloatArray) -> str:
-    """The ``acceptance.rates`` text of conditional rates (6 significant digits)."""
-    return ",".join(f"{float(np.clip(r, 0.0, 1.0)):.6g}" for r in rates)
 
 
 # ---------------------------------------------------------------------------- pooling
@@ -314,37 +196,6 @@ def _pool_positions(windows: Sequence[WindowLike]) -> tuple[FloatArray, FloatArr
         reached[:n] += np.concatenate(([drafts], counts[:-1]))
     keep = int(np.argmax(reached <= 0)) if np.any(reached <= 0) else m
     return accepted[:keep], reached[:keep]
-
-
-def fixed_from_mean(mean_length: float, k: int) -> float:
-    """The p of the fixed model with ``1 + sum_{i<=k} p^i = mean_length`` (bisection;
-    clipped to [0, 1])."""
-    target = mean_length - 1.0
-    if target <= 0.0:
-        return 0.0
-    if target >= k:
-        return 1.0
-    lo, hi = 0.0, 1.0
-    for _ in range(80):
-        mid = (lo + hi) / 2.0
-        if sum(mid**i for i in range(1, k + 1)) < target:
-            lo = mid
-        else:
-            hi = mid
-    return (lo + hi) / 2.0
-
-
-def _fixed_stderr(p: float, k: int, drafts: float) -> float:
-    """Standard error of p solved from M over ``drafts`` drafts (delta method): the accepted
-    count of a draft has P(n >= j) = p^j for j <= k, so Var n = sum (2j - 1) p^j - (sum p^j)^2,
-    and dM/dp = sum j p^(j-1)."""
-    j = np.arange(1, k + 1, dtype=float)
-    mean = float(np.sum(p**j))
-    var = float(np.sum((2 * j - 1) * p**j)) - mean * mean
-    slope = float(np.sum(j * p ** (j - 1)))
-    if slope <= 0.0 or drafts <= 0.0:
-        return math.nan
-    return math.sqrt(max(var, 0.0) / drafts) / slope
 
 
 def _count(windows: Iterable[WindowLike]) -> int:
@@ -418,28 +269,23 @@ def _calibrate_positions(
         PositionRate(i + 1, float(n), float(a), float(a / n), *wilson_interval(a, n))
         for i, (a, n) in enumerate(zip(accepted.tolist(), reached.tolist(), strict=True))
     ]
-    params = fit_counts(accepted[None, :], reached[None, :])
     trials = float(reached.sum())
     m = accepted.size
     models = []
-    for name in MODEL_NAMES:
-        values = _values(name, params, 0)
-        rates = model_rates(name, values, m)
-        loglik = float(_log_likelihood(accepted, reached, rates))
-        count = m if name == "per_position" else (1 if name == "fixed" else 2)
-        interval = {}
-        if name == "fixed":
-            total = float(accepted.sum())
-            interval["acceptance_rate"] = wilson_interval(total, trials)
+    for model in candidates():
+        values = model.fit(accepted[None, :], reached[None, :])[0]
+        rates = model_rates(model.name, values, m)
+        loglik = float(log_likelihood(accepted, reached, rates))
+        count = model.fit_parameters(m)
         models.append(
             ModelFit(
-                name=name,
+                name=model.name,
                 values=values,
                 parameters=count,
                 log_likelihood=loglik,
                 criterion=-2.0 * loglik + count * math.log(trials),
                 rms_error=float(np.sqrt(np.mean((rates - observed) ** 2))),
-                interval=interval,
+                interval=model.fit_interval(accepted, reached),
             )
         )
     chosen = min(models, key=lambda fit: fit.criterion)
@@ -490,11 +336,15 @@ def _calibrate_mean(
         if known
         else sum(m * n for m, _, n in pairs) / count
     )
+    model = _constant_model()
+    key = model.constant_rate_field
+    assert key is not None
     p = fixed_from_mean(mean_length, k)
     interval: dict[str, tuple[float, float]] = {}
     what = ", ".join(sources)
     notes.append(
-        f"no per-position rates in the log ({what}): only the fixed model can be fitted, "
+        f"no per-position rates in the log ({what}): only the {model.name} model can be "
+        f"fitted, "
         f"from M = {mean_length:.3f} at K = {k}: p = {p:.4f}"
     )
     if mean_length > k + 1.0:
@@ -502,25 +352,25 @@ def _calibrate_mean(
             f"M = {mean_length:.3f} exceeds K + 1 = {k + 1}: the log was recorded at a larger K"
         )
     if known and 0.0 < p < 1.0:
-        se = _fixed_stderr(p, k, drafts)
-        interval["acceptance_rate"] = (max(0.0, p - Z95 * se), min(1.0, p + Z95 * se))
-        low, high = interval["acceptance_rate"]
+        se = rate_stderr_from_mean_length(p, k, drafts)
+        interval[key] = (max(0.0, p - Z95 * se), min(1.0, p + Z95 * se))
+        low, high = interval[key]
         notes.append(f"p in [{low:.4f}, {high:.4f}] (95 %, from {drafts:.0f} drafts)")
     elif known:  # every draft accepted, or none: a one-sided 95 % bound
         if p >= 1.0:
-            interval["acceptance_rate"] = (0.05 ** (1.0 / (k * drafts)), 1.0)
+            interval[key] = (0.05 ** (1.0 / (k * drafts)), 1.0)
         else:
-            interval["acceptance_rate"] = (0.0, 1.0 - 0.05 ** (1.0 / drafts))
-        low, high = interval["acceptance_rate"]
+            interval[key] = (0.0, 1.0 - 0.05 ** (1.0 / drafts))
+        low, high = interval[key]
         notes.append(f"p in [{low:.4f}, {high:.4f}] (95 %, one-sided, {drafts:.0f} drafts)")
     else:
         notes.append("its uncertainty is unknown: the log gives no draft count")
     if len(by_k) > 1:
         notes.append(f"windows at other K ({', '.join(map(str, sorted(by_k)))}) not pooled")
     fit = ModelFit(
-        name="fixed",
-        values={"draft_model": "fixed", "acceptance_rate": p},
-        parameters=1,
+        name=model.name,
+        values=model.scenario_values({key: p}),
+        parameters=model.fit_parameters(1),
         log_likelihood=math.nan,
         criterion=math.nan,
         rms_error=math.nan,
@@ -534,57 +384,26 @@ def _calibrate_mean(
 
 def posterior_values(cal: Calibration, draws: int, seed: int = 0) -> list[dict[str, object]]:
     """``draws`` samples of the chosen model's SpecConfig values carrying the fit's
-    uncertainty: Beta(1 + accepted, 1 + failed) posteriors for ``fixed`` and
-    ``per_position``; a parametric bootstrap (counts redrawn from the fitted rates, the
-    model refitted) for ``position_decay`` and ``beta_round``; a normal on the delta-method
-    interval for ``fixed`` from a mean length; the fitted values repeated when the
-    uncertainty is unknown."""
+    uncertainty: the model's :meth:`~engine.acceptance.base.AcceptanceModel.fit_posterior`
+    from the per-position counts (Beta posteriors for fixed and per_position, a parametric
+    bootstrap for position_decay and beta_round); for the constant rate from a mean length,
+    a normal on its delta-method interval; the fitted values repeated when the uncertainty
+    is unknown."""
     rng = np.random.default_rng(seed)
     chosen = cal.chosen
+    model = ACCEPTANCE[chosen.name]
     if not cal.positions:
-        span = chosen.interval.get("acceptance_rate")
-        p = float(chosen.values["acceptance_rate"])  # type: ignore[arg-type]
+        key = model.constant_rate_field
+        span = chosen.interval.get(key)
+        p = float(chosen.values[key])  # type: ignore[arg-type]
         if span is None:
             return [dict(chosen.values) for _ in range(draws)]
         sd = (span[1] - span[0]) / (2.0 * Z95)
         samples = np.clip(rng.normal(p, sd, draws), 0.0, 1.0)
-        return [{"draft_model": "fixed", "acceptance_rate": float(x)} for x in samples]
+        return [model.scenario_values({key: float(x)}) for x in samples]
     accepted = np.array([r.accepted for r in cal.positions])
     reached = np.array([r.reached for r in cal.positions])
-    failed = reached - accepted
-    if chosen.name == "fixed":
-        samples = rng.beta(1.0 + accepted.sum(), 1.0 + failed.sum(), draws)
-        return [{"draft_model": "fixed", "acceptance_rate": float(x)} for x in samples]
-    if chosen.name == "per_position":
-        rates = rng.beta(1.0 + accepted, 1.0 + failed, (draws, accepted.size))
-        return [{"draft_model": "per_position", "acceptance.rates": _rates_text(r)} for r in rates]
-    fitted = model_rates(chosen.name, chosen.values, accepted.size)
-    sim_accepted, sim_reached = _bootstrap_counts(rng, fitted, accepted, reached, draws)
-    params = fit_counts(sim_accepted, sim_reached)
-    return [_values(chosen.name, params, row) for row in range(draws)]
-
-
-def _bootstrap_counts(
-    rng: np.random.Generator,
-    rates: FloatArray,
-    accepted: FloatArray,
-    reached: FloatArray,
-    draws: int,
-) -> tuple[FloatArray, FloatArray]:
-    """Counts redrawn from ``rates``: position 1 keeps its drafts; position i + 1 is reached
-    by the redrawn accepted_i times the observed share that went on (pooled windows with a
-    shorter list stop early)."""
-    m = rates.size
-    with np.errstate(divide="ignore", invalid="ignore"):
-        share = np.where(accepted[:-1] > 0, reached[1:] / accepted[:-1], 0.0)
-    sim_a, sim_n = np.zeros((draws, m)), np.zeros((draws, m))
-    n = np.full(draws, reached[0])
-    for i in range(m):
-        sim_n[:, i] = n
-        sim_a[:, i] = rng.binomial(n.astype(np.int64), rates[i])
-        if i + 1 < m:
-            n = np.round(sim_a[:, i] * share[i])
-    return sim_a, sim_n
+    return model.fit_posterior(chosen.values, accepted, reached, draws, rng)
 
 
 def recommend(
@@ -601,10 +420,10 @@ def recommend(
     length), a 95 % interval at each K from ``draws`` posterior draws
     (:func:`posterior_values`; percentiles 2.5 and 97.5), the tolerance ``band`` (every K
     within ``band`` of the best speedup) and the change against the log's K. K is a fixed
-    speculation length: the scenario's K policy is set to ``fixed`` and its draft shape to a
-    chain (a log's K is a chain's)."""
+    speculation length: the scenario's K policy and draft shape are set to the defaults, a
+    fixed K on a chain (a log's K is a chain's)."""
     ks = list(range(1, k_max + 1))
-    scenario = scenario.replace(policy="fixed", shape="chain")
+    scenario = scenario.replace(**{key: DEFAULTS[key] for key in (POLICY.selector, SHAPE.selector)})
     base = cal.config(scenario)
     samples = posterior_values(cal, draws, seed) if draws > 0 else []
     configs = [base.replace(k=k) for k in ks]
@@ -645,100 +464,3 @@ def recommend(
         change=change,
         curve=curve,
     )
-
-
-# ---------------------------------------------------------------------------- linear cost
-
-
-def fit_linear_cost(
-    points: Sequence[tuple[int, float, float]], baseline_tpot: float
-) -> tuple[float, float]:
-    """(fixed, per_token) of a linear cycle cost in target decode steps, from a measured K
-    sweep: each point (K, mean acceptance length M, time per output token) gives the time
-    of one cycle, TPOT x M, which over the plain decoding step (``baseline_tpot``) is
-    ``fixed + per_token x K``; ordinary least squares over the points. The speedup it
-    predicts at K is M(K) / (fixed + per_token x K)."""
-    if baseline_tpot <= 0.0:
-        raise ValueError("baseline_tpot must be > 0")
-    ks = np.array([float(k) for k, _, _ in points])
-    if np.unique(ks).size < 2:
-        raise ValueError("fit_linear_cost needs points at two K or more")
-    steps = np.array([tpot * mean / baseline_tpot for _, mean, tpot in points])
-    design = np.stack([np.ones_like(ks), ks], axis=1)
-    (fixed, per_token), *_ = np.linalg.lstsq(design, steps, rcond=None)
-    return float(fixed), float(per_token)
-
-
-def linear_cost_values(cost: tuple[float, float], step_us: float) -> dict[str, object]:
-    """SpecConfig values of the ``linear`` cost model for a fitted cost in target steps
-    (:func:`fit_linear_cost`) and a decode step of ``step_us``: the verify pass is the
-    step, each drafted token costs ``per_token`` steps and a cycle that drafts pays
-    ``fixed - 1`` steps more (``cost.draft_fixed_us``), so a cycle of K drafts costs
-    ``fixed + per_token x K`` steps. Negative terms (a sweep that measures a cycle cheaper
-    than a step) are clipped to 0."""
-    fixed, per_token = cost
-    return {
-        "cost.model": "linear",
-        "verify_cost_us": step_us,
-        "draft_cost_us": max(per_token, 0.0) * step_us,
-        "cost.verify_token_us": 0.0,
-        "cost.draft_fixed_us": max(fixed - 1.0, 0.0) * step_us,
-    }
-
-
-def linear_speedup(mean_length: float, k: int, cost: tuple[float, float]) -> float:
-    """Long-run speedup of a cycle emitting ``mean_length`` tokens on average at a cost of
-    ``fixed + per_token x k`` target steps (:func:`fit_linear_cost`)."""
-    fixed, per_token = cost
-    return mean_length / (fixed + per_token * k)
-
-
-# ---------------------------------------------------------------------------- emit
-
-# Flags and fields, as each engine documents them:
-# - vLLM: --speculative-config JSON with "method" and "num_speculative_tokens"
-#   (docs.vllm.ai/en/latest/features/speculative_decoding/eagle/; SpeculativeMethod in
-#   docs.vllm.ai/en/v0.12.0/api/vllm/config/speculative/: ngram, medusa, mlp_speculator,
-#   draft_model, suffix, eagle, eagle3, mtp...).
-# - SGLang: --speculative-algorithm (EAGLE, EAGLE3, STANDALONE, NGRAM),
-#   --speculative-num-steps, --speculative-eagle-topk, --speculative-num-draft-tokens
-#   (docs.sglang.io/docs/advanced_features/speculative_decoding); a chain of K drafts is
-#   topk 1 with K + 1 draft tokens (the root and K).
-# - llama.cpp: --draft-max N, --draft-min N, --draft-p-min P (common/arg.cpp; defaults
-#   changed between versions: draft-min 0 or 5, draft-p-min 0.9, 0.75 or 0.0). A fixed K
-#   is --draft-min 0 --draft-p-min 0: drafting never stops early on a low probability.
-# - TensorRT-LLM: max_draft_len in the speculative_config of the LLM API / YAML
-#   (nvidia.github.io/TensorRT-LLM/features/speculative-decoding.html).
-_SGLANG_ALGORITHM = {
-    "eagle": "EAGLE",
-    "eagle3": "EAGLE3",
-    "draft_model": "STANDALONE",
-    "ngram": "NGRAM",
-}
-
-
-def emit(rec: Recommendation, cal: Calibration, method: str = "draft_model") -> dict[str, str]:
-    """The recommended K as each engine's settings: ``vllm``, ``sglang``, ``llama.cpp``,
-    ``tensorrt-llm`` (text to paste). ``method``: vLLM's speculative method name (eagle,
-    eagle3, draft_model, ngram, mtp...), mapped to SGLang's algorithm where it has one.
-    ``cal`` is the fit the recommendation came from (kept for settings that depend on it;
-    none does yet: every engine here takes a fixed K). A command line's arguments are each
-    quoted for a POSIX shell (the JSON serialised, then quoted once); ValueError for a
-    ``method`` not in :data:`VLLM_METHODS`."""
-    if method not in VLLM_METHODS:
-        raise ValueError(f"method: expected one of {', '.join(VLLM_METHODS)}")
-    k = int(rec.k)
-    vllm = json.dumps({"method": method, "num_speculative_tokens": k})
-    sglang = (
-        f"--speculative-num-steps {k} --speculative-eagle-topk 1 "
-        f"--speculative-num-draft-tokens {k + 1}"
-    )
-    algorithm = _SGLANG_ALGORITHM.get(method)
-    if algorithm is not None:
-        sglang = f"--speculative-algorithm {algorithm} " + sglang
-    return {
-        "vllm": f"--speculative-config {shlex.quote(vllm)}",
-        "sglang": sglang,
-        "llama.cpp": f"--draft-max {k} --draft-min 0 --draft-p-min 0",
-        "tensorrt-llm": f"max_draft_len: {k}",
-    }

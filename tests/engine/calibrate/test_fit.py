@@ -16,8 +16,8 @@ from engine.calibrate.fit import (
     CRITERION,
     CalibrationError,
     calibrate,
+    candidates,
     emit,
-    fit_counts,
     fit_linear_cost,
     fixed_from_mean,
     linear_cost_values,
@@ -29,6 +29,7 @@ from engine.calibrate.fit import (
 )
 from engine.calibrate.logs import Window
 from engine.core.config import SpecConfig
+from engine.core.parts import ACCEPTANCE
 from engine.simulate.exact import exact_metrics_many
 
 ANCHOR = Path(__file__).parents[2] / "fixtures" / "anchors" / "vllm_20780.csv"
@@ -146,11 +147,11 @@ def test_mle_recovers_beta_round():
     assert np.all(np.abs(got - theta) < Z * stderr), (got, stderr)
 
 
-def test_fit_counts_is_the_likelihood_maximum():
+def test_the_two_parameter_fit_is_the_likelihood_maximum():
     # the 2-parameter search lands on a point no neighbour beats
     accepted, reached = np.array([[90.0, 70.0, 40.0]]), np.array([[100.0, 90.0, 70.0]])
-    params = fit_counts(accepted, reached)
-    base, factor = params["decay_base"][0], params["decay_factor"][0]
+    values = ACCEPTANCE["position_decay"].fit(accepted, reached)[0]
+    base, factor = values["decay_base"], values["decay_factor"]
 
     def loglik(b: float, f: float) -> float:
         p = b * f ** np.arange(3)
@@ -173,10 +174,13 @@ def test_bic_picks_fixed_for_flat_rates():
 def test_bic_picks_per_position_for_rising_irregular_rates():
     cal = calibrate([synthetic([0.55, 0.8, 0.7, 0.92, 0.85, 0.95], 20_000, seed=5)])
     assert cal.chosen.name == "per_position"
+    # every fittable model, simplest first (the order of the printed table)
+    names = [m.name for m in cal.models]
+    assert names == ["fixed", "position_decay", "beta_round", "per_position"]
+    assert names == [model.name for model in candidates()]
+    assert [m.parameters for m in cal.models] == [1, 2, 2, 6]
     by_name = {m.name: m for m in cal.models}
-    assert set(by_name) == {"fixed", "position_decay", "beta_round", "per_position"}
     assert by_name["per_position"].rms_error < by_name["fixed"].rms_error
-    assert by_name["per_position"].parameters == 6
     # the chosen model's rates reach the scenario
     config = cal.config(SpecConfig())
     assert config.draft_model == "per_position"
