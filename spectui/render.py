@@ -51,11 +51,13 @@ def _speedup(value: float) -> str:
 def run_summary(result: RunResult) -> Panel:
     """One run: its configuration and every metric, Monte Carlo beside exact."""
     from engine.analysis.formatting import acceptance_text, cost_setting_text, policy_text
+    from engine.core.config import part_fields
     from engine.core.kernel import cycle_costs
-    from engine.core.parts import COST
+    from engine.core.parts import COST, POLICY, SHAPE
     from engine.simulate.exact import tokens_per_cycle_at_length
 
     c, m = result.config, result.metrics
+    stepwise, tree_shape = POLICY.of(c).stepwise, SHAPE.of(c).tree
     table = Table(show_header=True, box=None, pad_edge=False)
     table.add_column("metric")
     table.add_column("value", justify="right")
@@ -92,11 +94,11 @@ def run_summary(result: RunResult) -> Panel:
     ]
     costs = cycle_costs(c)
     at = f"K={c.k}, context {c.prompt_len}"
-    if c.policy != "fixed":  # the policy chooses each cycle's k: a full cycle of K
+    if stepwise:  # the policy chooses each cycle's k: a full cycle of K
         at = f"a cycle of K={c.k}, context {c.prompt_len}"
     draft_us, verify_us, width = costs.limit_draft_us, costs.limit_verify_us, c.k + 1
     bound = costs.bound
-    if c.shape == "tree":  # the tree's own cycle, at the prompt's context
+    if tree_shape:  # the tree's own cycle, at the prompt's context
         from engine.simulate.tree_scenario import tree_cycle
 
         tree = tree_cycle(c)
@@ -112,15 +114,16 @@ def run_summary(result: RunResult) -> Panel:
         ("verify time / cycle", _us(verify_us), f"{width} tokens/seq"),
         ("decode step", _us(costs.limit_step_us), "the baseline's, same context"),
     ]
-    if c.cost_model != "linear":
+    if "draft_cost_us" not in part_fields("cost.model", c.cost_model):
+        # The break-even ratio is draft_cost_us / verify_cost_us: a model that reads them.
         rows = [r for r in rows if r[0] != "break-even cost ratio"]
     if bound != "-":
         rows.append(("verify pass", f"{bound}-bound", f"batch {c.batch_size}"))
     for row in rows:
         table.add_row(*row)
-    policy = f"K={c.k}" if c.policy == "fixed" else f"policy {policy_text(c)}"
+    policy = f"policy {policy_text(c)}" if stepwise else f"K={c.k}"
     drafting = f"{acceptance_text(c)}, {policy}"
-    if c.shape == "tree":
+    if tree_shape:
         drafting = f"tree {c.tree} (rank probabilities {c.rank_probs})"
     title = (
         f"{drafting}, {cost_setting_text(c)}, {c.n_sequences} x "

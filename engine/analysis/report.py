@@ -22,6 +22,8 @@ from engine.analysis.formatting import (
     speedup_text,
 )
 from engine.analysis.plot_data import optimal_k_heatmap
+from engine.core.config import DEFAULTS, part_fields
+from engine.core.parts import SHAPE
 
 # The original's claims, transcribed from its README ("Key Findings").
 CLAIM_BEST = {"draft_model": "fixed", "k": 15, "acceptance_rate": 0.95, "draft_cost_us": 10.0}
@@ -70,7 +72,8 @@ def config_text(row: pd.Series) -> str:
         config = A.row_config(row)
         return f"{acceptance_text(config)}, K={int(row['k'])}, {cost_setting_text(config)}"
     params = ", ".join(f"{p}={row[p]:g}" for p in get_model(model).reads)
-    if row.get("cost.model", "linear") != "linear":
+    cost_model = str(row.get("cost.model", DEFAULTS["cost.model"]))
+    if "draft_cost_us" not in part_fields("cost.model", cost_model):  # not linear's costs
         config = A.row_config(row)
         return f"{model}, K={int(row['k'])}, {params}, {cost_setting_text(config)}"
     return (
@@ -106,7 +109,7 @@ def chain_rows(frame: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     out (``shape.name`` tree)."""
     if "shape.name" not in frame:
         return frame, 0
-    trees = frame["shape.name"] == "tree"
+    trees = frame["shape.name"].isin(SHAPE.where(lambda shape: shape.tree))
     return frame[~trees].reset_index(drop=True), int(trees.sum())
 
 

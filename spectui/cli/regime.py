@@ -15,24 +15,37 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine.core.config import FIELD_SPECS, ConfigError, ascii_int, check_value
+from engine.core.config import DEFAULTS, FIELD_SPECS, ConfigError, ascii_int, check_value
+from engine.core.parts import COST
 from spectui.cli.flags import add_scenario_flags, base_config, given_fields
 from spectui.errors import UsageError
 
 if TYPE_CHECKING:
     from engine.analysis.regime import RegimeMap
 
-DEFAULT_COST = "roofline"
 # The fields the map varies: their single-value flags make no sense here.
 AXIS_FLAGS = {
     "workload.batch_size": "--batch-sizes",
     "workload.prompt_len": "--contexts",
     "k": "--ks or --k-max",
 }
-LINEAR_NOTE = (
-    "note: the linear cost model has no batch or context dependence: every cell is the same "
-    "(choose --cost roofline, roofline_max or table)"
-)
+
+
+def default_cost() -> str:
+    """The cost model a command that needs batch dependence (regime, tree) takes when the
+    scenario's has none: the batch-default one (roofline; engine.cost.part.CostPart)."""
+    return COST.where(lambda model: model.batch_default)[0]
+
+
+def flat_note(name: str) -> str:
+    """The note under a map whose cost model ``name`` depends on neither batch nor
+    context (linear), naming the models that do."""
+    *rest, last = COST.where(lambda model: model.batch_dependent or model.context_dependent)
+    choices = f"{', '.join(rest)} or {last}" if rest else last
+    return (
+        f"note: the {name} cost model has no batch or context dependence: every cell is the "
+        f"same (choose --cost {choices})"
+    )
 
 
 def _list_of(field: str, parse_one: Callable[[str], int]) -> Callable[[str], tuple[int, ...]]:
@@ -78,13 +91,15 @@ def add_parser(sub: Any) -> None:
         help="optimal K and its speedup over batch size x context length",
         description="The regime map: for each batch size and context length, the K that "
         "maximises the exact speedup and that speedup; cells where no K pays are marked. "
-        f"The cost model defaults to {DEFAULT_COST} (hardware, target and draft from "
+        f"The cost model defaults to {default_cost()} (hardware, target and draft from "
         "--gpu --target --draft).",
     )
     add_scenario_flags(regime)
     for action in regime._actions:
         if action.dest == "cost.model" and action.help:
-            action.help = action.help.replace("(default: linear)", f"(default: {DEFAULT_COST})")
+            action.help = action.help.replace(
+                f"(default: {DEFAULTS['cost.model']})", f"(default: {default_cost()})"
+            )
     regime.add_argument(
         "--preset", metavar="NAME|PATH", help="start from a preset; flags override it"
     )
@@ -123,10 +138,12 @@ def _config(args: argparse.Namespace) -> tuple[Any, list[str]]:
             raise UsageError(f"{given}: the map varies this; use {flag}")
     base = base_config(args)
     changes = given_fields(args)
-    if "cost.model" not in changes and base.cost_model == "linear":
-        changes["cost.model"] = DEFAULT_COST
+    if "cost.model" not in changes and not COST.of(base).batch_dependent:
+        changes["cost.model"] = default_cost()
     config = base.replace(**changes)
-    notes = [LINEAR_NOTE] if config.cost_model == "linear" else []
+    cost = COST.of(config)
+    flat = not (cost.batch_dependent or cost.context_dependent)
+    notes = [flat_note(config.cost_model)] if flat else []
     return config, notes
 
 

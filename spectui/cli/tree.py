@@ -14,11 +14,11 @@ import argparse
 import json
 from typing import Any
 
-from engine.core.config import ConfigError, ascii_int
+from engine.core.config import DEFAULTS, ConfigError, ascii_int
+from engine.core.parts import COST, SHAPE
 from spectui.cli.flags import add_scenario_flags, base_config, given_fields
+from spectui.cli.regime import default_cost
 from spectui.errors import UsageError
-
-DEFAULT_COST = "roofline"
 
 
 def _pair(text: str) -> tuple[int, int]:
@@ -38,23 +38,25 @@ def add_parser(sub: Any) -> None:
         help="chains against token trees (k-ary, EAGLE, Sequoia) and the best tree by batch",
         description="Compare a chain, a k-ary tree, EAGLE's default tree and the "
         "Sequoia-optimal tree on the scenario's rank probabilities (--rank-probs) and cost "
-        f"(default {DEFAULT_COST}), then the best tree size as the batch grows.",
+        f"(default {default_cost()}), then the best tree size as the batch grows.",
     )
     tree.add_argument("--preset", metavar="NAME|PATH", help="start from a preset; flags override")
     tree.add_argument("--kary", type=_pair, default=(2, 3), metavar="K,DEPTH", help="k-ary tree")
     add_scenario_flags(tree)
     for action in tree._actions:
         if action.dest == "cost.model" and action.help:
-            action.help = action.help.replace("(default: linear)", f"(default: {DEFAULT_COST})")
+            action.help = action.help.replace(
+                f"(default: {DEFAULTS['cost.model']})", f"(default: {default_cost()})"
+            )
     tree.add_argument("--json", action="store_true", help="print everything as JSON")
 
 
 def _scenario(args: argparse.Namespace) -> Any:
     base = base_config(args)
     changes = given_fields(args)
-    if "cost.model" not in changes and base.cost_model == "linear":
-        changes["cost.model"] = DEFAULT_COST
-    changes.setdefault("shape.name", "tree")
+    if "cost.model" not in changes and not COST.of(base).batch_dependent:
+        changes["cost.model"] = default_cost()
+    changes.setdefault("shape.name", SHAPE.where(lambda shape: shape.tree)[0])
     return base.replace(**changes)
 
 
@@ -176,5 +178,9 @@ def _print(scenario: Any, rows: list[Any], grid: Any) -> None:
             f"{tree / chain:.3f}",
         )
     out.print(by_batch)
-    if scenario.cost_model == "linear":
-        out.print(Text("note: a linear cost has no batch dependence: every row is the same"))
+    if not COST.of(scenario).batch_dependent:
+        out.print(
+            Text(
+                f"note: a {scenario.cost_model} cost has no batch dependence: every row is the same"
+            )
+        )

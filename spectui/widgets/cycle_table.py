@@ -242,10 +242,11 @@ class CycleTable(ScrollView, can_focus=True):
         import numpy as np  # here, not at import: numpy is not needed for the first screen
 
         from engine.core.kernel import baseline_time_us
+        from engine.core.parts import SHAPE
 
         self._records = records
         self._columns, self._paths = COLUMNS, None
-        if config.shape == "tree":
+        if SHAPE.of(config).tree:
             from engine.simulate.tree_scenario import tree_of
 
             self._columns, self._paths = TREE_COLUMNS, tree_of(config).path_texts()

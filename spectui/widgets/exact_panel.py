@@ -7,7 +7,7 @@ from typing import Any
 from rich.table import Table
 from textual.widgets import Static
 
-from engine.core.config import SpecConfig
+from engine.core.config import SpecConfig, part_fields
 from spectui.widgets.common import fmt
 
 # Where a configuration's cost model cannot be built (an unreadable cost table): the field
@@ -78,7 +78,8 @@ class ExactPanel(Static):
         table.add_row("cost ratio", fmt(figures["cost_ratio"]))
         if "tree_nodes" in figures:  # a tree has no break-even K-draft ratio
             table.add_row("nodes/depth", f"{figures['tree_nodes']}/{figures['tree_depth']}")
-        elif config.cost_model == "linear":  # a draft/verify ratio of the linear costs
+        elif "draft_cost_us" in part_fields("cost.model", config.cost_model):
+            # a ratio of the draft pass's and the verify pass's own costs (linear)
             table.add_row("breakeven c", fmt(figures["breakeven_cost_ratio"]))
         # Per cycle (the form's draft us is per token): the cycle's drafting, its verify.
         table.add_row("per cycle:", "")

@@ -6,9 +6,10 @@ row per batch size, a column per context length, each cell K* and its exact spee
 speedup colour scale, ``✗`` where no K pays. The line under the map says where speculation
 should turn off; moving the cursor describes the cell under it.
 
-Under the ``linear`` cost model nothing depends on batch or context: the view then maps the
-same scenario under the ``roofline`` model, and its title line says so ("roofline h100 (form
-is linear)"), so that its K* is not mistaken for the form's. Every figure is exact.
+Under a cost model without batch dependence (``linear``) the view maps the same scenario
+under the batch-default model (``roofline``, engine.cost.part.CostPart), and its title line
+says so ("roofline h100 (form is linear)"), so that its K* is not mistaken for the form's.
+Every figure is exact.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from textual.worker import Worker, get_current_worker
 
 from engine.analysis.formatting import speedup_text
 from engine.core.config import SpecConfig
+from engine.core.parts import COST
 from spectui.colours import heat_style
 from spectui.widgets.common import ReportsWorkerErrors
 from spectui.widgets.heatmap import Heatmap
@@ -39,18 +41,19 @@ BUSY_TEXT = "computing the map…"
 # No cell padding: the leading spaces part the columns, and an 80-column terminal without
 # the form (ctrl+b) shows all 8 default contexts.
 CELL_WIDTH = 8
-DEFAULT_COST = "roofline"
 TITLE = "Regime map, exact"  # exact figures (engine.analysis.regime), no Monte Carlo
 
 
 def map_config(config: SpecConfig) -> tuple[SpecConfig, str]:
     """The scenario mapped over batch and context for the form's ``config``, and how it
-    differs from the form's ("" if it does not): a linear cost ignores batch and context,
-    so the map (and the Tree view's heatmap) uses the roofline of the form's gpu instead."""
-    if config.cost_model == "linear":
+    differs from the form's ("" if it does not): a cost without batch dependence (linear)
+    would make every row alike, so the map (and the Tree view's heatmap) uses the
+    batch-default model (the roofline of the form's gpu) instead."""
+    if not COST.of(config).batch_dependent:
+        default = COST.where(lambda model: model.batch_default)[0]
         return (
-            config.replace(cost_model=DEFAULT_COST),
-            f"{DEFAULT_COST} {config.gpu} (form is linear)",
+            config.replace(cost_model=default),
+            f"{default} {config.gpu} (form is {config.cost_model})",
         )
     return config, ""
 

@@ -19,6 +19,7 @@ from textual.widgets import Static
 from textual.worker import Worker, get_current_worker
 
 from engine.core.config import SpecConfig
+from engine.core.parts import SHAPE
 from spectui.messages import FileWritten, RunFinished, RunProgress
 from spectui.widgets.common import ReportsWorkerErrors, hide_timings, results_dir
 from spectui.widgets.cycle_table import MAX_ROWS, CycleTable
@@ -182,7 +183,7 @@ class RunView(ReportsWorkerErrors, Vertical):
             return  # cancelled: a newer run, Escape, or the app quitting
         cycles = result.cycles
         assert cycles is not None
-        if config.shape == "tree":  # by depth: the accepted path's, the tree's
+        if SHAPE.of(config).tree:  # by depth: the accepted path's, the tree's
             from engine.simulate.tree_scenario import depth_acceptance
 
             model = depth_acceptance(config)
@@ -265,7 +266,7 @@ class RunView(ReportsWorkerErrors, Vertical):
             return
         config = self.result.config
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
-        drafting = "tree" if config.shape == "tree" else f"{config.draft_model}-k{config.k}"
+        drafting = config.shape if SHAPE.of(config).tree else f"{config.draft_model}-k{config.k}"
         path = results_dir() / f"run-{drafting}-seed{config.seed}-{stamp}-cycles.csv"
         cycles = int(self.result.metrics["cycles"])
         self.notify(f"Writing {cycles:,} cycles to {path}…")

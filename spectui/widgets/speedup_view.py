@@ -19,7 +19,7 @@ from textual.widgets import Static
 from textual.worker import Worker, get_current_worker
 
 from engine.analysis.formatting import speedup_text
-from engine.core.config import BATCH_MAX, K_MAX, SpecConfig
+from engine.core.config import BATCH_MAX, K_MAX, SpecConfig, part_fields
 from engine.core.parts import ACCEPTANCE
 from spectui.messages import CurveReady
 from spectui.plotting.terminal import (
@@ -54,6 +54,12 @@ def curve_ks(config: SpecConfig) -> list[int]:
     return list(range(1, min(max(15, config.k + 5), 64) + 1))
 
 
+def prices_draft_pass(config: SpecConfig) -> bool:
+    """Whether the cost model prices a draft pass by its own field (``draft_cost_us``), as
+    the linear model does; the others price a cycle by batch and context."""
+    return "draft_cost_us" in part_fields("cost.model", config.cost_model)
+
+
 def config_label(config: SpecConfig) -> str:
     """Which configuration a curve is: model and its parameters (a sweep cell's row), draft
     cost and cost ratio, e.g. 'position_decay (base=0.9, factor=0.6), draft 20 us, c=0.1';
@@ -65,7 +71,7 @@ def config_label(config: SpecConfig) -> str:
 
     reads = DRAFT_MODELS[config.draft_model].reads
     model = _line_label(config.draft_model, {p: config.get(p) for p in reads}, ())
-    if config.cost_model == "linear":
+    if prices_draft_pass(config):
         return f"{model}, draft {config.draft_cost_us:g} us, c={config.cost_ratio:.3g}"
     return f"{model}, {cost_setting_text(config)}"
 
@@ -246,7 +252,7 @@ class SpeedupView(ReportsWorkerErrors, Vertical, can_focus=True):
                 for m in ACCEPTANCE.where(lambda model: model.original)
             ]
             variants = [v for v in variants if v[0] != config.draft_model]
-        elif overlay == "costs" and config.cost_model == "linear":
+        elif overlay == "costs" and prices_draft_pass(config):
             for factor in (0.5, 2.0):
                 cost = config.draft_cost_us * factor
                 variants.append((f"draft {cost:g} us", config.replace(draft_cost_us=cost)))

@@ -37,6 +37,7 @@ from textual.worker import Worker, get_current_worker
 
 from engine.analysis.formatting import LOSE_MARK, speedup_text
 from engine.core.config import SpecConfig
+from engine.core.parts import SHAPE
 from spectui.colours import heat_style
 from spectui.widgets.common import ReportsWorkerErrors
 from spectui.widgets.heatmap import Heatmap
@@ -69,7 +70,7 @@ def drawn_rank_probs(config: SpecConfig) -> np.ndarray:
     probabilities (:func:`engine.simulate.tree_scenario.rank_probs_of`); for a chain, the draft
     model's p_1..p_K, one per depth (a (K, 1) table), so its path probabilities are the
     chain's survival P(n >= i)."""
-    if config.shape == "chain":
+    if not SHAPE.of(config).tree:
         from engine.acceptance.draft_models import get_model
 
         probs = get_model(config.draft_model).position_probs(config, config.k)
@@ -122,7 +123,7 @@ def acceptance_note(config: SpecConfig) -> str:
     """How the heatmap's trees accept: by the scenario's rank probabilities; for a chain form,
     also the acceptance its own chain uses (which the heatmap does not)."""
     text = f"rank p {config.rank_probs}"
-    if config.shape == "chain":
+    if not SHAPE.of(config).tree:
         from engine.analysis.formatting import acceptance_text
 
         text += f" · the form's chain: {acceptance_text(config)}"
