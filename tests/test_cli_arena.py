@@ -138,3 +138,27 @@ def test_a_policy_that_loses_captures_no_share_of_the_oracles_gain(run):
     assert all(cells[3] == "—" for cells in losing), losing
     assert rows["oracle"][3] == "100%"
     assert "capt: share of the oracle's gain captured (— : no gain" in " ".join(out.split())
+
+
+def test_the_default_roster_starts_at_k_within_the_bound(run, tmp_path):
+    """A preset whose K is above policy.k_max and that lists no contenders: the policies
+    that start at K start at the bound, the others keep the preset's K; every one the
+    registry has that chooses k cycle by cycle is in the standings."""
+    preset = tmp_path / "high-k.toml"
+    preset.write_text(
+        'description = "K above the bound"\n[config]\ndraft_model = "confidence"\n'
+        'k = 12\n"policy.k_max" = 8\nn_sequences = 20\ntokens_per_seq = 32\n',
+        encoding="utf-8",
+    )
+    status, out, err = run("--preset", str(preset), "--json")
+    assert status == 0, err
+    (board,) = json.loads(out)
+    ks = {s["policy"]: s["config"]["k"] for s in board["standings"] if not s["best_fixed"]}
+    assert ks == {
+        "hf_heuristic K0=8": 8,
+        "goodput w=16": 8,
+        "schedule K=5": 12,
+        "threshold p_min=0.75": 12,
+        "threshold h=0.5": 12,
+        "oracle": 12,
+    }

@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from engine.analysis.formatting import policy_text
-from engine.core.config import SpecConfig
+from engine.core.config import ConfigError, SpecConfig
 from engine.core.kernel import Z95
+from engine.core.parts import ACCEPTANCE, POLICY
 
 # How a row's speedup was obtained.
 EXACT = "exact"
@@ -120,12 +121,11 @@ def best_fixed_k(scenario: SpecConfig, k_max: int) -> tuple[int, np.ndarray]:
 
 
 def table_reach(scenario: SpecConfig) -> int | None:
-    """How many positions a per_position scenario's table gives (None for other models):
-    its arena keeps every policy within them, so that the oracle, which may not choose k
-    beyond the table, stays the ceiling."""
-    from engine.core.config import rates_of
-
-    return len(rates_of(scenario.rates)) if scenario.draft_model == "per_position" else None
+    """How many positions the scenario's acceptance model gives values for (per_position:
+    its table's; None for a model that gives any number): its arena keeps every policy
+    within them, so that the oracle, which may not choose k beyond them, stays the
+    ceiling."""
+    return ACCEPTANCE.of(scenario).positions(scenario)
 
 
 def arena_k_max(scenario: SpecConfig, contenders: Sequence[SpecConfig]) -> int:
@@ -152,31 +152,49 @@ def contender_labels(configs: Sequence[SpecConfig]) -> list[str]:
     ]
 
 
-def default_contenders(scenario: SpecConfig) -> list[SpecConfig]:
-    """The policies an arena runs when none are given: Hugging Face's heuristic from the
-    scenario's K, goodput, the batch schedule, the oracle, and both threshold rules where
-    the draft sees its confidences. (The best fixed K is always added.) On a per_position
-    scenario every policy stays within its table's positions, and no schedule."""
-    from engine.acceptance.draft_models import get_model
+def roster() -> tuple[str, ...]:
+    """The policies an arena runs when none are given, in the order it lists them: every
+    registered policy that chooses k cycle by cycle (fixed K is the reference the arena
+    always adds), in registration order, those that read the draft's confidences after
+    the others and the oracle (which reads the exact program's plan: the ceiling) last.
+    The built-in ones: hf_heuristic, goodput, schedule, threshold, oracle."""
+    stepwise = [POLICY[name] for name in POLICY.where(lambda part: part.stepwise)]
+    ordered = sorted(stepwise, key=lambda part: (part.uses_plan, part.needs_confidences))
+    return tuple(part.name for part in ordered)
 
+
+def default_contenders(scenario: SpecConfig) -> list[SpecConfig]:
+    """The contenders of an arena that is given none: each policy of :func:`roster` in each
+    of its :meth:`~engine.policies.base.PolicyPart.variants` (both threshold rules), at the
+    scenario's K, or, for a policy that starts at K (Hugging Face's heuristic, goodput) and
+    refuses one above its bound, at that bound; a policy that reads confidences only where
+    the draft sees them. (The best fixed K is always added.) Where the acceptance model
+    gives values for a few positions only (per_position's table), every policy stays
+    within them (``policy.k_max``), and one that ``policy.k_max`` does not bound (the
+    batch schedule) is left out."""
     k_max = scenario.k_max
     reach = table_reach(scenario)
     if reach is not None:
         k_max = min(k_max, reach)
     start = min(scenario.k, k_max)
-    settings: list[dict[str, object]] = [
-        {"policy.name": "hf_heuristic", "k": start},
-        {"policy.name": "goodput", "k": start},
-    ]
-    if reach is None:
-        settings.append({"policy.name": "schedule"})
-    if get_model(scenario.draft_model).confidences:
-        settings += [
-            {"policy.name": "threshold", "policy.rule": "p_min"},
-            {"policy.name": "threshold", "policy.rule": "h"},
-        ]
-    settings.append({"policy.name": "oracle"})
-    return [scenario.replace(**{"policy.k_max": k_max, **changes}) for changes in settings]
+    confidences = ACCEPTANCE.of(scenario).confidences
+    contenders = []
+    for name in roster():
+        part = POLICY[name]
+        if part.needs_confidences and not confidences:
+            continue
+        if reach is not None and not part.adaptive:
+            continue
+        for variant in part.variants():
+            changes = {"policy.k_max": k_max, POLICY.selector: name, **variant}
+            try:
+                contender = scenario.replace(**changes)
+            except ConfigError as err:
+                if err.field != "k":
+                    raise
+                contender = scenario.replace(**changes, k=start)
+            contenders.append(contender)
+    return contenders
 
 
 # The oracle's gain over the best fixed K below which "captured" is not shown: a share of
@@ -211,8 +229,8 @@ def run_arena(
 
     k_star, _ = best_fixed_k(scenario, arena_k_max(scenario, contenders))
     reference = scenario.replace(**{"policy.name": "fixed", "k": k_star})
-    order = [c for c in contenders if c.policy == "oracle"]
-    order += [c for c in contenders if c.policy != "oracle" and c != reference]
+    order = [c for c in contenders if POLICY.of(c).uses_plan]
+    order += [c for c in contenders if not POLICY.of(c).uses_plan and c != reference]
     order = [reference, *order]
     baseline = cycle_costs(scenario).baseline_us
     labels = contender_labels(order)
@@ -243,7 +261,7 @@ def run_arena(
         if ref_times is None:
             ref_times, speedup_ref = times, speedup
         gain, gain_ci, gain_ci_unpaired = paired_difference(baseline, times, ref_times)
-        if config.policy == "oracle" and oracle_gain is None:
+        if POLICY.of(config).uses_plan and oracle_gain is None:
             oracle_gain = (gain, gain_ci)
         captured = math.nan
         if oracle_gain is not None and _gain_matters(oracle_gain, speedup_ref):
@@ -273,9 +291,10 @@ def run_arena(
         on_progress(len(order), len(order), "", 1.0)
     notes = []
     if reach := table_reach(scenario):
+        model = ACCEPTANCE.of(scenario)
         notes.append(
-            f"per_position gives rates for {reach} position{'s' * (reach > 1)} "
-            f"(acceptance.rates): the best "
+            f"{model.name} gives rates for {reach} position{'s' * (reach > 1)} "
+            f"({', '.join(model.reads)}): the best "
             f"fixed K is sought within them, as the oracle chooses within them"
         )
     noisy = oracle_gain is not None and not math.isfinite(oracle_gain[1])

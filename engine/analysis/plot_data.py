@@ -38,6 +38,7 @@ from engine.analysis.analysis import (
 )
 from engine.analysis.analysis import scenario_columns as scenario_columns_of
 from engine.core.config import FIELD_SPECS
+from engine.core.parts import ACCEPTANCE
 
 # Short names of the quality parameters, for line labels.
 SHORT_NAMES = {
@@ -109,6 +110,12 @@ HEATMAP_COLUMNS = (
     "n_k",
     "complete",
 )
+
+
+def rate_models() -> tuple[str, ...]:
+    """The acceptance models that read ``acceptance_rate`` (fixed): the ones plots by
+    acceptance rate show, a line per rate."""
+    return ACCEPTANCE.where(lambda model: "acceptance_rate" in model.reads)
 
 
 def _empty(columns: Sequence[str], **attrs: Any) -> pd.DataFrame:
@@ -186,7 +193,7 @@ def speedup_vs_k_fixed(frame: pd.DataFrame) -> pd.DataFrame:
         return _empty(SPEEDUP_VS_K_COLUMNS)
     col = speedup_column(frame)
     rows = effective(frame)
-    rows = rows[rows["draft_model"] == "fixed"]
+    rows = rows[rows["draft_model"].isin(rate_models())]
     rows, notes = _hold_constant(rows, ("k", "acceptance_rate", "draft_cost_us"))
     if rows.empty:
         return _empty(SPEEDUP_VS_K_COLUMNS, speedup_column=col)
@@ -332,7 +339,7 @@ def speedup_vs_cost_ratio(frame: pd.DataFrame) -> pd.DataFrame:
         return _empty(SPEEDUP_VS_COST_COLUMNS)
     col = speedup_column(frame)
     rows = effective(frame)
-    rows = rows[rows["draft_model"] == "fixed"]
+    rows = rows[rows["draft_model"].isin(rate_models())]
     rows, notes = _hold_constant(rows, ("k", "acceptance_rate", "draft_cost_us"))
     if rows.empty:
         return _empty(SPEEDUP_VS_COST_COLUMNS, speedup_column=col)

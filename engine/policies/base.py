@@ -80,6 +80,18 @@ class PolicyPart(Part):
         """Whether the policy can have exact values (:meth:`exact_program`)."""
         return type(self).exact_program is not PolicyPart.exact_program
 
+    def variants(self) -> tuple[dict[str, Any], ...]:
+        """The settings of the contenders the policy brings to an arena that is given none
+        (:func:`engine.analysis.arena.default_contenders`): one for every combination of
+        the values of its choice fields (threshold: rule p_min, then rule h), else one at
+        the scenario's own settings."""
+        import itertools
+
+        choices = [spec for spec in self.fields if spec.kind == "choice"]
+        keys = [spec.key for spec in choices]
+        combos = itertools.product(*(spec.choices for spec in choices))
+        return tuple(dict(zip(keys, values, strict=True)) for values in combos)
+
     def stepwise_policy(self, config: Any, oracle_k: np.ndarray | None = None) -> Policy:
         """The stepwise engine's :class:`~engine.simulate.stepwise.Policy` for ``config``."""
         from engine.core.draws import Policy

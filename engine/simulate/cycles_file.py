@@ -32,6 +32,7 @@ import pandas as pd
 from engine.core.config import SpecConfig
 from engine.core.files import atomic_open
 from engine.core.kernel import baseline_time_us
+from engine.core.parts import SHAPE
 from engine.core.runs import RECORD_DTYPES, accept_pattern
 from engine.simulate.tree_scenario import TREE_RECORD_DTYPES, tree_of
 
@@ -74,11 +75,11 @@ def parquet_available() -> bool:
 
 def cycles_columns(config: SpecConfig) -> tuple[str, ...]:
     """The columns of a cycles file of ``config``: a chain's, or a token tree's."""
-    return TREE_CYCLES_COLUMNS if config.shape == "tree" else CYCLES_COLUMNS
+    return TREE_CYCLES_COLUMNS if SHAPE.of(config).tree else CYCLES_COLUMNS
 
 
 def _record_dtypes(config: SpecConfig) -> dict[str, str]:
-    return TREE_RECORD_DTYPES if config.shape == "tree" else RECORD_DTYPES
+    return TREE_RECORD_DTYPES if SHAPE.of(config).tree else RECORD_DTYPES
 
 
 def pattern_codes(chunk: pd.DataFrame, config: SpecConfig) -> tuple[np.ndarray, list[str]]:
@@ -86,7 +87,7 @@ def pattern_codes(chunk: pd.DataFrame, config: SpecConfig) -> tuple[np.ndarray, 
 
     Only the (k, accepted) pairs the chunk holds are spelled out. For a token tree, each
     record's accepted path (the ``path`` column) instead, coded by its last node."""
-    if config.shape == "tree":
+    if SHAPE.of(config).tree:
         return chunk["node"].to_numpy(np.intp), list(tree_of(config).path_texts())
     key = chunk["k"].to_numpy(np.int64) * (config.k + 1) + chunk["accepted"].to_numpy(np.int64)
     codes, keys = _factorized(key)

@@ -35,6 +35,7 @@ import numpy.typing as npt
 from engine.acceptance.draft_models import get_model
 from engine.core.config import SpecConfig
 from engine.core.kernel import CycleCosts, cycle_costs, draft_count
+from engine.core.parts import POLICY, SHAPE
 from engine.simulate.sequence_dp import ACCUMULATE_COLUMNS, expected_over_sequence
 
 FloatArray = npt.NDArray[np.float64]
@@ -230,7 +231,7 @@ def _policy_figures(configs: Sequence[SpecConfig], out: dict[str, FloatArray]) -
     from engine.simulate.policies import exact_speedup, needs_stepwise
 
     for i, config in enumerate(configs):
-        if config.shape == "tree":  # the accepted depth's distribution, the tree's costs
+        if SHAPE.of(config).tree:  # the accepted depth's distribution, the tree's costs
             from engine.simulate.tree_scenario import tree_exact
 
             found = tree_exact(config)
@@ -240,7 +241,7 @@ def _policy_figures(configs: Sequence[SpecConfig], out: dict[str, FloatArray]) -
         if not needs_stepwise(config):
             continue
         out["speedup_exact"][i] = exact_speedup(config)
-        if config.policy != "fixed":
+        if POLICY.of(config).stepwise:  # k chosen cycle by cycle: no fixed-K limit
             for name in EXACT_METRIC_NAMES[1:]:
                 out[name][i] = np.nan
 
@@ -282,7 +283,7 @@ def expected_sequence_time_us(config: SpecConfig) -> float:
     each cycle priced by the cost model at its own context (engine.core.kernel.cycle_costs)."""
     from engine.simulate.policies import exact_policy, needs_stepwise
 
-    if config.shape == "tree":
+    if SHAPE.of(config).tree:
         from engine.simulate.tree_scenario import tree_exact
 
         return float(cycle_costs(config).baseline_us / tree_exact(config)["speedup_exact"])
@@ -306,7 +307,7 @@ def tokens_per_cycle_at_length(config: SpecConfig) -> float:
     """
     from engine.simulate.policies import exact_policy, needs_stepwise
 
-    if config.shape == "tree":  # every cycle drafts the whole tree (full tail)
+    if SHAPE.of(config).tree:  # every cycle drafts the whole tree (full tail)
         from engine.simulate.tree_scenario import tree_exact
 
         return tree_exact(config)["tokens_per_cycle_exact"]

@@ -18,6 +18,7 @@ from engine.core.kernel import (
     emitted_and_kept,
     metrics_from_totals,
 )
+from engine.core.parts import ACCEPTANCE, POLICY, SHAPE
 from engine.core.runs import RECORD_DTYPES, RunResult, config_rng
 from engine.simulate.exact import exact_metrics
 
@@ -30,13 +31,13 @@ def simulate_reference(config: SpecConfig, *, records: bool = False) -> RunResul
     their own (engine.simulate.tree_scenario)."""
     from engine.simulate.policies import needs_stepwise
 
-    if config.shape == "tree":
+    if SHAPE.of(config).tree:
         raise ConfigError(
             "shape.name", "the reference engine runs chains, not a tree; use the fast engine"
         )
 
     if needs_stepwise(config):
-        field = "policy.name" if config.policy != "fixed" else "draft_model"
+        field = POLICY.selector if POLICY.of(config).stepwise else ACCEPTANCE.selector
         raise ConfigError(
             field,
             f"the reference engine runs a fixed K on independent cycles, not "

@@ -29,6 +29,7 @@ from engine.core.kernel import (
     emitted_and_kept,
     metrics_from_totals,
 )
+from engine.core.parts import SHAPE
 from engine.core.runs import (
     RECORD_DTYPES,
     CycleSink,
@@ -424,7 +425,7 @@ def simulate(
     """
     from engine.simulate.policies import needs_stepwise, simulate_run
 
-    if config.shape == "tree":  # the accepted path of a token tree, sampled
+    if SHAPE.of(config).tree:  # the accepted path of a token tree, sampled
         from engine.simulate.tree_scenario import simulate_tree
 
         return simulate_tree(
@@ -511,9 +512,9 @@ def simulate_shared(
     from engine.simulate.policies import needs_stepwise
 
     key = draw_key(first_config)
-    if any(needs_stepwise(c) or c.shape == "tree" for c in configs) and len(configs) > 1:
+    if any(needs_stepwise(c) or SHAPE.of(c).tree for c in configs) and len(configs) > 1:
         raise ValueError("simulate_shared: a K policy or markov acceptance runs alone")
-    if needs_stepwise(first_config) or first_config.shape == "tree":  # cycle by cycle
+    if needs_stepwise(first_config) or SHAPE.of(first_config).tree:  # cycle by cycle
         return [simulate(first_config, should_stop=should_stop)]
     if any(draw_key(c) != key for c in configs[1:]):
         raise ValueError("simulate_shared: the configurations do not share their draws")

@@ -30,6 +30,7 @@ import pandas as pd
 from engine.acceptance.draft_models import inert_parameters
 from engine.core.config import CONFIG_FIELDS, DEFAULTS, FIELD_SPECS, SCENARIO_FIELDS, SpecConfig
 from engine.core.kernel import cycle_costs
+from engine.core.parts import SHAPE
 from engine.core.runs import RunStopped
 from engine.simulate.exact import exact_metrics_many
 from engine.simulate.reference import simulate_reference
@@ -122,7 +123,7 @@ def sampler_name(
     if config is not None:
         from engine.simulate.policies import STEPWISE_SAMPLER, needs_stepwise
 
-        if config.shape == "tree":
+        if SHAPE.of(config).tree:
             return TREE_SAMPLER
         if needs_stepwise(config):
             return STEPWISE_SAMPLER
@@ -209,7 +210,7 @@ def _shared_draws(config: SpecConfig) -> tuple[Any, ...] | None:
     token tree runs alone, its cycles depending on more than the key holds."""
     from engine.simulate.policies import needs_stepwise
 
-    if needs_stepwise(config) or config.shape == "tree":
+    if needs_stepwise(config) or SHAPE.of(config).tree:
         return None
     seed, key = draw_key(config)
     return (seed, *key)

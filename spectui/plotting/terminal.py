@@ -31,7 +31,7 @@ from typing import Any, TextIO
 import pandas as pd
 
 from engine.analysis.formatting import MARKS_LEGEND, SHORT_LEGEND, cell_text
-from engine.analysis.plot_data import MEAN_LINE, get_plot, optimal_k_heatmap
+from engine.analysis.plot_data import MEAN_LINE, get_plot, optimal_k_heatmap, rate_models
 
 # Anchors of matplotlib's viridis, for sequential lines (low acceptance dark, high bright).
 _VIRIDIS = ((68, 1, 84), (59, 82, 139), (33, 145, 140), (94, 201, 98), (253, 231, 37))
@@ -413,7 +413,8 @@ def _speedup_vs_k(figure: Any, data: pd.DataFrame, style: _Style, width: int | N
 
 
 def _by_model(figure: Any, data: pd.DataFrame, style: _Style, value: str, ylabel: str) -> None:
-    fixed_lines = list(dict.fromkeys(data.loc[data["draft_model"] == "fixed", "line"]))
+    by_rate = data["draft_model"].isin(rate_models())  # a line per acceptance rate
+    fixed_lines = list(dict.fromkeys(data.loc[by_rate, "line"]))
     fixed_colors = dict(zip(fixed_lines, _sequential(len(fixed_lines)), strict=True))
     for label, line in data.groupby("line", sort=False):
         model = str(line["draft_model"].iloc[0])

@@ -5,18 +5,27 @@ extra tokens costs."""
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
 import numpy as np
 import pytest
 
 from engine.analysis.arena import (
     best_fixed_k,
+    contender_labels,
     default_contenders,
     paired_difference,
+    roster,
     run_arena,
     standing_cells,
 )
 from engine.core.config import ConfigError, SpecConfig
 from engine.core.kernel import Z95
+from engine.core.parts import POLICY
 from engine.simulate.policies import exact_speedup, simulate_policy_config
 
 MARKOV = SpecConfig(
@@ -227,7 +236,9 @@ def test_a_per_position_arena_keeps_the_oracle_the_ceiling():
     assert all(
         oracle.speedup_exact >= s.speedup_exact for s in result.standings if s.method == "exact"
     )
-    assert any("per_position gives rates for 1 position (" in n for n in result.notes)
+    assert any(
+        "per_position gives rates for 1 position (acceptance.rates)" in n for n in result.notes
+    )
 
 
 def test_progress_tells_the_share_of_each_policys_tokens():
@@ -245,3 +256,119 @@ def test_progress_tells_the_share_of_each_policys_tokens():
     assert any(0.0 < share < 1.0 for share in shares)  # told while it runs
     assert {c[2] for c in reference} == {f"fixed K={result.best_fixed_k}"}
     assert calls[-1] == (2, 2, "", 1.0)
+
+
+def test_the_default_roster_is_every_policy_that_chooses_k_by_cycle():
+    """In the order the arena lists them: those any model runs, then those that read
+    confidences, the oracle last; fixed K is the reference, always added."""
+    assert roster() == ("hf_heuristic", "goodput", "schedule", "threshold", "oracle")
+    confident = SpecConfig(draft_model="confidence", k=3)
+    assert contender_labels(default_contenders(confident)) == [
+        "hf_heuristic K0=3",
+        "goodput w=16",
+        "schedule K=5",
+        "threshold p_min=0.75",
+        "threshold h=0.5",
+        "oracle",
+    ]
+
+
+def test_default_contenders_start_at_k_within_the_bound():
+    """A scenario's K above policy.k_max: the policies that start at K (hf_heuristic,
+    goodput) start at the bound; the others keep the scenario's K."""
+    scenario = SpecConfig(draft_model="confidence", k=12).replace(**{"policy.k_max": 8})
+    ks = {(c.policy, c.rule): c.k for c in default_contenders(scenario)}
+    assert ks[("hf_heuristic", "p_min")] == ks[("goodput", "p_min")] == 8
+    assert ks[("threshold", "h")] == ks[("oracle", "p_min")] == 12
+    bad = SpecConfig(draft_model="confidence", k_min=9).replace(**{"policy.k_max": 8})
+    with pytest.raises(ConfigError, match="policy.k_min: 9 is above policy.k_max 8"):
+        default_contenders(bad)  # any other refusal is the contender's error, as before
+
+
+# Two policies from outside the project, in a module of their own: "halfway" drafts half
+# of policy.k_max (rounded up), which bounds it; "pinned" drafts K, which it does not.
+LATER_POLICIES = """
+from typing import Any
+
+from engine.core.fields import ConfigError
+from engine.core.parts import POLICY
+from engine.policies.base import K_MAX_FIELD, Chooser, PolicyPart
+
+
+class Always(Chooser):
+    def __init__(self, k: int, rows: int) -> None:
+        import numpy as np
+
+        self.k = np.full(rows, k, dtype=np.int64)
+
+    def choose(self, r: Any, regime: Any, q: Any) -> Any:
+        return self.k
+
+
+@POLICY.register
+class Halfway(PolicyPart):
+    name = "halfway"
+    description = "draft half of policy.k_max, rounded up, every cycle"
+    fields = (K_MAX_FIELD,)
+
+    def check(self, config: Any) -> None:  # the engine runs K within the bound only
+        if config.k > config.k_max:
+            raise ConfigError("k", f"{config.k} is above policy.k_max {config.k_max}")
+
+    def chooser(self, policy: Any, rows: int, batch: int, cycle_us: Any) -> Chooser:
+        return Always((policy.k_max + 1) // 2, rows)
+
+
+@POLICY.register
+class Pinned(PolicyPart):
+    name = "pinned"
+    description = "draft K every cycle, on the stepwise engine"
+    adaptive = False
+
+    def k_bound(self, config: Any) -> int:
+        return int(config.k)
+
+    def chooser(self, policy: Any, rows: int, batch: int, cycle_us: Any) -> Chooser:
+        return Always(policy.k, rows)
+"""
+
+
+@pytest.fixture
+def later_policies(tmp_path: Path) -> Iterator[ModuleType]:
+    """The two policies registered (by importing their module), unregistered afterwards."""
+    path = tmp_path / "later_policies.py"
+    path.write_text(LATER_POLICIES, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("later_policies", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["later_policies"] = module
+    try:
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        sys.modules.pop("later_policies", None)
+        for name in ("halfway", "pinned"):
+            if name in POLICY:
+                POLICY.unregister(name)
+
+
+def test_a_policy_registered_later_runs_in_the_default_arena(later_policies):
+    assert roster()[3:5] == ("halfway", "pinned")  # after schedule, before threshold
+    scenario = SpecConfig(n_sequences=20, tokens_per_seq=48, k=3).replace(**{"policy.k_max": 8})
+    rows = {s.label: s for s in run_arena(scenario, default_contenders(scenario)).standings}
+    assert {"halfway", "pinned"} <= set(rows)
+    assert rows["halfway"].mean_k == 4.0 and rows["pinned"].mean_k == 3.0
+    assert standing_cells(rows["halfway"])[1] == "—"  # no exact program: Monte Carlo only
+
+
+def test_a_table_of_few_positions_keeps_only_policies_its_bound_holds(later_policies):
+    """per_position gives 3 rates: halfway's bound becomes 3 (it drafts 2; it refuses the
+    scenario's K 5 above it, so it starts at 3); pinned, which policy.k_max does not bound,
+    is left out, as the schedule is."""
+    table = SpecConfig(draft_model="per_position", rates="0.9,0.8,0.7", n_sequences=20)
+    contenders = default_contenders(table)
+    assert [c.policy for c in contenders] == ["hf_heuristic", "goodput", "halfway", "oracle"]
+    assert {c.k_max for c in contenders} == {3}
+    assert contenders[2].k == 3
+    rows = {s.label: s for s in run_arena(table, contenders).standings}
+    assert rows["halfway"].mean_k == 2.0
