@@ -7,8 +7,6 @@ at most :data:`RECORDS_KEPT` cycle records for the replay; its metrics cover eve
 from __future__ import annotations
 
 import time
-from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from textual import work
@@ -20,10 +18,11 @@ from textual.worker import Worker, get_current_worker
 
 from engine.core.config import SpecConfig
 from engine.core.parts import SHAPE
-from spectui.messages import FileWritten, RunFinished, RunProgress
-from spectui.widgets.common import ReportsWorkerErrors, hide_timings, results_dir
+from spectui.messages import RunFinished, RunProgress
+from spectui.widgets.common import ReportsWorkerErrors, hide_timings
 from spectui.widgets.cycle_table import MAX_ROWS, CycleTable
 from spectui.widgets.position_bar import MAX_POSITIONS, PositionBar
+from spectui.widgets.run_controls import RunControls
 from spectui.widgets.summary_cards import SummaryCards
 
 RECORDS_KEPT = 50_000  # cycle records kept for the replay (about 2 MB)
@@ -54,7 +53,7 @@ def progress_text(config: SpecConfig, sequences: int, tokens: int, elapsed: floa
     return text
 
 
-class RunView(ReportsWorkerErrors, Vertical):
+class RunView(RunControls, ReportsWorkerErrors, Vertical):
     """Summary cards, the live per-cycle table and the per-position acceptance bar."""
 
     BINDINGS = [
@@ -239,60 +238,3 @@ class RunView(ReportsWorkerErrors, Vertical):
         cycles = int(self.result.metrics["cycles"])
         kept = f"last {MAX_ROWS:,} shown" if cycles == table.total else f"first of {cycles:,}"
         return f"cycle {table.shown:,}/{table.total:,} · {state} · {kept}"
-
-    def action_run(self) -> None:
-        self.app.action_run()  # type: ignore[attr-defined]
-
-    def action_run_to_end(self) -> None:
-        self.table.run_to_end()
-        self._refresh_status()
-
-    def action_faster(self) -> None:
-        self.table.faster()
-        self._refresh_status()
-
-    def action_slower(self) -> None:
-        self.table.slower()
-        self._refresh_status()
-
-    def action_pause(self) -> None:
-        self.table.paused = not self.table.paused
-        self._refresh_status()
-
-    def action_export(self) -> None:
-        """Write the run's full record (not just the visible rows), off the UI thread."""
-        if self.result is None:
-            self.notify("Nothing to export: run first (r).", severity="warning")
-            return
-        config = self.result.config
-        stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
-        drafting = config.shape if SHAPE.of(config).tree else f"{config.draft_model}-k{config.k}"
-        path = results_dir() / f"run-{drafting}-seed{config.seed}-{stamp}-cycles.csv"
-        cycles = int(self.result.metrics["cycles"])
-        self.notify(f"Writing {cycles:,} cycles to {path}…")
-        self._export(self.result, path)
-
-    @work(thread=True, group="export", exit_on_error=False)
-    def _export(self, result: RunFinished, path: Path) -> None:
-        from engine.core.runs import RunStopped
-        from engine.simulate.cycles_file import cycles_writer
-        from engine.simulate.simulator import simulate
-
-        worker = get_current_worker()
-        cycles = int(result.metrics["cycles"])
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            # The same file as `spectui run --cycles-out` (accept pattern, running speedup).
-            with cycles_writer(path, result.config) as write:
-                if len(result.cycles) == cycles:
-                    write(result.cycles)
-                else:  # only the first records were kept: run again (same seed), streaming
-                    stop = lambda: worker.is_cancelled  # noqa: E731
-                    simulate(result.config, on_cycles=write, should_stop=stop)
-        except RunStopped:
-            return
-        except OSError as err:
-            self.app.call_from_thread(self.notify, f"Export failed: {err}", severity="error")
-            return
-        self.app.call_from_thread(self.notify, f"Wrote {cycles:,} cycles to {path}")
-        self.post_message(FileWritten(path, "cycles CSV"))

@@ -21,19 +21,16 @@ K* is not mistaken for the form's.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from rich.text import Text
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.message import Message
 from textual.widgets import DataTable, Static
 from textual.widgets import Tree as TextualTree
-from textual.worker import Worker, get_current_worker
+from textual.worker import Worker
 
 from engine.analysis.formatting import LOSE_MARK, speedup_text
 from engine.core.config import SpecConfig
@@ -41,14 +38,46 @@ from engine.core.parts import SHAPE
 from spectui.colours import heat_style
 from spectui.widgets.common import ReportsWorkerErrors
 from spectui.widgets.heatmap import Heatmap
-from spectui.widgets.regime_view import map_config, titled
+from spectui.widgets.regime_view import titled
 from spectui.widgets.table_hint import ColumnsHint, HidesColumnsHint
+from spectui.widgets.tree_work import (  # re-exported: the workers' messages
+    BudgetsReady,
+    TreeReady,
+    TreeWorkers,
+    drawn_rank_probs,
+)
 
 if TYPE_CHECKING:
     from textual.widgets.tree import TreeNode
 
     from engine.shapes.trees import Tree
     from engine.simulate.tree_scenario import BudgetGrid
+
+__all__ = [
+    "ACCEPTED_MARK",
+    "ACCEPTED_STYLE",
+    "BUSY_GRID",
+    "BUSY_TREE",
+    "CELL_WIDTH",
+    "GRID_TITLE",
+    "INVALID_TEXT",
+    "LEGEND",
+    "SAMPLE_HINT",
+    "SUMMARY_WIDTH",
+    "BudgetTable",
+    "BudgetsReady",
+    "DrawnTree",
+    "TreeReady",
+    "TreeView",
+    "acceptance_note",
+    "drawn_rank_probs",
+    "node_label",
+    "path_to",
+    "prob_text",
+    "root_label",
+    "summary_cell",
+    "tree_summary",
+]
 
 ACCEPTED_MARK = "✓"
 ACCEPTED_STYLE = "bold reverse"
@@ -63,21 +92,6 @@ CELL_WIDTH = 5
 GRID_TITLE = "Best tree by batch, exact"
 LEGEND = "n*: best tree · K*: best chain · then by budget"
 INVALID_TEXT = "form invalid: no tree to draw"
-
-
-def drawn_rank_probs(config: SpecConfig) -> np.ndarray:
-    """The acceptance the drawn tree is labelled and sampled with: a tree's rank
-    probabilities (:func:`engine.simulate.tree_scenario.rank_probs_of`); for a chain, the draft
-    model's p_1..p_K, one per depth (a (K, 1) table), so its path probabilities are the
-    chain's survival P(n >= i)."""
-    if not SHAPE.of(config).tree:
-        from engine.acceptance.draft_models import get_model
-
-        probs = get_model(config.draft_model).position_probs(config, config.k)
-        return np.asarray(probs, dtype=np.float64).reshape(config.k, 1)
-    from engine.simulate.tree_scenario import rank_probs_of
-
-    return rank_probs_of(config)
 
 
 def prob_text(p: float) -> str:
@@ -134,26 +148,6 @@ def summary_cell(size: int, speedup: float) -> str:
     """A budget (or K) and its speedup, right-aligned; ``✗`` when it loses."""
     mark = LOSE_MARK if speedup < 1.0 else " "  # a column of its own: the figures align
     return f"{size} {speedup_text(speedup, unit='')}{mark}".rjust(SUMMARY_WIDTH)
-
-
-@dataclass
-class TreeReady(Message):
-    """The form scenario's tree and its rank probabilities (or why there is none)."""
-
-    config: SpecConfig
-    draft: Tree | None
-    rank_probs: Any
-    error: str = ""
-
-
-@dataclass
-class BudgetsReady(Message):
-    """The best tree size per batch for the form's ``config``."""
-
-    config: SpecConfig
-    grid: BudgetGrid | None
-    note: str
-    error: str = ""
 
 
 class DrawnTree(TextualTree[int]):
@@ -258,7 +252,7 @@ class BudgetTable(HidesColumnsHint, Heatmap):
         )
 
 
-class TreeView(ReportsWorkerErrors, Vertical):
+class TreeView(TreeWorkers, ReportsWorkerErrors, Vertical):
     """Redraws (in thread workers) when the form changes, while it is shown."""
 
     BINDINGS = [Binding("s", "sample", "Sample a cycle")]
@@ -354,37 +348,6 @@ class TreeView(ReportsWorkerErrors, Vertical):
         for key, reason in errors.items():
             return f"form invalid: {key}: {reason}"
         return INVALID_TEXT
-
-    @work(thread=True, exclusive=True, group="tree", name="Tree", exit_on_error=False)
-    def _build(self, config: SpecConfig) -> None:
-        from engine.simulate.tree_scenario import tree_of
-
-        worker = get_current_worker()
-        try:
-            rank_probs = drawn_rank_probs(config)
-            tree = tree_of(config)
-        except ValueError as err:  # a shape text that does not parse: say so, in one line
-            self.post_message(TreeReady(config, None, None, str(err)))
-            return
-        if not worker.is_cancelled:
-            self.post_message(TreeReady(config, tree, rank_probs))
-
-    @work(thread=True, exclusive=True, group="budgets", name="Tree budgets", exit_on_error=False)
-    def _budgets(self, config: SpecConfig) -> None:
-        from engine.core.runs import RunStopped
-        from engine.simulate.tree_scenario import budget_by_batch
-
-        worker = get_current_worker()
-        mapped, note = map_config(config)
-        try:
-            grid = budget_by_batch(mapped, should_stop=lambda: worker.is_cancelled)
-        except RunStopped:
-            return
-        except ValueError as err:  # the scenario's rank probabilities do not parse
-            self.post_message(BudgetsReady(config, None, note, f"heatmap: {err}"))
-            return
-        if not worker.is_cancelled:
-            self.post_message(BudgetsReady(config, grid, note))
 
     def on_tree_ready(self, message: TreeReady) -> None:
         message.stop()
