@@ -12,17 +12,15 @@ from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import Static
 
-from engine.acceptance.draft_models import DRAFT_MODELS
-from engine.analysis.plot_data import PLOTS, heatmap_model
+from engine.analysis.plot_data import PLOTS
 from spectui.widgets.common import ReportsWorkerErrors
 from spectui.widgets.plot import Plot
+from spectui.widgets.plots_navigation import HEATMAP_ID, PlotsNavigation
 
 if TYPE_CHECKING:
     import pandas as pd
 
 EMPTY_TEXT = "Run a sweep to see plots"
-HEATMAP_ID = "06_optimal_k_heatmap"
-PANELS_ID = "01_speedup_vs_k_fixed"
 REDRAW_INTERVAL_S = 0.25  # at most four redraws a second while a sweep streams rows in
 # ...and drawing takes at most this share of the app's time then (plot 6 of a regime sweep
 # derives its K* grid from 46,080 rows: half a second each time).
@@ -38,7 +36,7 @@ class PlotCanvas(Plot):
             view.call_after_refresh(view.redraw)
 
 
-class PlotsView(ReportsWorkerErrors, Widget, can_focus=True):
+class PlotsView(PlotsNavigation, ReportsWorkerErrors, Widget, can_focus=True):
     """One plot of :data:`engine.analysis.plot_data.PLOTS` at a time; ``n``/``p`` cycle through
     them.
 
@@ -153,18 +151,6 @@ class PlotsView(ReportsWorkerErrors, Widget, can_focus=True):
             title += f", {self._model_shown()} model (m: next model)"
         return f"Plot {self.index + 1}/{len(PLOTS)}: {title}  ({rows} sweep rows)"
 
-    def _models(self) -> list[str]:
-        if self.frame is None or self.frame.empty:
-            return []
-        present = set(self.frame["draft_model"])
-        return [m for m in DRAFT_MODELS if m in present]
-
-    def _model_shown(self) -> str | None:
-        models = self._models()
-        if self.heatmap_model in models:
-            return self.heatmap_model
-        return heatmap_model(self.frame) if self.frame is not None else None
-
     def update_results(self, frame: pd.DataFrame) -> None:
         """Show a sweep's rows (called again with the growing frame while the sweep runs)."""
         self.frame = frame
@@ -237,40 +223,7 @@ class PlotsView(ReportsWorkerErrors, Widget, can_focus=True):
             legend.update(Text.from_ansi("\n".join(lines)))
         canvas.refresh()
 
-    def watch_index(self) -> None:
-        self.page = 0  # each plot starts at its first page (plot 1's panels, plot 6's rows)
-        self.refresh_bindings()
-        self.redraw()
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "next_panels":
-            return PLOTS[self.index].plot_id in (PANELS_ID, HEATMAP_ID) and self.pages > 1
-        if action == "next_model":
-            # Only on the heatmap, and only when the sweep has another model to show.
-            return PLOTS[self.index].plot_id == HEATMAP_ID and len(self._models()) > 1
-        return True
-
-    def action_next_model(self) -> None:
-        models = self._models()
-        if not models:
-            return
-        current = self._model_shown()
-        position = models.index(current) if current in models else -1
-        self.heatmap_model = models[(position + 1) % len(models)]
-        self.page = 0
-        self.redraw()
-
-    def action_next_panels(self) -> None:
-        self.page += 1
-        self.redraw()
-
     def on_resize(self) -> None:
         # Tick spacing, plot 1's panels and the heatmap's cell text depend on the size.
         if self.frame is not None and not self.frame.empty:
             self.call_after_refresh(self.redraw)
-
-    def action_next_plot(self) -> None:
-        self.index = (self.index + 1) % len(PLOTS)
-
-    def action_previous_plot(self) -> None:
-        self.index = (self.index - 1) % len(PLOTS)
