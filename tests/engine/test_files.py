@@ -77,3 +77,29 @@ def test_input_lines_splits_as_splitlines_across_blocks():
         == data.decode("utf-8", "replace").splitlines()
     )
     assert list(input_lines(io.BytesIO(b"0123456789\nab\n"), max_line=4)) == ["0123", "ab"]
+
+
+def test_a_csv_cell_is_written_as_pandas_to_csv_writes_it():
+    """Floats by their shortest repr (every digit kept), NaN and None empty, the rest by str:
+    a streamed sweep's rows read back equal to the frame the engine computed."""
+    import math
+
+    import numpy as np
+    import pandas as pd
+
+    from engine.core.files import csv_cell, csv_line
+
+    values = [0.1 + 0.2, np.float64(1 / 3), 1e-300, math.nan, None, 7, "fixed", True]
+    assert [csv_cell(v) for v in values] == [
+        "0.30000000000000004",
+        "0.3333333333333333",
+        "1e-300",
+        "",
+        "",
+        "7",
+        "fixed",
+        "True",
+    ]
+    frame = pd.DataFrame([values[:4] + values[5:]])
+    written = frame.to_csv(index=False, header=False, lineterminator="\n")
+    assert csv_line(values[:4] + values[5:]) == written
