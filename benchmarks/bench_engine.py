@@ -81,10 +81,16 @@ def engine_names(module: str, *names: str) -> Any:
     """``names`` from ``module`` of the engine on this process's path: this tree's, or the
     flat engine of :data:`BEFORE_COMMIT` (``engine.simulate.simulator`` was
     ``engine.simulator`` before issue #24 put the engine in sub-packages)."""
-    try:
-        found = importlib.import_module(module)
-    except ModuleNotFoundError:
-        found = importlib.import_module("engine." + module.rsplit(".", 1)[1])
+    import engine
+
+    # The sub-package must be this engine's own: an editable install's finder would otherwise
+    # hand a flat engine the checkout's sub-package.
+    home = Path(engine.__path__[0])
+    if not (home / module.split(".")[1]).is_dir():
+        module = "engine." + module.rsplit(".", 1)[1]
+    found = importlib.import_module(module)
+    if not Path(found.__file__ or "").resolve().is_relative_to(home.resolve()):
+        raise RuntimeError(f"{module} came from {found.__file__}, not from {home}")
     values = [getattr(found, name) for name in names]
     return values[0] if len(values) == 1 else values
 
