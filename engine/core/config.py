@@ -143,6 +143,12 @@ _ORIGINAL: tuple[tuple[str, str], ...] = ()
 _NEWER: tuple[tuple[str, str, Any], ...] = ()
 _PART_SPECS: tuple[FieldSpec, ...] = ()
 _FIELD_ORDER: dict[str, int] = {}
+# Looked up per configuration in a sweep, so built once per table: a key or attribute name to
+# its attribute; the seed-key fields sorted by key, each with the selector attribute and part
+# names that read it (None: every part) and whether a shape with its own acceptance leaves it
+# out.
+_GET_ATTR: dict[str, str] = {}
+_SEED_FIELDS: tuple[tuple[str, str, tuple[str, tuple[str, ...]] | None, bool], ...] = ()
 
 
 class _PartsView(Mapping[str, tuple[str, tuple[str, ...]]]):
@@ -217,7 +223,7 @@ def _assemble() -> list[FieldSpec]:
 def _rebuild() -> None:
     """Rebuild the table and everything derived from it (after a registration)."""
     global _ORIGINAL_KEYS, _NEWER_KEYS, _BY_ATTR, _ATTRS, _ORIGINAL, _NEWER, _PART_SPECS
-    global _FIELD_ORDER
+    global _FIELD_ORDER, _GET_ATTR, _SEED_FIELDS
     table = _assemble()
     FIELD_SPECS.clear()
     FIELD_SPECS.update((spec.key, spec) for spec in table)
@@ -231,6 +237,21 @@ def _rebuild() -> None:
     _NEWER = tuple((k, FIELD_SPECS[k].attr, DEFAULTS[k]) for k in _NEWER_KEYS)
     _PART_SPECS = tuple(spec for spec in table if spec.kind in ("spec", "path"))
     _FIELD_ORDER = {attr: number for number, attr in enumerate(_ATTRS)}
+    _GET_ATTR = {
+        **{spec.attr: spec.attr for spec in table},
+        **{k: s.attr for k, s in FIELD_SPECS.items()},
+    }
+    selector = ACCEPTANCE.selector
+    _SEED_FIELDS = tuple(
+        (
+            key,
+            spec.attr,
+            None if spec.part is None else (FIELD_SPECS[spec.part[0]].attr, spec.part[1]),
+            key in (selector, "k") or (spec.part or ("",))[0] == selector,
+        )
+        for key, spec in sorted(FIELD_SPECS.items())
+        if spec.seed_key
+    )
     part_fields.cache_clear()
 
 
@@ -300,7 +321,8 @@ class SpecConfig:
 
     def get(self, key: str) -> Any:
         """The value of the field ``key`` (its key or its attribute name)."""
-        return getattr(self, _attr(key))
+        attr = _GET_ATTR.get(key)
+        return getattr(self, _attr(key) if attr is None else attr)
 
     def replace(self, **changes: Any) -> SpecConfig:
         """A copy with some fields changed (validated); fields by key or attribute name."""
@@ -382,7 +404,7 @@ def _attr(name: str) -> str:
 
 def reads(config: SpecConfig, key: str) -> bool:
     """Whether ``config``'s chosen parts read the field ``key`` (else it is inert)."""
-    part = FIELD_SPECS[key].part
+    part = FIELD_SPECS[key].part  # config may be a mapping of keys (the app's form)
     return part is None or config.get(part[0]) in part[1]
 
 
@@ -409,13 +431,10 @@ def seed_key_values(config: SpecConfig) -> dict[str, str]:
     acceptance (a tree's rank probabilities) leaves the acceptance model and K out.
     """
     own = SHAPE.of(config).own_acceptance
-    selector = ACCEPTANCE.selector
     return {
-        key: repr(getattr(config, spec.attr))
-        for key, spec in sorted(FIELD_SPECS.items())
-        if spec.seed_key
-        and reads(config, key)
-        and not (own and (key in (selector, "k") or (spec.part or ("",))[0] == selector))
+        key: repr(getattr(config, attr))
+        for key, attr, reader, acceptance in _SEED_FIELDS
+        if (reader is None or getattr(config, reader[0]) in reader[1]) and not (own and acceptance)
     }
 
 

@@ -112,7 +112,9 @@ class Registry(Mapping[str, P], Generic[P]):
 
     def of(self, config: Any) -> P:
         """The part ``config`` chooses."""
-        return self[config.get(self.selector)]
+        name = config.get(self.selector)
+        part = self._parts.get(name)  # asked per configuration of a sweep: no exception path
+        return self[name] if part is None else part
 
     def where(self, test: Callable[[P], bool]) -> tuple[str, ...]:
         """The names of the parts for which ``test(part)`` holds, in registration order."""

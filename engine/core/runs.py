@@ -9,6 +9,7 @@ import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -16,6 +17,7 @@ import pandas as pd
 
 from engine.core.config import SpecConfig, seed_key_values
 from engine.core.kernel import Totals
+from engine.core.parts import on_change
 
 __all__ = [
     "RECORD_DTYPES",
@@ -49,9 +51,18 @@ def seed_key(config: SpecConfig) -> list[int]:
     no newer field). Two configurations that differ only in a parameter their model ignores
     draw the same random numbers, so an inert sweep axis shows identical results, not noise.
     """
+    return list(_seed_key(config))
+
+
+# A sweep asks for each configuration's key several times (its draws, its sharing group).
+@lru_cache(maxsize=4096)
+def _seed_key(config: SpecConfig) -> tuple[int, ...]:
     canonical = seed_key_values(config)
     digest = hashlib.sha256(json.dumps(canonical, sort_keys=True).encode()).digest()
-    return [int.from_bytes(digest[i : i + 4], "little") for i in range(0, 16, 4)]
+    return tuple(int.from_bytes(digest[i : i + 4], "little") for i in range(0, 16, 4))
+
+
+on_change(_seed_key.cache_clear)  # a part registered or gone changes what a key reads
 
 
 def config_rng(config: SpecConfig) -> np.random.Generator:

@@ -28,14 +28,15 @@ Exact values are the same bits on every machine, so that committed results repro
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from engine.acceptance.draft_models import get_model
-from engine.core.config import SpecConfig
+from engine.core.config import FIELD_SPECS, SpecConfig
 from engine.core.kernel import CycleCosts, cycle_costs, draft_count
-from engine.core.parts import POLICY, SHAPE
+from engine.core.parts import ACCEPTANCE, POLICY, SHAPE
 from engine.simulate.sequence_dp import ACCUMULATE_COLUMNS, expected_over_sequence
 
 FloatArray = npt.NDArray[np.float64]
@@ -230,18 +231,30 @@ def _policy_figures(configs: Sequence[SpecConfig], out: dict[str, FloatArray]) -
     fixed K keeps them: in the long run its cycles follow the stationary mix."""
     from engine.simulate.policies import exact_speedup, needs_stepwise
 
+    # What each choice of parts needs, once per choice (a grid holds few, of many configs).
+    needs: dict[tuple[Any, ...], tuple[bool, bool, bool]] = {}
+    shape, policy, model = (FIELD_SPECS[r.selector].attr for r in (SHAPE, POLICY, ACCEPTANCE))
     for i, config in enumerate(configs):
-        if SHAPE.of(config).tree:  # the accepted depth's distribution, the tree's costs
+        chosen = (getattr(config, shape), getattr(config, policy), getattr(config, model))
+        need = needs.get(chosen)
+        if need is None:
+            need = needs[chosen] = (
+                SHAPE.of(config).tree,
+                needs_stepwise(config),
+                POLICY.of(config).stepwise,
+            )
+        tree, stepwise, chooses_k = need
+        if tree:  # the accepted depth's distribution, the tree's costs
             from engine.simulate.tree_scenario import tree_exact
 
             found = tree_exact(config)
             for name in EXACT_METRIC_NAMES:
                 out[name][i] = found.get(name, np.nan)
             continue
-        if not needs_stepwise(config):
+        if not stepwise:
             continue
         out["speedup_exact"][i] = exact_speedup(config)
-        if POLICY.of(config).stepwise:  # k chosen cycle by cycle: no fixed-K limit
+        if chooses_k:  # k chosen cycle by cycle: no fixed-K limit
             for name in EXACT_METRIC_NAMES[1:]:
                 out[name][i] = np.nan
 

@@ -183,3 +183,52 @@ def test_the_exact_programs_the_policies_name_exist() -> None:
         if program is not None:
             programs[name] = program[0]
     assert programs and set(programs.values()) <= set(POLICIES)
+
+
+def _keyed_model(keyed: bool) -> type[AcceptanceModel]:
+    """An acceptance model named "keyed" with one field, which keys the random stream or not."""
+    from engine.core.fields import field
+
+    class Keyed(AcceptanceModel):
+        name = "keyed"
+        description = "every draft accepted with probability one half"
+        fields = (
+            field(
+                "acceptance.keyed_a",
+                0.5,
+                label="keyed a",
+                kind="number",
+                low=0.0,
+                high=1.0,
+                help="keyed: a parameter it ignores",
+                seed_key=keyed,
+            ),
+        )
+
+        def position_probs(self, config: Any, k: int) -> Any:
+            import numpy as np
+
+            return np.full(k, 0.5)
+
+    return Keyed
+
+
+def test_a_seed_key_follows_the_fields_its_part_declares_now() -> None:
+    """A configuration's random stream is keyed by what its parts declare now: the same
+    scenario, after its model registered again with its field now keying the stream,
+    draws anew (a key remembered from before the change would draw the same numbers)."""
+    from engine.core.config import seed_key_values
+    from engine.core.runs import seed_key
+
+    acceptance = REGISTRIES["acceptance"]
+    acceptance.register(_keyed_model(keyed=False))
+    try:
+        config = SpecConfig(draft_model="keyed")
+        before = seed_key(config)
+        assert "acceptance.keyed_a" not in seed_key_values(config)
+        acceptance.unregister("keyed")
+        acceptance.register(_keyed_model(keyed=True))
+        assert seed_key_values(config)["acceptance.keyed_a"] == "0.5"
+        assert seed_key(config) != before
+    finally:
+        acceptance.unregister("keyed")
