@@ -1,7 +1,7 @@
 """Issue #24's check that the restructure changed no speed: the engine, a sweep and the app's
 start-up, timed on this tree and on the tree before the restructure, alternately, in one run.
 
-    .venv/bin/python benchmarks/bench_restructure.py [--rounds N] [--before COMMIT]
+    .venv/bin/python benchmarks/bench_restructure.py [--rounds N] [--before COMMIT] [--fixed-malloc]
 
 The tree before is :data:`BEFORE_COMMIT` (the commit before issue #24's first change, with the
 flat ``engine/`` and ``spectui/*_command.py``), extracted with ``git archive`` into a temporary
@@ -105,9 +105,21 @@ def extract(commit: str, root: Path) -> Path:
     return root
 
 
-def run(root: Path, task: str) -> dict[str, float]:
+# glibc's allocator moves its mmap threshold as blocks are freed, so a first call's page
+# faults depend on what the interpreter freed before it (imports included): the goodput run
+# took ~30 % more minor faults on one tree than the other with the same code. --fixed-malloc
+# pins both thresholds (the same for both trees) to time the code without that.
+FIXED_MALLOC = {
+    "MALLOC_MMAP_THRESHOLD_": str(32 * 2**20),
+    "MALLOC_TRIM_THRESHOLD_": str(64 * 2**20),
+}
+
+
+def run(root: Path, task: str, fixed_malloc: bool = False) -> dict[str, float]:
     """One figure of ``task`` on the tree at ``root``, in a fresh interpreter."""
     env = {**os.environ, "PYTHONPATH": str(root), "SPECTUI_SWEEP_WORKERS": "0", "NO_COLOR": "1"}
+    if fixed_malloc:
+        env.update(FIXED_MALLOC)
     done = subprocess.run(
         [sys.executable, "-c", CHILD, task, str(Path(__file__).resolve().parent)],
         cwd=tempfile.gettempdir(),
@@ -128,11 +140,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5, help="alternating rounds (default 5)")
     parser.add_argument("--before", default=BEFORE_COMMIT, help="the tree before (a commit)")
+    parser.add_argument(
+        "--fixed-malloc", action="store_true", help="pin glibc's mmap and trim thresholds"
+    )
     args = parser.parse_args(argv)
     began = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         roots = {"before": extract(args.before, Path(tmp) / "before"), "after": REPO}
-        print(f"before = {args.before}, after = this tree; {args.rounds} rounds, alternating")
+        allocator = "fixed malloc thresholds" if args.fixed_malloc else "default allocator"
+        print(
+            f"before = {args.before}, after = this tree; {args.rounds} rounds, alternating; "
+            f"{allocator}"
+        )
         head = f"{'what':54} {'before s':>9} {'after s':>9} {'after/before':>12}"
         print(f"{head} {'RSS MiB b/a':>12}")
         for task, label in TASKS.items():
@@ -140,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
             for index in range(args.rounds):
                 order = ["before", "after"] if index % 2 == 0 else ["after", "before"]
                 for name in order:
-                    runs[name].append(run(roots[name], task))
+                    runs[name].append(run(roots[name], task, args.fixed_malloc))
             best = {name: min(r["seconds"] for r in runs[name]) for name in runs}
             median = {name: statistics.median(r["seconds"] for r in runs[name]) for name in runs}
             rss = {name: runs[name][-1]["rss_mib"] for name in runs}

@@ -143,10 +143,9 @@ _ORIGINAL: tuple[tuple[str, str], ...] = ()
 _NEWER: tuple[tuple[str, str, Any], ...] = ()
 _PART_SPECS: tuple[FieldSpec, ...] = ()
 _FIELD_ORDER: dict[str, int] = {}
-# Looked up per configuration in a sweep, so built once per table: a key or attribute name to
-# its attribute; the seed-key fields sorted by key, each with the selector attribute and part
-# names that read it (None: every part) and whether a shape with its own acceptance leaves it
-# out.
+_table_number = 0  # how many times the table was built
+# Built with the table (read per scenario of a sweep): a key or attribute name to its attribute;
+# the seed-key fields by key, with who reads them and whether a tree's own acceptance drops them.
 _GET_ATTR: dict[str, str] = {}
 _SEED_FIELDS: tuple[tuple[str, str, tuple[str, tuple[str, ...]] | None, bool], ...] = ()
 
@@ -223,8 +222,9 @@ def _assemble() -> list[FieldSpec]:
 def _rebuild() -> None:
     """Rebuild the table and everything derived from it (after a registration)."""
     global _ORIGINAL_KEYS, _NEWER_KEYS, _BY_ATTR, _ATTRS, _ORIGINAL, _NEWER, _PART_SPECS
-    global _FIELD_ORDER, _GET_ATTR, _SEED_FIELDS
+    global _FIELD_ORDER, _GET_ATTR, _SEED_FIELDS, _table_number
     table = _assemble()
+    _table_number += 1
     FIELD_SPECS.clear()
     FIELD_SPECS.update((spec.key, spec) for spec in table)
     DEFAULTS.clear()
@@ -256,6 +256,8 @@ def _rebuild() -> None:
 
 
 _MISSING = object()
+# The key under which a scenario keeps its hash: no field's attribute can be it.
+_HASH = "#hash"
 
 
 class SpecConfig:
@@ -293,9 +295,10 @@ class SpecConfig:
 
     def _values(self) -> tuple[Any, ...]:
         state = self.__dict__
-        if len(state) == len(_ATTRS):
+        try:
             return tuple(map(state.__getitem__, _ATTRS))
-        return tuple(getattr(self, attr) for attr in _ATTRS)
+        except KeyError:  # a field of a part registered after this scenario was made
+            return tuple(getattr(self, attr) for attr in _ATTRS)
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not SpecConfig:
@@ -303,7 +306,13 @@ class SpecConfig:
         return self._values() == other._values()  # type: ignore[attr-defined]
 
     def __hash__(self) -> int:
-        return hash(self._values())
+        # Kept (a sweep hashes each scenario many times), for the table it was taken under:
+        # a registration changes the values a scenario compares by.
+        state = self.__dict__
+        kept = state.get(_HASH)
+        if kept is None or kept[0] != _table_number:
+            kept = state[_HASH] = (_table_number, hash(self._values()))
+        return kept[1]
 
     def __repr__(self) -> str:
         shown = ", ".join(

@@ -232,3 +232,19 @@ def test_a_seed_key_follows_the_fields_its_part_declares_now() -> None:
         assert seed_key(config) != before
     finally:
         acceptance.unregister("keyed")
+
+
+def test_a_scenario_hashed_before_a_registration_still_finds_its_equal() -> None:
+    """A scenario keeps its hash, but a part registered since gives it one more field (its
+    default): it equals a scenario made now, so it must hash alike (a cache keyed by the
+    two would hold two entries for one scenario)."""
+    acceptance = REGISTRIES["acceptance"]
+    early = SpecConfig(k=3)
+    hash(early)
+    acceptance.register(_keyed_model(keyed=True))
+    try:
+        now = SpecConfig(k=3)
+        assert now == early and hash(now) == hash(early)
+    finally:
+        acceptance.unregister("keyed")
+    assert hash(SpecConfig(k=3)) == hash(early)
