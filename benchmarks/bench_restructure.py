@@ -14,7 +14,7 @@ and peak resident memory (``ru_maxrss``, imports included) of the last round. Ti
 2. ``simulate`` of bursty-code-chat under the goodput policy at 2,000 sequences (stepwise);
 3. ``exact_metrics_many`` of the seed-576 sweep's configurations, 20 times;
 4. ``run_sweep`` of the seed-576 sweep at 1,000 sequences per configuration (one process);
-5. the stepwise run and ``exact_metrics_many`` (once) again, each the best of 30 calls
+5. the stepwise run and ``exact_metrics_many`` (once) again, the best of 8 and of 30 calls
    after a first one in the same interpreter: the code's own speed, without a first call's
    lazy imports, cold caches and page faults;
 6. the app's start-up: interpreter, imports, ``create_app("default")`` and its first frame
@@ -66,18 +66,18 @@ else:
     simulate = engine_names("engine.simulate.simulator", "simulate")
     exact_many = engine_names("engine.simulate.exact", "exact_metrics_many")
     run_sweep = engine_names("engine.sweep.sweep", "run_sweep")
-    if task.endswith("_warm"):  # best of 30 calls, after one: no first-call effects
+    if task.endswith("_warm"):  # best of several calls, after one: no first-call effects
         if task == "stepwise_warm":
             config = load_preset("bursty-code-chat").config.replace(
                 policy="goodput", n_sequences=2000
             )
-            call = lambda: simulate(config)
+            call, repeats = (lambda: simulate(config)), 8
         else:
             configs = [c.replace(n_sequences=1000) for c in load_preset("seed-576").sweep.configs()]
-            call = lambda: exact_many(configs)
+            call, repeats = (lambda: exact_many(configs)), 30
         call()
         times = []
-        for _ in range(30):
+        for _ in range(repeats):
             clock = time.perf_counter(); call(); times.append(time.perf_counter() - clock)
         seconds = min(times)
     elif task == "chain":
@@ -108,7 +108,7 @@ TASKS = {
     "stepwise": "simulate, goodput policy (stepwise), 2,000 sequences",
     "exact": "exact_metrics_many of seed-576's 576 configurations, x20",
     "sweep": "run_sweep, seed-576 at 1,000 sequences, one process",
-    "stepwise_warm": "  the stepwise run again, best of 30 after one",
+    "stepwise_warm": "  the stepwise run again, best of 8 after one",
     "exact_warm": "  exact_metrics_many x1, best of 30 after one",
     "app": "app start-up to its first frame (whole process)",
 }
