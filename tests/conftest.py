@@ -5,6 +5,7 @@ and in any order."""
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -98,3 +99,76 @@ def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):  #
         return status, out.out, out.err
 
     return invoke
+
+
+def _idle(pump) -> bool:  # type: ignore[no-untyped-def]
+    """Whether a message pump (the app, a screen, a widget) is waiting for its next
+    message with none queued: its task is suspended in its queue's ``get``, nothing is held
+    aside and no callback waits for the end of the current message. (A pump in the middle
+    of a handler, or of its idle handlers, or not started, is not idle.)"""
+    queue = pump.__dict__.get("_message_queue")
+    task = getattr(pump, "_task", None)
+    if queue is None or task is None or queue.values or pump._next_callbacks:
+        return False
+    waiter = task._fut_waiter
+    return (
+        pump._pending_message is None
+        and waiter is not None
+        and waiter in queue.ready_event._waiters
+    )
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _pause_waits_only_on_busy_widgets() -> Iterator[None]:
+    """``Pilot.pause`` waits until the screen's widgets have handled what was queued for
+    them: Textual posts a callback to every one and waits for all (on the main screen ~150
+    callbacks, each followed by an idle event: about half the app tests' CPU went to
+    pauses). Here only the busy ones are asked. A widget with nothing queued and nothing in
+    hand has handled everything queued for it already (the event loop runs one task at a
+    time: while this runs, such a widget is waiting for its next message). The rest of the
+    wait is Textual's own (textual.pilot.Pilot._wait_for_screen, Textual 8)."""
+    import asyncio
+
+    from textual.pilot import Pilot, WaitForScreenTimeout
+
+    original = Pilot._wait_for_screen
+
+    async def wait_for_screen(self: Pilot, timeout: float = 30.0) -> bool:
+        try:
+            screen = self.app.screen
+        except Exception:
+            return False
+        busy = [p for p in (self.app, *screen.walk_children(with_self=True)) if not _idle(p)]
+        count = 0
+        done = asyncio.Event()
+
+        def decrement_counter() -> None:
+            nonlocal count
+            count -= 1
+            if count == 0:
+                done.set()
+
+        for pump in busy:
+            if pump.call_later(decrement_counter):
+                count += 1
+        if count:
+            wait_for = [
+                asyncio.create_task(done.wait()),
+                asyncio.create_task(self.app._exception_event.wait()),
+            ]
+            _, pending = await asyncio.wait(
+                wait_for, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+            for task in pending:
+                task.cancel()
+            if len(wait_for) == len(pending):
+                raise WaitForScreenTimeout(
+                    "Timed out while waiting for widgets to process pending messages."
+                )
+            if count > 0:
+                return False
+        return True
+
+    Pilot._wait_for_screen = wait_for_screen  # type: ignore[method-assign]
+    yield
+    Pilot._wait_for_screen = original  # type: ignore[method-assign]
