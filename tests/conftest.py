@@ -172,3 +172,30 @@ def _pause_waits_only_on_busy_widgets() -> Iterator[None]:
     Pilot._wait_for_screen = wait_for_screen  # type: ignore[method-assign]
     yield
     Pilot._wait_for_screen = original  # type: ignore[method-assign]
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _headless_screens_render_when_read() -> Iterator[None]:
+    """A headless app (Textual's ``run_test``) renders each update of its screen and then
+    throws it away: there is no terminal. About a quarter of the app tests' CPU went there.
+    Here the update is not rendered; what a test reads is rendered then, in full, from the
+    same widgets (``tests.app.screen`` reads ``render_strips``, snapshots and the colour
+    test a full ``render_update``, as the terminal would be written on the first frame).
+    Layout, styles, messages and timers run as they do in a terminal; only the discarded
+    partial renders are skipped (textual.screen.Screen._compositor_refresh, Textual 8)."""
+    from textual.screen import Screen
+
+    original = Screen._compositor_refresh
+
+    def refresh(self: Screen) -> None:
+        app = self.app
+        if app.is_headless and not app.is_inline and self is app.screen:
+            self._compositor._dirty_regions.clear()
+            self._dirty_widgets.clear()
+            app._update_mouse_over(self)
+            return
+        original(self)
+
+    Screen._compositor_refresh = refresh  # type: ignore[method-assign]
+    yield
+    Screen._compositor_refresh = original  # type: ignore[method-assign]
