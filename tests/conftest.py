@@ -199,3 +199,39 @@ def _headless_screens_render_when_read() -> Iterator[None]:
     Screen._compositor_refresh = refresh  # type: ignore[method-assign]
     yield
     Screen._compositor_refresh = original  # type: ignore[method-assign]
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _css_parsed_once_per_process() -> Iterator[None]:
+    """Each app parses its stylesheet (its own CSS and every widget's default CSS) when it
+    starts, and again in a fresh stylesheet at each reparse: ~5 % of the app tests' CPU,
+    for the same text every time. Here the parsed rules of one text (under the same
+    variables, from the same place) are kept for the test process; Textual keeps them per
+    stylesheet the same way (textual.css.stylesheet.Stylesheet._parse_rules, Textual 8), and
+    a rule set is not changed once parsed."""
+    from textual.css.stylesheet import Stylesheet
+
+    original = Stylesheet._parse_rules
+    parsed: dict[tuple[object, ...], list[object]] = {}
+
+    def parse_rules(  # type: ignore[no-untyped-def]
+        self: Stylesheet, css: str, read_from, is_default_rules=False, tie_breaker=0, scope=""
+    ):
+        key = (
+            css,
+            read_from,
+            is_default_rules,
+            tie_breaker,
+            scope,
+            tuple(sorted(self._variables.items())),
+        )
+        rules = parsed.get(key)
+        if rules is None:
+            rules = parsed[key] = original(
+                self, css, read_from, is_default_rules, tie_breaker, scope
+            )
+        return rules
+
+    Stylesheet._parse_rules = parse_rules  # type: ignore[method-assign]
+    yield
+    Stylesheet._parse_rules = original  # type: ignore[method-assign]
