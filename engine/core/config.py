@@ -145,9 +145,9 @@ _PART_SPECS: tuple[FieldSpec, ...] = ()
 _FIELD_ORDER: dict[str, int] = {}
 _table_number = 0  # how many times the table was built
 # Built with the table (read per scenario of a sweep): a key or attribute name to its attribute;
-# the seed-key fields by key, with who reads them and whether a tree's own acceptance drops them.
+# the seed-key fields by key, with whether a tree's own acceptance drops them.
 _GET_ATTR: dict[str, str] = {}
-_SEED_FIELDS: tuple[tuple[str, str, tuple[str, tuple[str, ...]] | None, bool], ...] = ()
+_SEED_FIELDS: tuple[tuple[str, str, bool], ...] = ()
 
 
 class _PartsView(Mapping[str, tuple[str, tuple[str, ...]]]):
@@ -246,7 +246,6 @@ def _rebuild() -> None:
         (
             key,
             spec.attr,
-            None if spec.part is None else (FIELD_SPECS[spec.part[0]].attr, spec.part[1]),
             key in (selector, "k") or (spec.part or ("",))[0] == selector,
         )
         for key, spec in sorted(FIELD_SPECS.items())
@@ -330,7 +329,7 @@ class SpecConfig:
 
     def get(self, key: str) -> Any:
         """The value of the field ``key`` (its key or its attribute name)."""
-        attr = _GET_ATTR.get(key)
+        attr = _GET_ATTR.get(key)  # inline: asked for each scenario of a sweep
         return getattr(self, _attr(key) if attr is None else attr)
 
     def replace(self, **changes: Any) -> SpecConfig:
@@ -405,10 +404,10 @@ def _restored(values: dict[str, Any]) -> SpecConfig:
 
 
 def _attr(name: str) -> str:
-    spec = FIELD_SPECS.get(name) or _BY_ATTR.get(name)
-    if spec is None:
+    attr = _GET_ATTR.get(name)
+    if attr is None:
         raise ConfigError(name, "unknown parameter; known: " + ", ".join(FIELD_SPECS))
-    return spec.attr
+    return attr
 
 
 def reads(config: SpecConfig, key: str) -> bool:
@@ -442,8 +441,8 @@ def seed_key_values(config: SpecConfig) -> dict[str, str]:
     own = SHAPE.of(config).own_acceptance
     return {
         key: repr(getattr(config, attr))
-        for key, attr, reader, acceptance in _SEED_FIELDS
-        if (reader is None or getattr(config, reader[0]) in reader[1]) and not (own and acceptance)
+        for key, attr, acceptance in _SEED_FIELDS
+        if reads(config, key) and not (own and acceptance)
     }
 
 
