@@ -63,6 +63,7 @@ results: $(VENV)/.run-deps
 	$(BIN)/spectui sweep --preset seed-576 --out results/sweep_summary.csv
 	$(BIN)/spectui analyze results/sweep_summary.csv --markdown results/findings.md
 	$(BIN)/spectui plot results/sweep_summary.csv --out results/plots
+	$(BIN)/spectui validate --markdown docs/validation.md > /dev/null
 
 bench: $(VENV)/.test-deps
 	$(BIN)/python benchmarks/bench_engine.py

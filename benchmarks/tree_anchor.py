@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from engine.core.config import SpecConfig
 from engine.cost.models import build_cost
 from engine.cost.roofline import RooflineCost, RooflineMaxCost
-from engine.cost.specs import ModelSpec
+from engine.cost.specs import ModelSpec, get_model
 
 FIXTURE = Path(__file__).resolve().parent.parent / "tests/fixtures/anchors/spec_bench.csv"
 SOURCE_PREFIX = "# source:"
@@ -101,71 +101,13 @@ def read_anchors(path: Path = FIXTURE) -> list[Anchor]:
     ]
 
 
-def _drafter(
-    spec_id: str,
-    name: str,
-    params: int,
-    layers: int,
-    d_model: int,
-    heads: int,
-    source: str,
-    notes: str,
-) -> ModelSpec:
-    """A drafter's shape: multi-head attention, Vicuna's 32000-token vocabulary, fp16."""
-    return ModelSpec(
-        id=spec_id,
-        name=name,
-        params=params,
-        layers=layers,
-        d_model=d_model,
-        n_heads=heads,
-        kv_heads=heads,
-        head_dim=d_model // heads,
-        vocab=32000,
-        source=source,
-        notes=notes,
-        tied_embeddings=False,
-    )
-
-
-# Drafter shapes (fp16, like the target). ``params`` counts what one pass streams.
-EAGLE_HEAD = _drafter(
-    "eagle-vicuna-13b", "EAGLE head for Vicuna-13B-v1.3", 533_473_280, 1, 5120, 40,
-    "https://huggingface.co/yuhuili/EAGLE-Vicuna-13B-v1.3/blob/main/config.json (1 layer, "
-    "hidden 5120, 40 heads, intermediate 13824, vocab 32000); Spec-Bench model/eagle/cnets.py",
-    "decoder layer without input norm 317,199,360 + fc 2x5120 -> 5120 with bias 52,433,920 + "
-    "the target's lm_head 163,840,000 (every draft step runs it)",
-)  # fmt: skip
-EAGLE3_HEAD = _drafter(
-    "eagle3-vicuna-13b", "EAGLE-3 head for Vicuna-13B-v1.3", 638_341_120, 1, 5120, 40,
-    "yuhuili/EAGLE3-Vicuna1.3-13B; structure from Spec-Bench model/eagle3/cnets.py (q/k/v "
-    "read 2 x hidden, fc 3 x hidden -> hidden, own lm_head over draft_vocab_size)",
-    "q/k/v 157,286,400 + o 26,214,400 + MLP 212,336,640 + 3 norms 15,360 + fc 78,643,200 + "
-    "final norm 5,120 + own lm_head 163,840,000; draft_vocab_size assumed 32000 (Vicuna's "
-    "vocabulary; the checkpoint's config.json was not read)",
-)  # fmt: skip
-MEDUSA_HEADS = _drafter(
-    "medusa-vicuna-13b-4", "Medusa heads for Vicuna-13B-v1.3 (4 used)", 760_238_080, 1, 5120, 40,
-    "Spec-Bench evaluation/inference_medusa.py (num_heads = 4) and model/medusa/medusa_model.py "
-    "(each head: ResBlock Linear 5120 -> 5120 with bias, then its own lm_head 5120 -> 32000)",
-    "4 x (26,219,520 + 163,840,000); no KV cache: costed at context 0, on every verified position",
-)  # fmt: skip
-VICUNA_68M = _drafter(
-    "vicuna-68m", "Vicuna 68M (double7/vicuna-68m)", 68_030_208, 2, 768, 12,
-    "https://huggingface.co/double7/vicuna-68m/blob/main/config.json (2 layers, hidden 768, "
-    "12 heads, intermediate 3072, vocab 32000, untied)",
-    "2 x (attention 2,359,296 + MLP 7,077,888 + norms 1,536) + final norm 768 + embedding and "
-    "lm_head 2 x 24,576,000",
-)  # fmt: skip
-
-# Per drafter in the fixture: its spec, and whether it runs inside the verify pass (Medusa's
-# heads read the verify pass's hidden states: their weights are read once per cycle, with
-# no pass of their own and no KV cache).
+# Drafter shapes (fp16, like the target): shipped model specs (engine/cost/data/models.toml),
+# where the validation table's tree entries read them too.
 DRAFTERS: dict[str, tuple[ModelSpec, bool]] = {
-    "yuhuili/EAGLE3-Vicuna1.3-13B": (EAGLE3_HEAD, False),
-    "yuhuili/EAGLE-Vicuna-13B-v1.3": (EAGLE_HEAD, False),
-    "FasterDecoding/medusa-vicuna-13b-v1.3 (4 heads)": (MEDUSA_HEADS, True),
-    "double7/vicuna-68m": (VICUNA_68M, False),
+    "yuhuili/EAGLE3-Vicuna1.3-13B": (get_model("eagle3-vicuna-13b"), False),
+    "yuhuili/EAGLE-Vicuna-13B-v1.3": (get_model("eagle-vicuna-13b"), False),
+    "FasterDecoding/medusa-vicuna-13b-v1.3 (4 heads)": (get_model("medusa-vicuna-13b-4"), True),
+    "double7/vicuna-68m": (get_model("vicuna-68m"), False),
 }
 
 

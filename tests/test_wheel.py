@@ -160,3 +160,9 @@ def test_installed_spectui_runs_the_default_preset(installed: Path, tmp_path: Pa
         installed / "spectui", "run", "--preset", "default", cwd=tmp_path, env=_env(tmp_path)
     )
     assert "speedup (exact)" in out.stdout
+
+
+def test_installed_spectui_validates_against_the_shipped_table(installed: Path, tmp_path: Path):
+    """The measurements table and the specs its entries name are package data too."""
+    out = _run(installed / "spectui", "validate", cwd=tmp_path, env=_env(tmp_path))
+    assert "vllm-20780-eagle1-k3" in out.stdout and "from specs: median" in out.stdout

@@ -18,6 +18,7 @@ COMMANDS = (
     "arena",
     "calibrate",
     "tree",
+    "validate",
     "presets",
     "serve",
 )

@@ -102,6 +102,18 @@ def exact_curve(
     return ks, exact
 
 
+def validated_text(config: SpecConfig) -> str | None:
+    """The published measurement nearest the scenario (same hardware, target and draft) and
+    how far the prediction from specs was from it (docs/validation.md); None if there is
+    none, or the specs cannot be read (a broken user file is reported by the form)."""
+    from engine.validate.nearest import nearest_text
+
+    try:
+        return nearest_text(config)
+    except (ValueError, OSError):
+        return None
+
+
 class SpeedupPlot(Plot):
     """The chart itself; ``draw`` replaces everything plotted and returns the legend."""
 
@@ -287,6 +299,9 @@ class SpeedupView(ReportsWorkerErrors, Vertical, can_focus=True):
             source = "form (Monte Carlo skipped: run too large)"
         k_star = ks[max(range(len(ks)), key=lambda i: exact[i])]
         title = f"{source}: {config_label(config)}"
+        trust = validated_text(config)
+        if trust is not None:
+            title += f"\n{trust}"
         self.post_message(CurveReady(title, curves, points, k_star))
 
     def on_curve_ready(self, message: CurveReady) -> None:

@@ -141,3 +141,21 @@ async def test_a_roofline_sweep_cells_title_names_its_gpu_and_draft():
         assert (
             "roofline on a100-80gb: llama-3.1-8b verifies, qwen2.5-0.5b drafts, batch 1," in shown
         )
+
+
+async def test_the_title_names_the_nearest_validated_measurement_and_its_error():
+    # vLLM #20780's EAGLE-1 sweep on an H100 (docs/validation.md): K = 3 is nearest K = 3.
+    roofline = tiny().replace(
+        **{"cost.model": "roofline", "cost.draft": "eagle-llama-3.1-8b", "k": 3}
+    )
+    app = speedup_host(roofline)
+    async with app.run_test(size=(80, 24)) as pilot:
+        view = await curve_drawn(pilot, app)
+        title = " ".join(region_text(app, app.query_one("#speedup-title")).split())
+        assert "nearest validated: vllm-20780-eagle1-k3 (K=3, batch 1):" in title
+        assert ": predicted from specs +6.9 % (within 10 %)" in title
+        before = view.last
+        view.set_config(roofline.replace(**{"cost.draft": "llama-3.2-1b"}))  # none measured
+        await curve_drawn(pilot, app, after=before)
+        title = region_text(app, app.query_one("#speedup-title"))
+        assert "validated" not in title and "roofline" in title

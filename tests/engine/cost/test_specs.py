@@ -17,7 +17,7 @@ from engine.cost.specs import (
     user_config_dir,
 )
 
-SHIPPED_HARDWARE = {"h100", "h200", "a100-80gb", "mi300x", "l40s", "rtx-4090"}
+SHIPPED_HARDWARE = {"h100", "h200", "a100-80gb", "mi300x", "l40s", "rtx-4090", "v100-pcie"}
 SHIPPED_MODELS = {
     "llama-3.1-8b",
     "llama-3.1-70b",
@@ -25,7 +25,16 @@ SHIPPED_MODELS = {
     "qwen2.5-7b",
     "qwen2.5-0.5b",
     "eagle-llama-3.1-8b",
+    "eagle3-llama-3.1-8b",
     "vicuna-13b",
+    # Spec-Bench's drafters and llama.cpp's models: the validation table's (docs/validation.md).
+    "eagle-vicuna-13b",
+    "eagle3-vicuna-13b",
+    "medusa-vicuna-13b-4",
+    "vicuna-68m",
+    "llama-2-7b",
+    "tinyllama-1.1b",
+    "llama-160m",
 }
 
 GOOD_HARDWARE = """

@@ -1,0 +1,234 @@
+"""Two predictions of each published measurement, neither with a parameter of its own.
+
+- :func:`from_specs`: the ``roofline`` cost model (additive form) on the entry's shipped
+  hardware and model data with one global set of efficiencies, today's defaults (the
+  ``roofline`` part's ``cost.eta_w``, ``cost.eta_kv`` and ``cost.eta_f``, ``t0_us = 0``),
+  and the tokens per cycle the source reports. A chain's cycle is K draft passes and one
+  verify pass of K + 1 tokens; a tree's is its draft passes (``draft_passes`` of
+  ``draft_width`` tokens, or heads that read the verify pass's hidden states: one pass over
+  ``draft_width`` tokens at context 0) and one verify pass of ``verify_width`` tokens. The
+  predicted speedup is the tokens per cycle over the cycle's time in plain decoding steps
+  (one target pass of one token), at the entry's batch and mean context; a cost ratio is
+  one draft pass over one step.
+- :func:`calibrated`: for an entry of a series (a K sweep of one setup), the linear cycle
+  cost ``fixed + per_token x K`` fitted by least squares to the other entries of the series
+  (:func:`engine.calibrate.linear_cost.fit_linear_cost`), the held-out entry left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from engine.calibrate.linear_cost import fit_linear_cost, linear_speedup
+from engine.validate.table import Entry
+
+if TYPE_CHECKING:
+    from engine.cost.roofline import RooflineCost
+
+# Mean context (tokens in the KV cache while decoding) when the source states no lengths.
+DEFAULT_CONTEXT = 512
+METHODS = ("specs", "calibrated")
+METHOD_TITLES = {"specs": "from specs", "calibrated": "calibrated"}
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """One method's prediction of an entry: the value, or why there is none."""
+
+    value: float | None
+    why_none: str = ""
+
+
+def context_of(entry: Entry) -> int:
+    """Mean tokens in the KV cache while decoding: the prompt and half the output, where the
+    source states both; else :data:`DEFAULT_CONTEXT`."""
+    if entry.prompt is not None and entry.output is not None:
+        return int(entry.prompt) + int(entry.output) // 2
+    return DEFAULT_CONTEXT
+
+
+def roofline_of(entry: Entry) -> RooflineCost:
+    """The engine's ``roofline`` cost model for the entry's hardware, target and draft."""
+    from engine.core.config import SpecConfig
+    from engine.cost.models import build_cost
+
+    scenario = SpecConfig().replace(
+        **{
+            "cost.model": "roofline",
+            "cost.gpu": entry.hardware,
+            "cost.target": entry.target,
+            "cost.draft": entry.draft or entry.target,
+            "batch_size": entry.batch or 1,
+        }
+    )
+    from engine.cost.roofline import RooflineCost
+
+    cost = build_cost(scenario)
+    assert isinstance(cost, RooflineCost)
+    return cost
+
+
+@dataclass(frozen=True)
+class Cycle:
+    """The roofline's times for an entry, without per-pass overhead: a cycle's passes take
+    ``work_us`` in all (or, for a cost ratio, the draft pass), ``passes`` of them pay a fixed
+    overhead each, and a plain decoding step takes ``step_us``. With an overhead of ``t0``
+    microseconds a pass (``cost.t0_us``), the cycle takes ``work_us + passes x t0`` and a
+    step ``step_us + t0``."""
+
+    work_us: float
+    passes: int
+    step_us: float
+
+    def steps(self, t0_us: float = 0.0) -> float:
+        """The cycle (or draft pass) in decoding steps."""
+        return (self.work_us + self.passes * t0_us) / (self.step_us + t0_us)
+
+
+@dataclass(frozen=True)
+class PassShape:
+    """A published tree's passes, as the kernel prices a tree (``cycle_times(tree=...)``):
+    its draft passes' widths, and the nodes it verifies besides the root."""
+
+    level_sizes: tuple[int, ...]
+    nodes: int
+
+    @property
+    def depth(self) -> int:
+        return len(self.level_sizes)
+
+
+def cycle_of(entry: Entry, cost: RooflineCost) -> Cycle:
+    """The cycle of ``entry`` by ``cost`` (a roofline cost model with ``t0_us = 0``), added up
+    by the kernel (:func:`engine.core.kernel.cycle_times`): a chain's K draft passes and its
+    verify pass of K + 1 tokens; a tree's ``draft_passes`` passes of ``draft_width`` tokens
+    and its verify pass of ``verify_width``. Heads that read the verify pass's hidden states
+    (Medusa) make no pass of their own: their weights, read once over ``draft_width`` tokens
+    at context 0, lengthen the verify pass. A cost ratio's is one draft pass of one token."""
+    from engine.core.kernel import cycle_times
+
+    batch, context = entry.batch or 1, context_of(entry)
+    step = float(cost.verify_us(1, batch, context))
+    if entry.quantity == "cost ratio":
+        return Cycle(float(cost.draft_pass_us(1, batch, context)), 1, step)
+    if not entry.is_tree:
+        k = int(entry.k)
+        return Cycle(float(cycle_times(cost, k, batch, context)[2]), 1 + k, step)
+    passes = 0 if entry.drafts_in_verify else int(entry.draft_passes)
+    shape = PassShape((int(entry.draft_width),) * passes, int(entry.verify_width) - 1)
+    cycle = float(cycle_times(cost, 0, batch, context, tree=shape)[2])
+    if entry.drafts_in_verify:
+        cycle += float(cost.draft_pass_us(entry.draft_width, batch, 0))  # the heads' weights
+    return Cycle(cycle, 1 + passes, step)
+
+
+def from_specs(entry: Entry, t0_us: float = 0.0) -> Prediction:
+    """The roofline's prediction of ``entry`` (module docstring), with a fixed overhead of
+    ``t0_us`` on every pass (0: today's defaults)."""
+    if entry.pending:
+        return Prediction(None, entry.status)
+    cycle = cycle_of(entry, roofline_of(entry))
+    if entry.quantity == "cost ratio":
+        return Prediction(cycle.steps(t0_us))
+    tokens = entry.tokens_per_cycle
+    if tokens is None:
+        return Prediction(None, "the source reports no acceptance")
+    return Prediction(tokens / cycle.steps(t0_us))
+
+
+# The overheads tried when fitting one per-pass overhead to every entry (microseconds).
+OVERHEAD_GRID_US = tuple(range(0, 3001, 10))
+
+
+@dataclass(frozen=True)
+class OverheadFit:
+    """One fixed overhead per pass, the same for every entry, fitted once to all of them:
+    the smallest ``t0_us`` of :data:`OVERHEAD_GRID_US` with the least median absolute
+    error of the predictions from specs; ``errors`` the entries' errors with it."""
+
+    t0_us: float
+    median: float
+    errors: dict[str, float]
+
+
+def fit_overhead(table: Sequence[Entry]) -> OverheadFit | None:
+    """The overhead per pass (kernel launches, the runtime) that brings the predictions from
+    specs closest to the measurements, over every entry predicted; None if none is."""
+    import statistics
+
+    # (entry, its cycle, tokens per cycle: None for a cost ratio, a pass over a step)
+    cycles: list[tuple[Entry, Cycle, float | None]] = []
+    for entry in table:
+        tokens = entry.tokens_per_cycle
+        if entry.pending or (entry.quantity == "speedup" and tokens is None):
+            continue
+        cycles.append((entry, cycle_of(entry, roofline_of(entry)), tokens))
+    if not cycles:
+        return None
+
+    def errors(t0: float) -> dict[str, float]:
+        out = {}
+        for entry, cycle, tokens in cycles:
+            value = cycle.steps(t0) if tokens is None else tokens / cycle.steps(t0)
+            out[entry.id] = value / entry.measured - 1.0
+        return out
+
+    best = min(
+        OVERHEAD_GRID_US,
+        key=lambda t0: (statistics.median(abs(e) for e in errors(t0).values()), t0),
+    )
+    found = errors(best)
+    return OverheadFit(float(best), statistics.median(abs(e) for e in found.values()), found)
+
+
+def _setup(entry: Entry) -> tuple[object, ...]:
+    return (
+        entry.hardware,
+        entry.target,
+        entry.method,
+        entry.draft,
+        entry.batch,
+        entry.prompt,
+        entry.output,
+    )
+
+
+def series_points(entry: Entry, table: Sequence[Entry]) -> list[Entry]:
+    """The other measured chain entries of ``entry``'s series with its setup (hardware,
+    target, method, draft, batch and lengths)."""
+    if entry.series is None:
+        return []
+    return [
+        e
+        for e in table
+        if e.series == entry.series
+        and _setup(e) == _setup(entry)
+        and e.id != entry.id
+        and not e.pending
+        and e.k is not None
+        and e.quantity == "speedup"
+        and e.tokens_per_cycle is not None
+    ]
+
+
+def calibrated(entry: Entry, table: Sequence[Entry]) -> Prediction:
+    """The linear cost fitted to the rest of the series predicts ``entry`` (leave one out)."""
+    if entry.pending:
+        return Prediction(None, entry.status)
+    if entry.is_tree or entry.k is None or entry.quantity != "speedup":
+        return Prediction(None, "not a chain speedup")
+    tokens = entry.tokens_per_cycle
+    others = series_points(entry, table)
+    if tokens is None or len({e.k for e in others}) < 2:
+        return Prediction(None, "no series of two other K")
+    # Each point's cycle in decoding steps is M / speedup: as (K, M, TPOT) over a step of 1.
+    points = [(int(e.k), e.tokens_per_cycle or 0.0, 1.0 / e.measured) for e in others]
+    cost = fit_linear_cost(points, 1.0)
+    return Prediction(linear_speedup(tokens, int(entry.k), cost))
+
+
+def predict(entry: Entry, table: Sequence[Entry]) -> dict[str, Prediction]:
+    """Both methods' predictions of ``entry`` (keys :data:`METHODS`)."""
+    return {"specs": from_specs(entry), "calibrated": calibrated(entry, table)}

@@ -1,0 +1,225 @@
+"""Errors, verdicts and medians of the predictions (:mod:`engine.validate.predict`), as
+plain text, JSON-ready data and the Markdown of docs/validation.md."""
+
+from __future__ import annotations
+
+import statistics
+import textwrap
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from engine.validate.predict import (
+    METHOD_TITLES,
+    METHODS,
+    OverheadFit,
+    Prediction,
+    fit_overhead,
+    predict,
+)
+from engine.validate.table import CATEGORIES, Entry
+
+# Verdicts by relative error |predicted / measured - 1|.
+WITHIN_10, WITHIN_25, MISS = "within 10 %", "within 25 %", "miss"
+SHORT = {WITHIN_10: "10%", WITHIN_25: "25%", MISS: "miss"}
+# The goals the issue set: median absolute error over the entries that are not pending.
+GOALS = {"specs": 0.25, "calibrated": 0.10}
+PENDING_GROUP = "pending"
+
+
+def verdict(error: float) -> str:
+    size = abs(error)
+    return WITHIN_10 if size <= 0.10 else WITHIN_25 if size <= 0.25 else MISS
+
+
+@dataclass(frozen=True)
+class Row:
+    """One entry with its predictions and their relative errors."""
+
+    entry: Entry
+    predictions: dict[str, Prediction]
+
+    @property
+    def group(self) -> str:
+        return PENDING_GROUP if self.entry.pending else str(self.entry.category)
+
+    def error(self, method: str) -> float | None:
+        value = self.predictions[method].value
+        return None if value is None else value / self.entry.measured - 1.0
+
+    def verdict(self, method: str) -> str | None:
+        error = self.error(method)
+        return None if error is None else verdict(error)
+
+    @property
+    def misses(self) -> list[str]:
+        return [m for m in METHODS if self.verdict(m) == MISS]
+
+
+@dataclass(frozen=True)
+class Summary:
+    """One method over one group of entries: how many were predicted, the median absolute
+    error and the share within 10 %."""
+
+    method: str
+    group: str
+    entries: int
+    predicted: int
+    median: float | None
+    within_10: float | None
+
+
+def rows_of(table: Sequence[Entry], only: Sequence[str] | None = None) -> list[Row]:
+    """Every entry's row (``only``: these ids, in table order). Predictions read the whole
+    table: a calibrated entry is fitted to the rest of its series even when it is alone in
+    ``only``."""
+    wanted = set(only) if only else None
+    return [
+        Row(entry, predict(entry, table)) for entry in table if wanted is None or entry.id in wanted
+    ]
+
+
+def summarise(rows: Sequence[Row]) -> list[Summary]:
+    """Per method: every non-pending entry ("all"), each category, and the pending ones."""
+    out = []
+    for method in METHODS:
+        for group in ("all", *CATEGORIES, PENDING_GROUP):
+            chosen = [
+                r
+                for r in rows
+                if (group == "all" and not r.entry.pending) or (group != "all" and r.group == group)
+            ]
+            errors = [abs(e) for r in chosen if (e := r.error(method)) is not None]
+            out.append(
+                Summary(
+                    method=method,
+                    group=group,
+                    entries=len(chosen),
+                    predicted=len(errors),
+                    median=statistics.median(errors) if errors else None,
+                    within_10=sum(e <= 0.10 for e in errors) / len(errors) if errors else None,
+                )
+            )
+    return out
+
+
+def percent(value: float | None, signed: bool = False) -> str:
+    if value is None:
+        return "-"
+    return f"{100 * value:+.1f} %" if signed else f"{100 * value:.1f} %"
+
+
+def goal_text(summary: Summary) -> str:
+    """``median 8.1 % (goal <= 25 %): met`` for a method's "all" summary."""
+    goal = GOALS[summary.method]
+    if summary.median is None:
+        return f"no entry predicted (goal <= {100 * goal:.0f} %)"
+    met = "met" if summary.median <= goal else "not met"
+    return f"median {percent(summary.median)} (goal <= {100 * goal:.0f} %): {met}"
+
+
+def _value(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def text_lines(rows: Sequence[Row]) -> list[str]:
+    """The terminal report (80 columns for ids up to 26 characters): one line per entry,
+    then the summaries and the pending entries."""
+    width = max([len(r.entry.id) for r in rows] + [5])
+    head = f"{'entry':<{width}} measured  specs   error within  calib.   error within"
+    lines = [head, "-" * len(head)]
+    pending = []
+    for r in rows:
+        if r.entry.pending:
+            pending.append(r)
+            continue
+        cells = [f"{r.entry.id:<{width}}", f"{r.entry.measured:8.3f}"]
+        for method in METHODS:
+            error, value = r.error(method), r.predictions[method].value
+            cells += [
+                f"{_value(value):>6}",
+                f"{'-' if error is None else f'{100 * error:+.1f}%':>7}",
+                f"{SHORT.get(r.verdict(method) or '', '-'):>6}",
+            ]
+        lines.append(" ".join(cells))
+    lines.append("")
+    lines += summary_lines(summarise(rows))
+    fit = overhead_of(rows)
+    if fit is not None:
+        lines += textwrap.wrap(
+            f"the missing term: {overhead_text(fit)}", 80, break_on_hyphens=False
+        )
+    if pending:
+        lines.append("")
+        lines.append(f"pending ({len(pending)}): not predicted until spectui models what they need")
+        for r in pending:
+            text = f"{r.entry.id}: {r.entry.status.removeprefix('pending: ')}"
+            lines += textwrap.wrap(
+                text, 80, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False
+            )
+    return lines
+
+
+def overhead_of(rows: Sequence[Row]) -> OverheadFit | None:
+    """One per-pass overhead fitted once to the rows' entries (:func:`fit_overhead`)."""
+    return fit_overhead([r.entry for r in rows])
+
+
+def overhead_text(fit: OverheadFit) -> str:
+    within = sum(abs(e) <= 0.10 for e in fit.errors.values())
+    return (
+        f"one overhead per pass fitted once to all {len(fit.errors)} "
+        f"entries, t0 = {fit.t0_us:g} us, gives a median of {percent(fit.median)} from specs "
+        f"({within} of {len(fit.errors)} within 10 %)"
+    )
+
+
+def summary_lines(summaries: Sequence[Summary]) -> list[str]:
+    lines = ["median |error| and share within 10 %, entries predicted of entries:"]
+    for s in summaries:
+        if s.entries == 0:
+            continue
+        name = f"{METHOD_TITLES[s.method]}, {s.group}"
+        if s.predicted == 0:
+            lines.append(f"  {name:<28} -        -       0 of {s.entries}")
+            continue
+        lines.append(
+            f"  {name:<28} {percent(s.median):>7}  {percent(s.within_10):>7}  "
+            f"{s.predicted} of {s.entries}"
+        )
+    for s in summaries:
+        if s.group == "all":
+            lines.append(f"{METHOD_TITLES[s.method]}: {goal_text(s)}")
+    return lines
+
+
+def json_data(rows: Sequence[Row]) -> dict[str, object]:
+    """Everything as JSON-ready data: per entry its setup and figures, per method and group
+    the summary."""
+    entries = []
+    for r in rows:
+        entries.append(
+            {
+                **r.entry.values,
+                "group": r.group,
+                "quantity": r.entry.quantity,
+                "measured": r.entry.measured,
+                "tokens_per_cycle": r.entry.tokens_per_cycle,
+                "predictions": {
+                    m: {
+                        "value": r.predictions[m].value,
+                        "error": r.error(m),
+                        "verdict": r.verdict(m),
+                        "why_none": r.predictions[m].why_none or None,
+                    }
+                    for m in METHODS
+                },
+            }
+        )
+    fit = overhead_of(rows)
+    return {
+        "methods": {m: METHOD_TITLES[m] for m in METHODS},
+        "goals": GOALS,
+        "entries": entries,
+        "summary": [s.__dict__ for s in summarise(rows)],
+        "overhead_fit": None if fit is None else fit.__dict__,
+    }

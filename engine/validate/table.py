@@ -1,0 +1,240 @@
+"""The table of published measurements: ``data/measurements.toml``, one ``[[entry]]`` per
+measurement, ``[[series]]`` for what the entries of one setup share (docs/validation.md).
+
+Every entry names its source (``source``, ``url``, the date it was ``read``), its setup
+(hardware, GPU count, target, method and draft, K or tree, batch, prompt and output
+lengths, temperature), the
+acceptance the source reports (``mean_length`` bonus token included, or ``draft_acceptance``
+accepted per drafted token, and ``acceptance`` in the source's words), the measured outcome
+(one pair of ``tpot_ms``/``baseline_tpot_ms``, ``tokens_per_s``/``baseline_tokens_per_s``,
+``wall_s``/``baseline_wall_s``, or a published ``speedup`` or draft ``cost_ratio``; and
+``outcome`` in words), what was assumed (``note``), and for a miss what spectui does not
+model that explains it (``miss``). ``status`` is ``ok`` or ``pending: needs ...``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import tomllib
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from typing import Any
+
+CATEGORIES = ("batch 1", "batch scaling", "long context", "trees")
+PENDING = "pending: needs "
+# Published figures the measured value is computed from: (measured, baseline) pairs, whose
+# ratio baseline / measured is a speedup (tokens per second: measured / baseline), or one
+# published figure.
+OUTCOME_PAIRS = (
+    ("tpot_ms", "baseline_tpot_ms"),
+    ("wall_s", "baseline_wall_s"),
+    ("tokens_per_s", "baseline_tokens_per_s"),
+)
+OUTCOME_SINGLE = ("speedup", "cost_ratio")
+# Field kinds: text, count (whole number >= 1), whole (>= 0), fraction (0..1), positive,
+# bool. Entries inherit every field of their series but "id".
+FIELDS: dict[str, str] = {
+    "id": "text",
+    "series": "text",
+    "category": "text",
+    "status": "text",
+    "source": "text",
+    "url": "text",
+    "read": "text",
+    "engine": "text",
+    "hardware": "text",
+    "gpus": "count",
+    "target": "text",
+    "method": "text",
+    "draft": "text",
+    "k": "count",
+    "verify_width": "count",
+    "draft_passes": "whole",
+    "draft_width": "count",
+    "drafts_in_verify": "bool",
+    "batch": "count",
+    "prompt": "whole",
+    "output": "count",
+    "temperature": "nonnegative",
+    "mean_length": "positive",
+    "draft_acceptance": "fraction",
+    "acceptance": "text",
+    "tpot_ms": "positive",
+    "baseline_tpot_ms": "positive",
+    "wall_s": "positive",
+    "baseline_wall_s": "positive",
+    "tokens_per_s": "positive",
+    "baseline_tokens_per_s": "positive",
+    "speedup": "positive",
+    "cost_ratio": "positive",
+    "outcome": "text",
+    "setup": "text",
+    "note": "text",
+    "miss": "text",
+}
+REQUIRED = ("id", "category", "status", "source", "url", "read", "hardware", "target", "method")
+REQUIRED_TEXT = ("acceptance", "outcome", "setup", "note")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_ID = re.compile(r"^[a-z0-9][a-z0-9.-]{0,25}$")  # 26 characters at most: the report is 80 wide
+
+
+class TableError(ValueError):
+    """The table is malformed: one line naming the entry and the field."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One published measurement (fields as :data:`FIELDS`; absent ones are None)."""
+
+    values: dict[str, Any] = field(hash=False, compare=False)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in FIELDS:
+            return self.values.get(name)
+        raise AttributeError(name)
+
+    @property
+    def pending(self) -> bool:
+        return str(self.status).startswith(PENDING)
+
+    @property
+    def is_tree(self) -> bool:
+        return self.values.get("verify_width") is not None
+
+    @property
+    def quantity(self) -> str:
+        """What was measured: ``speedup`` or ``cost ratio`` (a draft pass over a step)."""
+        return "cost ratio" if self.values.get("cost_ratio") is not None else "speedup"
+
+    @property
+    def measured(self) -> float:
+        """The measured speedup (or cost ratio) from the published figures."""
+        v = self.values
+        for measured, baseline in OUTCOME_PAIRS:
+            if measured in v:
+                if measured == "tokens_per_s":
+                    return float(v[measured]) / float(v[baseline])
+                return float(v[baseline]) / float(v[measured])
+        return float(v["speedup"] if "speedup" in v else v["cost_ratio"])
+
+    @property
+    def tokens_per_cycle(self) -> float | None:
+        """Mean tokens per verify pass, bonus included: the published mean length, or
+        ``1 + draft_acceptance x K`` (every cycle drafts K). None if neither is reported."""
+        if self.mean_length is not None:
+            return float(self.mean_length)
+        if self.draft_acceptance is not None and self.k is not None:
+            return 1.0 + float(self.draft_acceptance) * int(self.k)
+        return None
+
+    @property
+    def shape_text(self) -> str:
+        if self.is_tree:
+            return f"tree {self.verify_width}"
+        return f"K={self.k}" if self.k is not None else "-"
+
+
+def _check(where: str, name: str, value: Any) -> Any:
+    kind = FIELDS.get(name)
+    if kind is None:
+        raise TableError(f"{where}: unknown field '{name}'")
+    if kind == "text":
+        if not isinstance(value, str) or not value.strip():
+            raise TableError(f"{where}: field '{name}' must be non-empty text")
+        return value
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise TableError(f"{where}: field '{name}' must be true or false")
+        return value
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise TableError(f"{where}: field '{name}' must be a finite number")
+    if kind in ("count", "whole"):
+        low = 1 if kind == "count" else 0
+        if not float(value).is_integer() or value < low:
+            raise TableError(f"{where}: field '{name}' must be a whole number >= {low}")
+        return int(value)
+    if kind == "fraction" and not 0.0 <= value <= 1.0:
+        raise TableError(f"{where}: field '{name}' must be in [0, 1]")
+    if kind == "positive" and value <= 0:
+        raise TableError(f"{where}: field '{name}' must be > 0")
+    if kind == "nonnegative" and value < 0:
+        raise TableError(f"{where}: field '{name}' must be >= 0")
+    return float(value)
+
+
+def _check_entry(where: str, v: dict[str, Any]) -> None:
+    for name in REQUIRED + REQUIRED_TEXT:
+        if name not in v:
+            raise TableError(f"{where}: missing field '{name}'")
+    if not _ID.match(v["id"]):
+        raise TableError(
+            f"{where}: field 'id' must be 1 to 26 lower-case letters, digits, '.' and '-'"
+        )
+    if v["category"] not in CATEGORIES:
+        raise TableError(f"{where}: field 'category' must be one of {', '.join(CATEGORIES)}")
+    if v["status"] != "ok" and not v["status"].startswith(PENDING):
+        raise TableError(f"{where}: field 'status' must be 'ok' or '{PENDING}...'")
+    if not _DATE.match(v["read"]):
+        raise TableError(f"{where}: field 'read' must be a date YYYY-MM-DD")
+    outcomes = [pair for pair in OUTCOME_PAIRS if pair[0] in v or pair[1] in v]
+    singles = [name for name in OUTCOME_SINGLE if name in v]
+    if len(outcomes) + len(singles) != 1:
+        raise TableError(
+            f"{where}: give exactly one outcome: {', '.join('/'.join(p) for p in OUTCOME_PAIRS)}"
+            f", {' or '.join(OUTCOME_SINGLE)}"
+        )
+    for pair in outcomes:
+        missing = [name for name in pair if name not in v]
+        if missing:
+            raise TableError(f"{where}: missing field '{missing[0]}'")
+    if "mean_length" in v and "draft_acceptance" in v:
+        raise TableError(f"{where}: give mean_length or draft_acceptance, not both")
+    if ("k" in v) == ("verify_width" in v) and "cost_ratio" not in v:
+        raise TableError(f"{where}: give k (a chain) or verify_width (a tree)")
+    if "verify_width" in v and ("draft_passes" not in v or "draft_width" not in v):
+        raise TableError(f"{where}: a tree needs draft_passes and draft_width")
+    k, m = v.get("k"), v.get("mean_length")
+    if k is not None and m is not None and not 1.0 <= m <= k + 1:
+        raise TableError(f"{where}: field 'mean_length' must be in [1, K + 1] = [1, {k + 1}]")
+
+
+def parse_table(text: str, origin: str) -> tuple[Entry, ...]:
+    """The entries of a table file's ``text`` (``origin`` names it in errors), checked."""
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise TableError(f"{origin}: not valid TOML: {error}") from None
+    unknown = sorted(set(document) - {"series", "entry"})
+    if unknown:
+        raise TableError(f"{origin}: unknown table '{unknown[0]}' (known: series, entry)")
+    series: dict[str, dict[str, Any]] = {}
+    for i, table in enumerate(document.get("series", [])):
+        where = f"{origin}: series {i + 1}"
+        values = {name: _check(where, name, value) for name, value in table.items()}
+        if "id" not in values:
+            raise TableError(f"{where}: missing field 'id'")
+        series[values.pop("id")] = values
+    entries: list[Entry] = []
+    seen: set[str] = set()
+    for i, table in enumerate(document.get("entry", [])):
+        named = isinstance(table.get("id"), str) and table["id"]
+        where = f"{origin}: entry {table['id'] if named else i + 1}"
+        own = {name: _check(where, name, value) for name, value in table.items()}
+        if "series" in own and own["series"] not in series:
+            raise TableError(f"{where}: field 'series' names no [[series]] ({own['series']})")
+        values = {**series.get(own.get("series", ""), {}), **own}
+        _check_entry(where, values)
+        if values["id"] in seen:
+            raise TableError(f"{where}: id used twice")
+        seen.add(values["id"])
+        entries.append(Entry(values))
+    return tuple(entries)
+
+
+@cache
+def shipped_table() -> tuple[Entry, ...]:
+    """The shipped table (read once per process)."""
+    text = resources.files("engine.validate").joinpath("data", "measurements.toml")
+    return parse_table(text.read_text("utf-8"), "engine/validate/data/measurements.toml")

@@ -1,0 +1,66 @@
+"""``spectui validate``: spectui's predictions against published measurements.
+
+Per entry of the shipped table (engine/validate/data/measurements.toml): the measured value,
+the prediction from specs and the calibrated one, their relative errors and verdicts; then
+the median absolute error and the share within 10 % per method and category. ``--markdown``
+writes the report docs/validation.md is generated from.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from spectui.cli.flags import file_path
+from spectui.errors import UsageError
+
+
+def _ids(text: str) -> list[str]:
+    ids = [part.strip() for part in text.split(",")]
+    if not all(ids):
+        raise argparse.ArgumentTypeError("expected ID,ID,... (entry ids, comma-separated)")
+    return ids
+
+
+def add_parser(sub: Any) -> None:
+    validate = sub.add_parser(
+        "validate",
+        help="predictions against published measurements: errors, verdicts, medians",
+        description="Predict every published measurement in spectui's table two ways (from "
+        "specs: the roofline with today's efficiencies; calibrated: a linear cost fitted to "
+        "the rest of the entry's K sweep) and print each error and verdict, then the median "
+        "error per method and category.",
+    )
+    validate.add_argument("--json", action="store_true", help="print everything as JSON")
+    validate.add_argument(
+        "--markdown", metavar="FILE", type=file_path, help="write the report as Markdown"
+    )
+    validate.add_argument(
+        "--only", metavar="ID,...", type=_ids, help="only these entries (ids as listed)"
+    )
+
+
+def command(args: argparse.Namespace) -> int:
+    from engine.validate.report import json_data, rows_of, text_lines
+    from engine.validate.table import shipped_table
+
+    table = shipped_table()
+    if args.only:
+        known = [e.id for e in table]
+        unknown = [i for i in args.only if i not in known]
+        if unknown:
+            raise UsageError(f"--only: no entry '{unknown[0]}' (ids: {', '.join(known)})")
+    rows = rows_of(table, args.only)
+    if args.json:
+        print(json.dumps(json_data(rows), indent=1))
+    else:
+        print("\n".join(text_lines(rows)))
+    if args.markdown is not None:
+        from engine.core.files import atomic_write_text
+        from engine.validate.markdown import markdown
+
+        atomic_write_text(args.markdown, markdown(rows))
+        print(f"report written to {args.markdown}", file=sys.stderr)
+    return 0

@@ -1,0 +1,126 @@
+"""The two predictions, checked against the formulas worked by hand (not by the engine)."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.validate.predict import calibrated, from_specs
+from engine.validate.table import parse_table, shipped_table
+
+# The additive roofline of docs/model.md with today's efficiencies, typed out here.
+H100_BW, H100_F = 3.35e12, 989e12
+A100_BW, A100_F = 2.039e12, 312e12
+ETA_W, ETA_KV, ETA_F = 0.81, 1.0, 0.77
+
+
+def pass_s(params, layers, d_model, kv_per_token, w, context, bw, flops):
+    weights = params * 2 / (ETA_W * bw)
+    kv = context * kv_per_token / (ETA_KV * bw)
+    compute = (2 * params * w + 4 * layers * d_model * context * w) / (ETA_F * flops)
+    return weights + kv + compute
+
+
+LLAMA_8B = (8_030_261_248, 32, 4096, 2 * 32 * 8 * 128 * 2)
+EAGLE_HEAD = (776_998_912, 1, 4096, 2 * 1 * 8 * 128 * 2)
+VICUNA_13B = (13_015_864_320, 40, 5120, 2 * 40 * 40 * 128 * 2)
+MEDUSA_HEADS = (760_238_080, 1, 5120, 2 * 1 * 40 * 128 * 2)
+
+
+def entry(entry_id):
+    return next(e for e in shipped_table() if e.id == entry_id)
+
+
+def test_a_chain_from_specs_is_tokens_per_cycle_over_the_roofline_cycle():
+    # vLLM #20780, EAGLE-1 at K = 3: AL 2.29, 3 head passes and a verify pass of 4 tokens,
+    # batch 1, mean context 512 (the table states no lengths).
+    step = pass_s(*LLAMA_8B, 1, 512, H100_BW, H100_F)
+    cycle = pass_s(*LLAMA_8B, 4, 512, H100_BW, H100_F) + 3 * pass_s(
+        *EAGLE_HEAD, 1, 512, H100_BW, H100_F
+    )
+    predicted = from_specs(entry("vllm-20780-eagle1-k3")).value
+    assert predicted == pytest.approx(2.29 / (cycle / step), rel=1e-12)
+    assert entry("vllm-20780-eagle1-k3").measured == pytest.approx(7.07 / 4.29)
+
+
+def test_heads_inside_the_verify_pass_cost_one_pass_at_context_zero():
+    # Spec-Bench Medusa: a 64-token verify pass and the 4 heads over 64 positions, no KV.
+    step = pass_s(*VICUNA_13B, 1, 512, A100_BW, A100_F)
+    cycle = pass_s(*VICUNA_13B, 64, 512, A100_BW, A100_F) + pass_s(
+        *MEDUSA_HEADS, 64, 0, A100_BW, A100_F
+    )
+    predicted = from_specs(entry("specbench-a100-v13b-medusa")).value
+    assert predicted == pytest.approx(2.39 / (cycle / step), rel=1e-12)
+
+
+SERIES = """
+[[series]]
+id = "s"
+category = "batch 1"
+status = "ok"
+source = "somewhere"
+url = "https://example.org"
+read = "2026-12-02"
+hardware = "h100"
+target = "llama-3.1-8b"
+method = "EAGLE-1"
+draft = "eagle-llama-3.1-8b"
+batch = 1
+acceptance = "AL"
+setup = "setup"
+note = "note"
+outcome = "speedup"
+"""
+
+
+def sweep(points, extra=""):
+    """A series whose cycles cost exactly 1.2 + 0.1 K steps, with ``points`` (K, M) and
+    their speedups, plus ``extra`` entries."""
+    text = SERIES
+    for k, m, *speedup in points:
+        value = speedup[0] if speedup else m / (1.2 + 0.1 * k)
+        text += f'[[entry]]\nid = "s-k{k}"\nseries = "s"\nk = {k}\nmean_length = {m}\n'
+        text += f"speedup = {value}\n"
+    return parse_table(text + extra, "t.toml")
+
+
+def test_calibrated_fits_the_rest_of_the_series():
+    table = sweep([(2, 2.0), (3, 2.4), (4, 2.7), (6, 3.0)])
+    held = table[2]
+    assert calibrated(held, table).value == pytest.approx(2.7 / (1.2 + 0.1 * 4), rel=1e-9)
+
+
+def test_calibrated_leaves_the_held_out_point_out():
+    # K = 4's own measurement is far off the line: its prediction must not move with it.
+    table = sweep([(2, 2.0), (3, 2.4), (4, 2.7, 9.0), (6, 3.0)])
+    assert calibrated(table[2], table).value == pytest.approx(2.7 / 1.6, rel=1e-9)
+
+
+def test_calibrated_uses_only_points_of_the_same_setup():
+    other = (
+        '[[entry]]\nid = "s-other"\nseries = "s"\ndraft = "llama-3.2-1b"\nk = 5\n'
+        "mean_length = 2.0\nspeedup = 0.5\n"
+    )
+    table = sweep([(2, 2.0), (3, 2.4), (4, 2.7)], other)
+    assert calibrated(table[2], table).value == pytest.approx(2.7 / 1.6, rel=1e-9)
+    assert calibrated(table[3], table).value is None  # alone in its setup
+
+
+def test_calibrated_needs_two_other_k():
+    table = sweep([(2, 2.0), (3, 2.4)])
+    prediction = calibrated(table[0], table)
+    assert prediction.value is None and prediction.why_none == "no series of two other K"
+
+
+def test_a_pending_entry_is_not_predicted():
+    pending = [e for e in shipped_table() if e.pending]
+    assert pending
+    for e in pending:
+        assert from_specs(e).value is None and from_specs(e).why_none == e.status
+        assert calibrated(e, shipped_table()).value is None
+
+
+def test_every_entry_that_is_not_pending_is_predicted_from_specs_finitely():
+    for e in shipped_table():
+        if not e.pending:
+            value = from_specs(e).value
+            assert value is not None and 0.0 < value < 100.0, e.id

@@ -1,0 +1,109 @@
+"""`spectui validate`: predictions against published measurements, asserted on what it
+prints and writes; docs/validation.md is its output."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from engine.validate.markdown import UNEXPLAINED, markdown
+from engine.validate.report import rows_of
+from engine.validate.table import shipped_table
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "validation.md"
+
+
+def line_of(out: str, entry_id: str) -> list[str]:
+    for line in out.splitlines():
+        if line.startswith(entry_id + " "):
+            return line.split()
+    raise AssertionError(f"no line for {entry_id} in:\n{out}")
+
+
+def test_each_entry_is_a_line_with_its_measured_value_and_both_predictions(cli):
+    status, out, err = cli("validate")
+    assert status == 0, err
+    assert all(len(line) <= 80 for line in out.splitlines())
+    # vLLM #20780, EAGLE-1 at K = 3: 7.07 ms / 4.29 ms.
+    cells = line_of(out, "vllm-20780-eagle1-k3")
+    assert cells[1] == "1.648"
+    assert cells[3].endswith("%") and cells[4] in ("10%", "25%", "miss")
+    assert cells[6].endswith("%") and cells[7] in ("10%", "25%", "miss")
+    # A tree has no series: no calibrated prediction.
+    assert line_of(out, "specbench-a100-v13b-eagle2")[-3:] == ["-", "-", "-"]
+    assert "from specs: median" in out and "calibrated: median" in out
+    assert "(goal <= 25 %)" in out and "(goal <= 10 %)" in out
+    pending = [e for e in shipped_table() if e.pending]
+    assert f"pending ({len(pending)})" in out
+    assert f"  {pending[0].id}: needs " in out
+
+
+def test_json_has_every_entry_with_predictions_and_the_summary(cli):
+    status, out, _ = cli("validate", "--json")
+    assert status == 0
+    data = json.loads(out)
+    assert [e["id"] for e in data["entries"]] == [e.id for e in shipped_table()]
+    first = data["entries"][0]
+    assert set(first["predictions"]) == {"specs", "calibrated"}
+    assert first["predictions"]["specs"]["verdict"] in ("within 10 %", "within 25 %", "miss")
+    groups = {(s["method"], s["group"]) for s in data["summary"]}
+    assert ("specs", "all") in groups and ("calibrated", "pending") in groups
+
+
+def test_only_prints_the_entries_asked_for(cli):
+    status, out, _ = cli("validate", "--only", "vllm-20780-eagle3-k4,specbench-a100-v13b-sps")
+    assert status == 0
+    assert line_of(out, "vllm-20780-eagle3-k4") and line_of(out, "specbench-a100-v13b-sps")
+    assert "vllm-20780-eagle1-k3" not in out
+    # Still fitted to the rest of its series, which --only leaves out of the report.
+    assert line_of(out, "vllm-20780-eagle3-k4")[5] != "-"
+
+
+def test_an_unknown_id_is_one_line_and_status_2(cli):
+    status, out, err = cli("validate", "--only", "vllm-20780-eagle1-k3,nope")
+    assert status == 2 and out == ""
+    assert err.startswith("spectui validate: error: --only: no entry 'nope' (ids: vllm-")
+    assert err.count("\n") == 1
+    status, _, err = cli("validate", "--only", "a,,b")
+    assert status == 2 and "expected ID,ID,..." in err and "Traceback" not in err
+
+
+def test_markdown_is_written_whole(cli, tmp_path):
+    target = tmp_path / "validation.md"
+    status, _, err = cli("validate", "--markdown", str(target))
+    assert status == 0 and f"report written to {target}" in err
+    assert target.read_text(encoding="utf-8") == markdown(rows_of(shipped_table()))
+    assert [p.name for p in tmp_path.iterdir()] == ["validation.md"]  # no temporary left
+
+
+def test_markdown_to_a_directory_or_missing_folder_is_one_line(cli, tmp_path):
+    status, _, err = cli("validate", "--markdown", str(tmp_path))
+    assert status == 2 and err == f"spectui validate: error: {tmp_path}: is a directory\n"
+    missing = tmp_path / "no" / "such.md"
+    status, _, err = cli("validate", "--markdown", str(missing))
+    assert status == 2 and str(missing) in err and err.count("\n") == 1
+
+
+def test_docs_validation_md_is_the_commands_output():
+    assert DOC.read_text(encoding="utf-8") == markdown(rows_of(shipped_table())), (
+        "regenerate: .venv/bin/spectui validate --markdown docs/validation.md"
+    )
+
+
+def test_every_miss_in_the_docs_is_explained():
+    text = DOC.read_text(encoding="utf-8")
+    assert UNEXPLAINED not in text
+    rows = rows_of(shipped_table())
+    for row in rows:
+        if row.misses:
+            assert f"**{row.entry.id}** from specs" in text and row.entry.miss
+
+
+def test_the_counts_the_readme_and_cli_docs_give_are_the_tables():
+    table = shipped_table()
+    ok, pending = sum(not e.pending for e in table), sum(e.pending for e in table)
+    readme = " ".join((DOC.parent.parent / "README.md").read_text(encoding="utf-8").split())
+    assert f"{ok} published measurements predicted" in readme
+    assert f"{pending} more pending" in readme
+    cli_doc = " ".join((DOC.parent / "cli.md").read_text(encoding="utf-8").split())
+    assert f"measurements.toml`: {len(table)} entries" in cli_doc
