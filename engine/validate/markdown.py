@@ -82,10 +82,14 @@ def markdown(rows: Sequence[Row]) -> str:
         "tokens, a tree's its draft passes and one verify pass of the whole tree, at the "
         f"entry's batch and mean context ({DEFAULT_CONTEXT} tokens where the source states "
         "no lengths). A cost ratio is one draft pass over one decoding step.",
-        f"- **{METHOD_TITLES['calibrated']}**: where an entry is one point of a K sweep of one "
-        "setup (a series), the linear cycle cost fixed + per_token x K, in decoding steps, "
-        "is fitted by least squares to the other points of the series (leave one out) and "
-        "predicts the held-out one from its reported tokens per cycle.",
+        f"- **{METHOD_TITLES['calibrated']}**: the entry is left out and its cost fitted to "
+        "the other points of its series (one source, one setup). In a K sweep of one method "
+        "(two other K or more), the linear cycle cost fixed + per_token x K, in decoding "
+        "steps, by least squares, predicts the held-out K from its reported tokens per cycle. "
+        "Otherwise, where the series has other methods or drafts on the same bench (hardware, "
+        "target, batch, lengths), one overhead per pass t0 is fitted to them (the least median "
+        "error on a 10 us grid) and added to every pass of the roofline above. An entry alone "
+        "on its bench has no calibrated prediction.",
         "",
         "Errors are predicted / measured - 1. Verdicts: within 10 %, within 25 %, miss.",
         "",
@@ -97,14 +101,14 @@ def markdown(rows: Sequence[Row]) -> str:
             out.append(f"- {METHOD_TITLES[s.method]}: {goal_text(s)}.")
     out += [
         "",
-        "| method | entries | predicted | median abs. error | within 10 % |",
-        "| --- | --- | ---: | ---: | ---: |",
+        "| method | entries | predicted | median abs. error | within 10 % | pending |",
+        "| --- | --- | ---: | ---: | ---: | ---: |",
     ]
     for s in summaries:
-        if s.entries:
+        if s.entries or s.pending:
             out.append(
                 f"| {METHOD_TITLES[s.method]} | {s.group} | {s.predicted} of {s.entries} | "
-                f"{percent(s.median)} | {percent(s.within_10)} |"
+                f"{percent(s.median)} | {percent(s.within_10)} | {s.pending or ''} |"
             )
     fit = overhead_of(rows)
     if fit is not None:

@@ -10,9 +10,12 @@
   predicted speedup is the tokens per cycle over the cycle's time in plain decoding steps
   (one target pass of one token), at the entry's batch and mean context; a cost ratio is
   one draft pass over one step.
-- :func:`calibrated`: for an entry of a series (a K sweep of one setup), the linear cycle
-  cost ``fixed + per_token x K`` fitted by least squares to the other entries of the series
-  (:func:`engine.calibrate.linear_cost.fit_linear_cost`), the held-out entry left out.
+- :func:`calibrated`: the entry left out, its cost fitted to the other entries of its
+  series: in a K sweep of one method (two other K or more), the linear cycle cost
+  ``fixed + per_token x K`` by least squares
+  (:func:`engine.calibrate.linear_cost.fit_linear_cost`); otherwise, over the other methods
+  or drafts of the series on the same bench, one overhead per pass (:func:`fit_overhead`)
+  added to the roofline above.
 """
 
 from __future__ import annotations
@@ -213,20 +216,41 @@ def series_points(entry: Entry, table: Sequence[Entry]) -> list[Entry]:
     ]
 
 
+def same_bench(entry: Entry, table: Sequence[Entry]) -> list[Entry]:
+    """The other entries of ``entry``'s series measured on its bench (hardware, target, batch
+    and lengths), any method or draft, that the roofline predicts."""
+    if entry.series is None:
+        return []
+    bench = (entry.hardware, entry.target, entry.batch, entry.prompt, entry.output)
+    return [
+        e
+        for e in table
+        if e.series == entry.series
+        and e.id != entry.id
+        and not e.pending
+        and (e.hardware, e.target, e.batch, e.prompt, e.output) == bench
+        and from_specs(e).value is not None
+    ]
+
+
 def calibrated(entry: Entry, table: Sequence[Entry]) -> Prediction:
-    """The linear cost fitted to the rest of the series predicts ``entry`` (leave one out)."""
+    """``entry`` predicted from the rest of its series, left out of the fit: a K sweep of one
+    setup fits the linear cost ``fixed + per_token x K`` (at least two other K); a series of
+    other methods or drafts on the same bench fits one overhead per pass to the roofline
+    (:func:`fit_overhead`)."""
     if entry.pending:
         return Prediction(None, entry.status)
-    if entry.is_tree or entry.k is None or entry.quantity != "speedup":
-        return Prediction(None, "not a chain speedup")
     tokens = entry.tokens_per_cycle
     others = series_points(entry, table)
-    if tokens is None or len({e.k for e in others}) < 2:
-        return Prediction(None, "no series of two other K")
-    # Each point's cycle in decoding steps is M / speedup: as (K, M, TPOT) over a step of 1.
-    points = [(int(e.k), e.tokens_per_cycle or 0.0, 1.0 / e.measured) for e in others]
-    cost = fit_linear_cost(points, 1.0)
-    return Prediction(linear_speedup(tokens, int(entry.k), cost))
+    if not entry.is_tree and tokens is not None and len({e.k for e in others}) >= 2:
+        # Each point's cycle in decoding steps is M / speedup: (K, M, TPOT) over a step of 1.
+        points = [(int(e.k), e.tokens_per_cycle or 0.0, 1.0 / e.measured) for e in others]
+        return Prediction(linear_speedup(tokens, int(entry.k), fit_linear_cost(points, 1.0)))
+    bench = same_bench(entry, table)
+    fit = fit_overhead(bench)
+    if fit is None or from_specs(entry).value is None:
+        return Prediction(None, "no other entry of its series")
+    return from_specs(entry, fit.t0_us)
 
 
 def predict(entry: Entry, table: Sequence[Entry]) -> dict[str, Prediction]:

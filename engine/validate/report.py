@@ -58,7 +58,8 @@ class Row:
 @dataclass(frozen=True)
 class Summary:
     """One method over one group of entries: how many were predicted, the median absolute
-    error and the share within 10 %."""
+    error and the share within 10 %. A category's entries are those not pending; ``pending``
+    counts the category's pending ones (kept in the "pending" group)."""
 
     method: str
     group: str
@@ -66,6 +67,7 @@ class Summary:
     predicted: int
     median: float | None
     within_10: float | None
+    pending: int = 0
 
 
 def rows_of(table: Sequence[Entry], only: Sequence[str] | None = None) -> list[Row]:
@@ -89,6 +91,7 @@ def summarise(rows: Sequence[Row]) -> list[Summary]:
                 if (group == "all" and not r.entry.pending) or (group != "all" and r.group == group)
             ]
             errors = [abs(e) for r in chosen if (e := r.error(method)) is not None]
+            waiting = sum(r.entry.pending and r.entry.category == group for r in rows)
             out.append(
                 Summary(
                     method=method,
@@ -97,6 +100,7 @@ def summarise(rows: Sequence[Row]) -> list[Summary]:
                     predicted=len(errors),
                     median=statistics.median(errors) if errors else None,
                     within_10=sum(e <= 0.10 for e in errors) / len(errors) if errors else None,
+                    pending=waiting,
                 )
             )
     return out
@@ -174,17 +178,15 @@ def overhead_text(fit: OverheadFit) -> str:
 
 
 def summary_lines(summaries: Sequence[Summary]) -> list[str]:
-    lines = ["median |error| and share within 10 %, entries predicted of entries:"]
+    lines = ["median |error|, share within 10 %, entries predicted of entries:"]
     for s in summaries:
-        if s.entries == 0:
+        if s.entries == 0 and s.pending == 0:
             continue
         name = f"{METHOD_TITLES[s.method]}, {s.group}"
-        if s.predicted == 0:
-            lines.append(f"  {name:<28} -        -       0 of {s.entries}")
-            continue
+        waiting = f", {s.pending} pending" if s.pending else ""
         lines.append(
             f"  {name:<28} {percent(s.median):>7}  {percent(s.within_10):>7}  "
-            f"{s.predicted} of {s.entries}"
+            f"{s.predicted} of {s.entries}{waiting}"
         )
     for s in summaries:
         if s.group == "all":

@@ -29,8 +29,8 @@ def add_parser(sub: Any) -> None:
         "validate",
         help="predictions against published measurements: errors, verdicts, medians",
         description="Predict every published measurement in spectui's table two ways (from "
-        "specs: the roofline with today's efficiencies; calibrated: a linear cost fitted to "
-        "the rest of the entry's K sweep) and print each error and verdict, then the median "
+        "specs: the roofline with today's efficiencies; calibrated: a cost fitted to the rest "
+        "of the entry's series, leave one out) and print each error and verdict, then the median "
         "error per method and category.",
     )
     validate.add_argument("--json", action="store_true", help="print everything as JSON")

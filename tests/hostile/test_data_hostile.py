@@ -283,3 +283,17 @@ def test_an_address_dask_cannot_use_is_one_line_and_leaves_no_client_to_close(ad
     assert out.stderr.startswith(f"spectui sweep: error: --scheduler: cannot reach {address}: ")
     assert out.stderr.count("\n") == 1
     assert left == []
+
+
+def test_validate_on_a_full_disk_leaves_the_report_as_it_was(tiny_disk, cli):
+    """`spectui validate --markdown` writes whole or not at all (issue #25's report)."""
+    report = tiny_disk / "validation.md"
+    assert cli("validate", "--markdown", str(report))[0] == 0
+    before = report.read_bytes()
+    report.write_bytes(before[: len(before) // 2])  # a shorter report, then no space left
+    half = report.read_bytes()
+    _fill(tiny_disk / "filler")
+    status, _, err = cli("validate", "--markdown", str(report))
+    assert status == 2 and err == f"spectui validate: error: {report}: No space left on device\n"
+    assert report.read_bytes() == half
+    assert sorted(p.name for p in tiny_disk.iterdir()) == ["filler", "validation.md"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.validate.predict import calibrated, from_specs
+from engine.validate.predict import calibrated, fit_overhead, from_specs
 from engine.validate.table import parse_table, shipped_table
 
 # The additive roofline of docs/model.md with today's efficiencies, typed out here.
@@ -102,13 +102,15 @@ def test_calibrated_uses_only_points_of_the_same_setup():
     )
     table = sweep([(2, 2.0), (3, 2.4), (4, 2.7)], other)
     assert calibrated(table[2], table).value == pytest.approx(2.7 / 1.6, rel=1e-9)
-    assert calibrated(table[3], table).value is None  # alone in its setup
+    # Alone in its setup, the other draft gets the overhead per pass fitted to the rest.
+    fit = fit_overhead(table[:3])
+    assert calibrated(table[3], table).value == from_specs(table[3], fit.t0_us).value
 
 
-def test_calibrated_needs_two_other_k():
+def test_a_sweep_of_two_k_falls_back_to_the_overhead_fitted_to_the_other_point():
     table = sweep([(2, 2.0), (3, 2.4)])
-    prediction = calibrated(table[0], table)
-    assert prediction.value is None and prediction.why_none == "no series of two other K"
+    fit = fit_overhead(table[1:])
+    assert calibrated(table[0], table).value == from_specs(table[0], fit.t0_us).value
 
 
 def test_a_pending_entry_is_not_predicted():
@@ -124,3 +126,33 @@ def test_every_entry_that_is_not_pending_is_predicted_from_specs_finitely():
         if not e.pending:
             value = from_specs(e).value
             assert value is not None and 0.0 < value < 100.0, e.id
+
+
+LLAMA_2_7B = (6_738_415_616, 32, 4096, 2 * 32 * 32 * 128 * 2)
+TINYLLAMA = (1_100_048_384, 22, 2048, 2 * 22 * 4 * 64 * 2)
+LLAMA_160M = (162_417_408, 12, 768, 2 * 12 * 12 * 64 * 2)
+
+
+def test_calibrated_on_a_bench_fits_one_overhead_per_pass_to_the_other_entries():
+    # llama.cpp #8499 on an A100: the 160M model's published cost ratio 0.11 fixes the
+    # overhead t0 that the 1.1B model's prediction then pays on both passes (context 128).
+    step = pass_s(*LLAMA_2_7B, 1, 128, A100_BW, A100_F)
+    small = pass_s(*LLAMA_160M, 1, 128, A100_BW, A100_F)
+    t0 = (0.11 * step - small) / (1 - 0.11)  # (small + t0) / (step + t0) = 0.11
+    tiny = pass_s(*TINYLLAMA, 1, 128, A100_BW, A100_F)
+    expected = (tiny + t0) / (step + t0)
+    table = shipped_table()
+    predicted = calibrated(entry("llamacpp-8499-a100-1.1b"), table).value
+    assert predicted == pytest.approx(expected, rel=2e-3)  # t0 on a 10 us grid
+    assert predicted != pytest.approx(from_specs(entry("llamacpp-8499-a100-1.1b")).value)
+
+
+def test_an_entry_alone_on_its_bench_has_no_calibrated_prediction():
+    prediction = calibrated(entry("llamacpp-3649-v100-160m"), shipped_table())
+    assert prediction.value is None and prediction.why_none == "no other entry of its series"
+
+
+def test_the_overhead_fit_leaves_the_held_out_entry_out():
+    # The held-out entry's own measurement, however far off, does not move its prediction.
+    far, near = sweep([(2, 2.0), (3, 2.4, 9.0)]), sweep([(2, 2.0), (3, 2.4, 1.0)])
+    assert calibrated(far[1], far).value == calibrated(near[1], near).value
