@@ -26,6 +26,11 @@ def _efficiencies() -> str:
     return ", ".join(f"{key.removeprefix('cost.')} = {DEFAULTS[key]:g}" for key in keys)
 
 
+def _escaped(text: str) -> str:
+    """``text`` in a Markdown table cell: its own ``|`` escaped."""
+    return text.replace("|", "\\|")
+
+
 def _cell(row: Row, method: str) -> str:
     value, error = row.predictions[method].value, row.error(method)
     if value is None or error is None:
@@ -156,15 +161,21 @@ def markdown(rows: Sequence[Row]) -> str:
     ]
     for r in pending:
         out.append(
-            f"| {r.entry.id} | {r.entry.status.removeprefix('pending: needs ')} | "
-            f"{r.entry.setup} | {r.entry.outcome} |"
+            f"| {r.entry.id} | {_escaped(r.entry.status.removeprefix('pending: needs '))} | "
+            f"{_escaped(r.entry.setup)} | {_escaped(r.entry.outcome)} |"
         )
     out += ["", "## Sources and setups", ""]
+    # One paragraph per source and setup (a series' entries share them), then each entry's
+    # acceptance and outcome as the source gives them.
+    by_source: dict[tuple[str, ...], list[Row]] = {}
     for r in rows:
         e = r.entry
+        by_source.setdefault((e.source, e.url, e.read, e.setup, e.note), []).append(r)
+    for (source, url, read, setup, note), group in by_source.items():
+        out += [f"{source} ({url}, read {read}). Setup: {setup}. Note: {note}", ""]
         out += [
-            f"**{e.id}**: {e.source} ({e.url}, read {e.read}). Setup: {e.setup}. "
-            f"Acceptance: {e.acceptance}. Outcome: {e.outcome}. Note: {e.note}",
-            "",
+            f"- **{r.entry.id}**: acceptance {r.entry.acceptance}; outcome {r.entry.outcome}"
+            for r in group
         ]
+        out.append("")
     return "\n".join(out).rstrip("\n") + "\n"
