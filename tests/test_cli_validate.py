@@ -108,3 +108,16 @@ def test_the_counts_the_readme_and_cli_docs_give_are_the_tables():
     assert f"{pending} more pending" in readme
     cli_doc = " ".join((DOC.parent / "cli.md").read_text(encoding="utf-8").split())
     assert f"measurements.toml`: {len(table)} entries" in cli_doc
+
+
+def test_every_table_row_in_the_docs_has_its_headers_cells():
+    import re
+
+    cells = None
+    for line in DOC.read_text(encoding="utf-8").splitlines():
+        if not line.startswith("|"):
+            cells = None
+            continue
+        count = len(re.findall(r"(?<!\\)\|", line))
+        cells = count if cells is None else cells
+        assert count == cells, line
