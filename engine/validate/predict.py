@@ -13,9 +13,9 @@
 - :func:`calibrated`: the entry left out, its cost fitted to the other entries of its
   series: in a K sweep of one method (two other K or more), the linear cycle cost
   ``fixed + per_token x K`` by least squares
-  (:func:`engine.calibrate.linear_cost.fit_linear_cost`); otherwise, over the other methods
-  or drafts of the series on the same bench, one overhead per pass (:func:`fit_overhead`)
-  added to the roofline above.
+  (:func:`engine.calibrate.linear_cost.fit_linear_cost`); otherwise, over the other entries
+  of the series on its hardware and target (other methods, drafts or batch sizes), one
+  overhead per pass (:func:`fit_overhead`) added to the roofline above.
 """
 
 from __future__ import annotations
@@ -186,68 +186,72 @@ def fit_overhead(table: Sequence[Entry]) -> OverheadFit | None:
     return OverheadFit(float(best), statistics.median(abs(e) for e in found.values()), found)
 
 
-def _setup(entry: Entry) -> tuple[object, ...]:
-    return (
-        entry.hardware,
-        entry.target,
-        entry.method,
-        entry.draft,
-        entry.batch,
-        entry.prompt,
-        entry.output,
-    )
+# What a sweep varies: the other fields of its setup stay the same.
+SWEPT = ("k", "batch")
+_SETUP = ("hardware", "target", "method", "draft", "k", "batch", "prompt", "output")
 
 
-def series_points(entry: Entry, table: Sequence[Entry]) -> list[Entry]:
-    """The other measured chain entries of ``entry``'s series with its setup (hardware,
-    target, method, draft, batch and lengths)."""
-    if entry.series is None:
+def _setup(entry: Entry, swept: str) -> tuple[object, ...]:
+    """``entry``'s setup, but for the field ``swept``: the verify shape counts too."""
+    shape = (entry.verify_width, entry.draft_passes, entry.draft_width, entry.drafts_in_verify)
+    return (*(entry.values.get(f) for f in _SETUP if f != swept), *shape)
+
+
+def sweep_points(entry: Entry, table: Sequence[Entry], swept: str) -> list[Entry]:
+    """The other measured speedups of ``entry``'s series whose setup differs from its own
+    only in ``swept`` (K or the batch), with their tokens per cycle."""
+    if entry.series is None or entry.values.get(swept) is None:
         return []
     return [
         e
         for e in table
         if e.series == entry.series
-        and _setup(e) == _setup(entry)
         and e.id != entry.id
         and not e.pending
-        and e.k is not None
         and e.quantity == "speedup"
         and e.tokens_per_cycle is not None
+        and e.values.get(swept) is not None
+        and _setup(e, swept) == _setup(entry, swept)
     ]
 
 
 def same_bench(entry: Entry, table: Sequence[Entry]) -> list[Entry]:
-    """The other entries of ``entry``'s series measured on its bench (hardware, target, batch
-    and lengths), any method or draft, that the roofline predicts."""
+    """The other entries of ``entry``'s series on its hardware and target (any method,
+    draft, batch or lengths: a batch sweep is a series too) that the roofline predicts."""
     if entry.series is None:
         return []
-    bench = (entry.hardware, entry.target, entry.batch, entry.prompt, entry.output)
     return [
         e
         for e in table
         if e.series == entry.series
         and e.id != entry.id
         and not e.pending
-        and (e.hardware, e.target, e.batch, e.prompt, e.output) == bench
+        and (e.hardware, e.target) == (entry.hardware, entry.target)
         and from_specs(e).value is not None
     ]
 
 
 def calibrated(entry: Entry, table: Sequence[Entry]) -> Prediction:
-    """``entry`` predicted from the rest of its series, left out of the fit: a K sweep of one
-    setup fits the linear cost ``fixed + per_token x K`` (at least two other K); a series of
-    other methods or drafts on the same bench fits one overhead per pass to the roofline
-    (:func:`fit_overhead`)."""
+    """``entry`` predicted from the rest of its series, left out of the fit. In a sweep of K
+    or of the batch (two other values or more, the rest of the setup the same), the cycle
+    cost in decoding steps, linear in the swept value, fitted by least squares
+    (:func:`engine.calibrate.linear_cost.fit_linear_cost`); otherwise the other entries of
+    the series on its hardware and target (other methods or drafts) fit one overhead per
+    pass to the roofline (:func:`fit_overhead`)."""
     if entry.pending:
         return Prediction(None, entry.status)
     tokens = entry.tokens_per_cycle
-    others = series_points(entry, table)
-    if not entry.is_tree and tokens is not None and len({e.k for e in others}) >= 2:
-        # Each point's cycle in decoding steps is M / speedup: (K, M, TPOT) over a step of 1.
-        points = [(int(e.k), e.tokens_per_cycle or 0.0, 1.0 / e.measured) for e in others]
-        return Prediction(linear_speedup(tokens, int(entry.k), fit_linear_cost(points, 1.0)))
-    bench = same_bench(entry, table)
-    fit = fit_overhead(bench)
+    for swept in SWEPT:
+        others = sweep_points(entry, table, swept)
+        if tokens is None or len({e.values[swept] for e in others}) < 2:
+            continue
+        # Each point's cycle in decoding steps is M / speedup: (x, M, TPOT) over a step of 1.
+        points = [
+            (int(e.values[swept]), e.tokens_per_cycle or 0.0, 1.0 / e.measured) for e in others
+        ]
+        cost = fit_linear_cost(points, 1.0)
+        return Prediction(linear_speedup(tokens, int(entry.values[swept]), cost))
+    fit = fit_overhead(same_bench(entry, table))
     if fit is None or from_specs(entry).value is None:
         return Prediction(None, "no other entry of its series")
     return from_specs(entry, fit.t0_us)

@@ -191,7 +191,10 @@ def _check_entry(where: str, v: dict[str, Any]) -> None:
             raise TableError(f"{where}: missing field '{missing[0]}'")
     if "mean_length" in v and "draft_acceptance" in v:
         raise TableError(f"{where}: give mean_length or draft_acceptance, not both")
-    if ("k" in v) == ("verify_width" in v) and "cost_ratio" not in v:
+    if "k" in v and "verify_width" in v:
+        raise TableError(f"{where}: give k (a chain) or verify_width (a tree), not both")
+    pending = v["status"].startswith(PENDING)  # a source may not state K
+    if "k" not in v and "verify_width" not in v and "cost_ratio" not in v and not pending:
         raise TableError(f"{where}: give k (a chain) or verify_width (a tree)")
     if "verify_width" in v and ("draft_passes" not in v or "draft_width" not in v):
         raise TableError(f"{where}: a tree needs draft_passes and draft_width")

@@ -17,7 +17,10 @@ from engine.cost.specs import (
     user_config_dir,
 )
 
-SHIPPED_HARDWARE = {"h100", "h200", "a100-80gb", "mi300x", "l40s", "rtx-4090", "v100-pcie"}
+SHIPPED_HARDWARE = {
+    *("h100", "h200", "a100-80gb", "mi300x", "l40s", "rtx-4090"),
+    *("v100-pcie", "rtx-3090"),  # the validation table's (docs/validation.md)
+}
 SHIPPED_MODELS = {
     "llama-3.1-8b",
     "llama-3.1-70b",
@@ -35,6 +38,8 @@ SHIPPED_MODELS = {
     "llama-2-7b",
     "tinyllama-1.1b",
     "llama-160m",
+    "vicuna-7b",
+    "eagle-vicuna-7b",
 }
 
 GOOD_HARDWARE = """

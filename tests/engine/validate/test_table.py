@@ -66,6 +66,10 @@ def test_an_entry_takes_its_series_fields_and_computes_the_measured_speedup():
         (("mean_length = 2.0", "mean_length = 2.0\ndraft_acceptance = 0.5"), "not both"),
         (("k = 2", "verify_width = 8"), "entry s-k2: a tree needs draft_passes and draft_width"),
         (("k = 2", ""), "entry s-k2: give k (a chain) or verify_width (a tree)"),
+        (
+            ("k = 2", "k = 2\nverify_width = 8"),
+            "give k (a chain) or verify_width (a tree), not both",
+        ),
         (("[[entry]]", "[[entries]]"), "t.toml: unknown table 'entries'"),
         (("[[entry]]", "[[entry"), "t.toml: not valid TOML"),
     ],
@@ -76,6 +80,12 @@ def test_a_malformed_table_is_refused_with_one_line(change, message):
         parse_table(GOOD.replace(old, new, 1), "t.toml")
     text = str(caught.value)
     assert message in text and "\n" not in text
+
+
+def test_a_pending_entry_may_leave_k_out():
+    text = GOOD.replace('status = "ok"', 'status = "pending: needs K"').replace("k = 2", "")
+    (entry,) = parse_table(text, "t.toml")
+    assert entry.pending and entry.k is None and entry.verify_width is None
 
 
 def test_an_id_used_twice_is_refused():
