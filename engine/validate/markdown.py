@@ -7,13 +7,16 @@ from collections.abc import Sequence
 from engine.validate.predict import DEFAULT_CONTEXT, METHOD_TITLES, METHODS, OverheadFit
 from engine.validate.report import (
     GOALS,
+    OWN,
+    Report,
     Row,
+    Summary,
     goal_text,
-    overhead_of,
     overhead_text,
     percent,
     summarise,
 )
+from engine.validate.table import LeftOut
 
 UNEXPLAINED = "unexplained: the table gives no reason for this miss"
 
@@ -43,33 +46,79 @@ def _setup(row: Row) -> str:
     return f"{e.hardware} x{e.gpus or 1}, {e.target}, {e.method}, {e.shape_text}, batch {e.batch}"
 
 
+def _ids_text(rows: Sequence[Row], method_errors: bool = True) -> str:
+    """The entries, each series' run of three or more collapsed to its first and last id,
+    with their errors (``method_errors``: only the methods that miss, else from specs)."""
+    runs: list[list[Row]] = []
+    for r in rows:
+        if runs and runs[-1][-1].entry.series == r.entry.series and r.entry.series is not None:
+            runs[-1].append(r)
+        else:
+            runs.append([r])
+    parts = []
+    for run in runs:
+        methods = sorted({m for r in run for m in (r.misses if method_errors else ["specs"])})
+        spans = []
+        for m in methods:
+            errors = [e for r in run if (e := r.error(m)) is not None]
+            low, high = min(errors), max(errors)
+            span = percent(low, signed=True)
+            if len(errors) > 1 and high != low:
+                span += f" to {percent(high, signed=True)}"
+            spans.append(f"{METHOD_TITLES[m]} {span}")
+        if len(run) > 2:
+            name = f"**{run[0].entry.id}** to **{run[-1].entry.id}** ({len(run)} entries)"
+        else:
+            name = " and ".join(f"**{r.entry.id}**" for r in run)
+        parts.append(f"{name}: {', '.join(spans)}")
+    return "; ".join(parts)
+
+
 def _missing_term(fit: OverheadFit, rows: Sequence[Row]) -> str:
     """What one per-pass overhead does to the predictions from specs, in words."""
-    worse = sorted(
-        r.entry.id
+    worse = [
+        r
         for r in rows
         if r.entry.id in fit.errors
         and (error := r.error("specs")) is not None
         and abs(fit.errors[r.entry.id]) > abs(error)
-    )
-    errors = [e for r in rows if (e := r.error("specs")) is not None]
+    ]
+    errors = [e for r in rows if r.group in OWN and (e := r.error("specs")) is not None]
     return (
-        f"{sum(e > 0 for e in errors)} of {len(errors)} predictions from specs are too "
-        "optimistic: the roofline prices a pass by the bytes and FLOPs it moves, with no "
-        "fixed cost per pass (kernel launches, the runtime between passes). The one global "
-        "set fitted once to every entry adds that missing term, an overhead t0 on every "
-        f"pass, and nothing else: it is fitted on the entries it is scored on (one number "
-        f"for all of them), so it says how much of the error one such term explains, not "
-        f"how well a new setup is predicted. It makes {len(worse)} entries worse "
-        f"({', '.join(worse)}): the cost per pass differs by engine, draft and batch, as the "
-        "misses below say."
+        f"{sum(e > 0 for e in errors)} of {len(errors)} predictions from specs (own "
+        "acceptance) are too optimistic: the roofline prices a pass by the bytes and FLOPs "
+        "it moves, with no fixed cost per pass (kernel launches, the runtime between "
+        "passes). The one global set fitted once to those entries adds that missing term, an "
+        "overhead t0 on every pass, and nothing else. It is fitted on the entries it is "
+        "scored on (one number for all of them), so it says how much of the error one such "
+        f"term explains, not how well a new setup is predicted; and {fit.t0_us:g} us a pass "
+        "is large next to a decoding step of a few milliseconds: it stands for whatever "
+        "each runtime adds per pass, which differs by engine, draft and batch, as the misses "
+        f"below say. It makes {len(worse)} entries worse ({_ids_text(worse, False)}: the "
+        "errors with today's defaults)."
     )
 
 
-def markdown(rows: Sequence[Row]) -> str:
-    """The whole report (Markdown)."""
+def _summary_table(summaries: Sequence[Summary]) -> list[str]:
+    out = [
+        "| method | entries | predicted | median abs. error | within 10 % | kept apart |",
+        "| --- | --- | ---: | ---: | ---: | ---: |",
+    ]
+    for s in summaries:
+        if s.entries or s.others:
+            out.append(
+                f"| {METHOD_TITLES[s.method]} | {s.group} | {s.predicted} of {s.entries} | "
+                f"{percent(s.median)} | {percent(s.within_10)} | {s.others or ''} |"
+            )
+    return out
+
+
+def markdown(report: Report, left_out: Sequence[LeftOut] = ()) -> str:
+    """The whole report (Markdown); ``left_out``: sources looked at and not used, and why."""
+    rows, fit = report.rows, report.fit
     summaries = summarise(rows)
     ok = [r for r in rows if not r.entry.pending]
+    own = [r for r in ok if r.group in OWN]
     pending = [r for r in rows if r.entry.pending]
     out = [
         "# How good are spectui's predictions?",
@@ -77,9 +126,11 @@ def markdown(rows: Sequence[Row]) -> str:
         "<!-- Generated by `spectui validate --markdown docs/validation.md` from "
         "engine/validate/data/measurements.toml; edit the table, not this file. -->",
         "",
-        f"spectui predicts {len(ok)} published measurements of speculative decoding two ways, "
-        f"and keeps {len(pending)} more that need what it does not model yet (pending). "
-        "No entry has a parameter of its own.",
+        f"spectui predicts {len(ok)} published measurements of speculative decoding two ways: "
+        f"{len(own)} with the acceptance their source reports, and {len(ok) - len(own)} whose "
+        "source reports none for that run, with another run's (kept apart, marked "
+        f"'acceptance assumed'). It keeps {len(pending)} more that need what it does not "
+        "model yet (pending). No entry has a parameter of its own.",
         "",
         f"- **{METHOD_TITLES['specs']}**: the `roofline` cost model (additive form) on the "
         "shipped hardware and model data (engine/cost/data/) with one global set of "
@@ -87,46 +138,41 @@ def markdown(rows: Sequence[Row]) -> str:
         "source reports. The speedup is tokens per cycle over the cycle's time in plain "
         "decoding steps: a chain's cycle is K draft passes and one verify pass of K + 1 "
         "tokens, a tree's its draft passes and one verify pass of the whole tree, at the "
-        f"entry's batch and mean context ({DEFAULT_CONTEXT} tokens where the source states "
-        "no lengths). A cost ratio is one draft pass over one decoding step.",
+        f"entry's batch and mean context (the prompt and half the output; {DEFAULT_CONTEXT} "
+        "tokens where the source states no lengths). A cost ratio is one draft pass over one "
+        "decoding step.",
         f"- **{METHOD_TITLES['calibrated']}**: the entry is left out and its cost fitted to "
-        "the other points of its series (one source, one setup). In a K sweep of one method "
-        "(two other K or more), the linear cycle cost fixed + per_token x K, in decoding "
-        "steps, by least squares, predicts the held-out K from its reported tokens per cycle. "
-        "Otherwise, where the series has other methods or drafts on the same bench (hardware, "
-        "target, batch, lengths), one overhead per pass t0 is fitted to them (the least median "
-        "error on a 10 us grid) and added to every pass of the roofline above. An entry alone "
-        "on its bench has no calibrated prediction.",
+        "the other points of its series (one source, one setup). In a sweep of K or of the "
+        "batch (two other values or more, the rest of the setup the same), the cycle's cost "
+        "in decoding steps, linear in the swept value, fitted by least squares, predicts the "
+        "held-out point from its reported tokens per cycle. Otherwise the series' other "
+        "entries on the same hardware and target (other methods or drafts) fit one overhead "
+        "per pass t0 (the least median error on a 10 us grid), added to every pass of the "
+        "roofline above. An entry alone in its series has no calibrated prediction.",
         "",
         "Errors are predicted / measured - 1. Verdicts: within 10 %, within 25 %, miss.",
         "",
         "## Where it stands",
         "",
     ]
-    fit = overhead_of(rows)
-    for s in summaries:
-        if s.group == "all":
-            out.append(f"- {METHOD_TITLES[s.method]}: {goal_text(s)}.")
-        if s.group == "all" and s.method == "specs" and fit is not None:
-            out.append(f"- {overhead_text(fit)}.")
-    out += [
-        "",
-        "| method | entries | predicted | median abs. error | within 10 % | pending |",
-        "| --- | --- | ---: | ---: | ---: | ---: |",
-    ]
-    for s in summaries:
-        if s.entries or s.pending:
-            out.append(
-                f"| {METHOD_TITLES[s.method]} | {s.group} | {s.predicted} of {s.entries} | "
-                f"{percent(s.median)} | {percent(s.within_10)} | {s.pending or ''} |"
-            )
-    if fit is not None:
+    if report.partial:
+        out.append(
+            "Only the entries asked for (`--only`): the goals are judged on the whole table."
+        )
+    else:
+        for s in summaries:
+            if s.group == "all":
+                out.append(f"- {METHOD_TITLES[s.method]}: {goal_text(s)}.")
+            if s.group == "all" and s.method == "specs" and fit is not None:
+                out.append(f"- {overhead_text(fit)}.")
+    out += ["", *_summary_table(summaries)]
+    if fit is not None and not report.partial:
         out += ["", _missing_term(fit, rows)]
     out += [
         "",
         f"Goals: median absolute error at most {100 * GOALS['calibrated']:.0f} % calibrated "
         f"and at most {100 * GOALS['specs']:.0f} % from specs, over the entries that are "
-        "not pending.",
+        "neither pending nor predicted from an assumed acceptance.",
         "",
         "## Entries",
         "",
@@ -137,8 +183,10 @@ def markdown(rows: Sequence[Row]) -> str:
     ]
     for r in ok:
         with_t0 = None if fit is None else fit.errors.get(r.entry.id)
+        assumed = " (acceptance assumed)" if r.entry.assumed else ""
         out.append(
-            f"| {r.entry.id} | {_setup(r)} | {r.entry.measured:.3f} {r.entry.quantity} | "
+            f"| {r.entry.id} | {_setup(r)}{assumed} | {r.entry.measured:.3f} "
+            f"{r.entry.quantity} | "
             + " | ".join(_cell(r, m) for m in METHODS)
             + f" | {percent(with_t0, signed=True)} |"
         )
@@ -146,17 +194,12 @@ def markdown(rows: Sequence[Row]) -> str:
     missed = [r for r in ok if r.misses]
     if not missed:
         out.append("None.")
-    # One paragraph per explanation: the entries it explains, each with its errors.
+    # One paragraph per explanation: the entries it explains, with their errors.
     by_reason: dict[str, list[Row]] = {}
     for r in missed:
         by_reason.setdefault(r.entry.miss or UNEXPLAINED, []).append(r)
     for reason, group in by_reason.items():
-        which = "; ".join(
-            f"**{r.entry.id}** "
-            + ", ".join(f"{METHOD_TITLES[m]} {percent(r.error(m), signed=True)}" for m in r.misses)
-            for r in group
-        )
-        out += [f"{which}. {reason}", ""]
+        out += [f"{_ids_text(group)}. {reason}", ""]
     out += [
         "## Pending",
         "",
@@ -168,6 +211,9 @@ def markdown(rows: Sequence[Row]) -> str:
             f"| {r.entry.id} | {_escaped(r.entry.status.removeprefix('pending: needs '))} | "
             f"{_escaped(r.entry.setup)} | {_escaped(r.entry.outcome)} |"
         )
+    if left_out:
+        out += ["", "## Looked at and left out", ""]
+        out += [f"- {x.source} ({x.url}, read {x.read}): {x.why}" for x in left_out]
     out += ["", "## Sources and setups", ""]
     # One paragraph per source and setup (a series' entries share them), then each entry's
     # acceptance and outcome as the source gives them.

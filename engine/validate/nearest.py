@@ -13,8 +13,12 @@ from engine.validate.table import shipped_table
 
 @cache
 def validated_rows() -> tuple[Row, ...]:
-    """The shipped table's rows that are predicted from specs (computed once a process)."""
-    return tuple(r for r in rows_of(shipped_table()) if r.predictions["specs"].value is not None)
+    """The shipped table's speedups predicted from specs (computed once a process)."""
+    return tuple(
+        r
+        for r in rows_of(shipped_table())
+        if r.entry.quantity == "speedup" and r.predictions["specs"].value is not None
+    )
 
 
 def nearest(config: Any) -> Row | None:
@@ -41,13 +45,14 @@ def nearest(config: Any) -> Row | None:
 
 
 def nearest_text(config: Any) -> str | None:
-    """``nearest validated: vllm-20780-eagle1-k3 (K=3, batch 1): predicted from specs
-    +6.9 % (within 10 %)``, or None."""
+    """``nearest validated: vllm-20780-eagle1-k3 (K=3, batch 1): default roofline +6.9 %
+    (within 10 %)``: the prediction from specs (the roofline with today's defaults, whatever
+    the form's efficiencies) against that measurement; or None."""
     row = nearest(config)
     if row is None:
         return None
     e = row.entry
     return (
-        f"nearest validated: {e.id} ({e.shape_text}, batch {e.batch}): predicted from specs "
+        f"nearest validated: {e.id} ({e.shape_text}, batch {e.batch}): default roofline "
         f"{percent(row.error('specs'), signed=True)} ({row.verdict('specs')})"
     )

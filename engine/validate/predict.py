@@ -45,10 +45,11 @@ class Prediction:
 
 
 def context_of(entry: Entry) -> int:
-    """Mean tokens in the KV cache while decoding: the prompt and half the output, where the
-    source states both; else :data:`DEFAULT_CONTEXT`."""
-    if entry.prompt is not None and entry.output is not None:
-        return int(entry.prompt) + int(entry.output) // 2
+    """Mean tokens in the KV cache while decoding: the prompt and half the output (where
+    the source states the prompt; an unstated output counts 0); else
+    :data:`DEFAULT_CONTEXT`."""
+    if entry.prompt is not None:
+        return int(entry.prompt) + int(entry.output or 0) // 2
     return DEFAULT_CONTEXT
 
 
@@ -164,8 +165,9 @@ def fit_overhead(table: Sequence[Entry]) -> OverheadFit | None:
     # (entry, its cycle, tokens per cycle: None for a cost ratio, a pass over a step)
     cycles: list[tuple[Entry, Cycle, float | None]] = []
     for entry in table:
-        tokens = entry.tokens_per_cycle
-        if entry.pending or (entry.quantity == "speedup" and tokens is None):
+        ratio = entry.quantity == "cost ratio"
+        tokens = None if ratio else entry.tokens_per_cycle
+        if entry.pending or (not ratio and tokens is None):
             continue
         cycles.append((entry, cycle_of(entry, roofline_of(entry)), tokens))
     if not cycles:
@@ -251,8 +253,11 @@ def calibrated(entry: Entry, table: Sequence[Entry]) -> Prediction:
         ]
         cost = fit_linear_cost(points, 1.0)
         return Prediction(linear_speedup(tokens, int(entry.values[swept]), cost))
+    own = from_specs(entry)
+    if own.value is None:
+        return own
     fit = fit_overhead(same_bench(entry, table))
-    if fit is None or from_specs(entry).value is None:
+    if fit is None:
         return Prediction(None, "no other entry of its series")
     return from_specs(entry, fit.t0_us)
 

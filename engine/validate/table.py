@@ -5,7 +5,8 @@ Every entry names its source (``source``, ``url``, the date it was ``read``), it
 (hardware, GPU count, target, method and draft, K or tree, batch, prompt and output
 lengths, temperature), the
 acceptance the source reports (``mean_length`` bonus token included, or ``draft_acceptance``
-accepted per drafted token, and ``acceptance`` in the source's words), the measured outcome
+accepted per drafted token, and ``acceptance`` in the source's words; ``acceptance_assumed``
+when the source reports none for this run and another run's is used), the measured outcome
 (one pair of ``tpot_ms``/``baseline_tpot_ms``, ``tokens_per_s``/``baseline_tokens_per_s``,
 ``wall_s``/``baseline_wall_s``, or a published ``speedup`` or draft ``cost_ratio``; and
 ``outcome`` in words), what was assumed (``note``), and for a miss what spectui does not
@@ -61,6 +62,7 @@ FIELDS: dict[str, str] = {
     "mean_length": "positive",
     "draft_acceptance": "fraction",
     "acceptance": "text",
+    "acceptance_assumed": "bool",
     "tpot_ms": "positive",
     "baseline_tpot_ms": "positive",
     "wall_s": "positive",
@@ -98,6 +100,11 @@ class Entry:
     @property
     def pending(self) -> bool:
         return str(self.status).startswith(PENDING)
+
+    @property
+    def assumed(self) -> bool:
+        """Whether the acceptance is not the source's own for this run (another run's)."""
+        return bool(self.values.get("acceptance_assumed"))
 
     @property
     def is_tree(self) -> bool:
@@ -209,9 +216,9 @@ def parse_table(text: str, origin: str) -> tuple[Entry, ...]:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise TableError(f"{origin}: not valid TOML: {error}") from None
-    unknown = sorted(set(document) - {"series", "entry"})
+    unknown = sorted(set(document) - {"series", "entry", "left_out"})
     if unknown:
-        raise TableError(f"{origin}: unknown table '{unknown[0]}' (known: series, entry)")
+        raise TableError(f"{origin}: unknown table '{unknown[0]}' (known: series, entry, left_out)")
     series: dict[str, dict[str, Any]] = {}
     for i, table in enumerate(document.get("series", [])):
         where = f"{origin}: series {i + 1}"
@@ -236,8 +243,50 @@ def parse_table(text: str, origin: str) -> tuple[Entry, ...]:
     return tuple(entries)
 
 
+@dataclass(frozen=True)
+class LeftOut:
+    """A source looked at and not used, and why (``[[left_out]]``)."""
+
+    source: str
+    url: str
+    read: str
+    why: str
+
+
+def parse_left_out(text: str, origin: str) -> tuple[LeftOut, ...]:
+    """The ``[[left_out]]`` tables of a table file's ``text``, checked."""
+    out = []
+    for i, table in enumerate(tomllib.loads(text).get("left_out", [])):
+        where = f"{origin}: left_out {i + 1}"
+        names = ("source", "url", "read", "why")
+        unknown = sorted(set(table) - set(names))
+        if unknown:
+            raise TableError(f"{where}: unknown field '{unknown[0]}'")
+        for name in names:
+            value = table.get(name)
+            if not isinstance(value, str) or not value.strip():
+                raise TableError(f"{where}: field '{name}' must be non-empty text")
+        out.append(LeftOut(**{name: table[name] for name in names}))
+    return tuple(out)
+
+
+SHIPPED = "engine/validate/data/measurements.toml"
+
+
+@cache
+def _shipped_text() -> str:
+    return (
+        resources.files("engine.validate").joinpath("data", "measurements.toml").read_text("utf-8")
+    )
+
+
 @cache
 def shipped_table() -> tuple[Entry, ...]:
     """The shipped table (read once per process)."""
-    text = resources.files("engine.validate").joinpath("data", "measurements.toml")
-    return parse_table(text.read_text("utf-8"), "engine/validate/data/measurements.toml")
+    return parse_table(_shipped_text(), SHIPPED)
+
+
+@cache
+def shipped_left_out() -> tuple[LeftOut, ...]:
+    """The shipped table's sources looked at and left out."""
+    return parse_left_out(_shipped_text(), SHIPPED)

@@ -9,12 +9,15 @@ writes the report docs/validation.md is generated from.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import sys
 from typing import Any
 
 from spectui.cli.flags import file_path
 from spectui.errors import UsageError
+
+ID_SHOWN_MAX = 40  # characters of an unknown id echoed back
 
 
 def _ids(text: str) -> list[str]:
@@ -30,8 +33,8 @@ def add_parser(sub: Any) -> None:
         help="predictions against published measurements: errors, verdicts, medians",
         description="Predict every published measurement in spectui's table two ways (from "
         "specs: the roofline with today's efficiencies; calibrated: a cost fitted to the rest "
-        "of the entry's series, leave one out) and print each error and verdict, then the median "
-        "error per method and category.",
+        "of the entry's series, leave one out) and print each error and verdict, then the "
+        "median error per method and category.",
     )
     validate.add_argument("--json", action="store_true", help="print everything as JSON")
     validate.add_argument(
@@ -42,25 +45,38 @@ def add_parser(sub: Any) -> None:
     )
 
 
-def command(args: argparse.Namespace) -> int:
-    from engine.validate.report import json_data, rows_of, text_lines
-    from engine.validate.table import shipped_table
+def _unknown(entry_id: str, known: list[str]) -> str:
+    shown = entry_id if len(entry_id) <= ID_SHOWN_MAX else entry_id[:ID_SHOWN_MAX] + "..."
+    close = difflib.get_close_matches(entry_id, known, n=3)
+    hint = f"did you mean {', '.join(close)}?" if close else "`spectui validate` lists them"
+    return f"--only: no entry {shown!r} ({hint})"
 
+
+def command(args: argparse.Namespace) -> int:
+    from engine.validate.report import json_data, report_of, text_lines
+    from engine.validate.table import shipped_left_out, shipped_table
+
+    if args.markdown is not None:  # refused before any work: a directory, a missing folder
+        from engine.core.files import writable_target
+
+        target = writable_target(args.markdown)
+        if not target.parent.is_dir():
+            raise UsageError(f"--markdown: {target.parent}: no such directory")
     table = shipped_table()
     if args.only:
         known = [e.id for e in table]
         unknown = [i for i in args.only if i not in known]
         if unknown:
-            raise UsageError(f"--only: no entry '{unknown[0]}' (ids: {', '.join(known)})")
-    rows = rows_of(table, args.only)
+            raise UsageError(_unknown(unknown[0], known))
+    report = report_of(table, args.only)
     if args.json:
-        print(json.dumps(json_data(rows), indent=1))
+        print(json.dumps(json_data(report), indent=1))
     else:
-        print("\n".join(text_lines(rows)))
+        print("\n".join(text_lines(report)))
     if args.markdown is not None:
         from engine.core.files import atomic_write_text
         from engine.validate.markdown import markdown
 
-        atomic_write_text(args.markdown, markdown(rows))
+        atomic_write_text(args.markdown, markdown(report, shipped_left_out()))
         print(f"report written to {args.markdown}", file=sys.stderr)
     return 0

@@ -153,7 +153,7 @@ async def test_the_title_names_the_nearest_validated_measurement_and_its_error()
         view = await curve_drawn(pilot, app)
         title = " ".join(region_text(app, app.query_one("#speedup-title")).split())
         assert "nearest validated: vllm-20780-eagle1-k3 (K=3, batch 1):" in title
-        assert ": predicted from specs +6.9 % (within 10 %)" in title
+        assert ": default roofline +6.9 % (within 10 %)" in title
         before = view.last
         view.set_config(roofline.replace(**{"cost.draft": "llama-3.2-1b"}))  # none measured
         await curve_drawn(pilot, app, after=before)

@@ -134,11 +134,13 @@ LLAMA_160M = (162_417_408, 12, 768, 2 * 12 * 12 * 64 * 2)
 
 
 def test_calibrated_on_a_bench_fits_one_overhead_per_pass_to_the_other_entries():
-    # llama.cpp #8499 on an A100: the 160M model's published cost ratio 0.11 fixes the
-    # overhead t0 that the 1.1B model's prediction then pays on both passes (context 128).
+    # llama.cpp #8499 on an A100: the 160M model's cost ratio 0.1120 (79.75 / 712.15 t/s)
+    # fixes the overhead t0 that the 1.1B model's prediction then pays on both passes
+    # (context 128: no prompt, 256 tokens generated).
     step = pass_s(*LLAMA_2_7B, 1, 128, A100_BW, A100_F)
     small = pass_s(*LLAMA_160M, 1, 128, A100_BW, A100_F)
-    t0 = (0.11 * step - small) / (1 - 0.11)  # (small + t0) / (step + t0) = 0.11
+    ratio = 0.1120
+    t0 = (ratio * step - small) / (1 - ratio)  # (small + t0) / (step + t0) = ratio
     tiny = pass_s(*TINYLLAMA, 1, 128, A100_BW, A100_F)
     expected = (tiny + t0) / (step + t0)
     table = shipped_table()
@@ -156,3 +158,31 @@ def test_the_overhead_fit_leaves_the_held_out_entry_out():
     # The held-out entry's own measurement, however far off, does not move its prediction.
     far, near = sweep([(2, 2.0), (3, 2.4, 9.0)]), sweep([(2, 2.0), (3, 2.4, 1.0)])
     assert calibrated(far[1], far).value == calibrated(near[1], near).value
+
+
+def test_a_batch_sweep_fits_a_cost_linear_in_the_batch_leaving_the_point_out():
+    text = SERIES.replace("batch = 1\n", "k = 3\n")
+    for b, speedup in ((1, 2.0), (2, 1.8), (4, 1.5), (8, 0.9)):
+        text += f'[[entry]]\nid = "s-b{b}"\nseries = "s"\nbatch = {b}\nmean_length = 2.4\n'
+        text += f"speedup = {speedup}\n"
+    table = parse_table(text, "t.toml")
+    # Without batch 4: cycle steps 2.4 / speedup = 1.2, 1.333, 2.667 at batch 1, 2, 8.
+    xs, ys = [1, 2, 8], [2.4 / 2.0, 2.4 / 1.8, 2.4 / 0.9]
+    mean_x, mean_y = sum(xs) / 3, sum(ys) / 3
+    slope = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / sum(
+        (x - mean_x) ** 2 for x in xs
+    )
+    expected = 2.4 / (mean_y + slope * (4 - mean_x))
+    assert calibrated(table[2], table).value == pytest.approx(expected, rel=1e-12)
+    moved = parse_table(text.replace("speedup = 1.5", "speedup = 9.0"), "t.toml")
+    assert calibrated(moved[2], moved).value == pytest.approx(expected, rel=1e-12)
+
+
+def test_the_overhead_fit_scores_a_cost_ratio_as_a_ratio():
+    # A cost ratio whose series carries a mean length is still a draft pass over a step.
+    text = SERIES.replace('acceptance = "AL"', 'acceptance = "AL"\nmean_length = 2.0')
+    text += '[[entry]]\nid = "s-c"\nseries = "s"\ncost_ratio = 0.3\n'
+    (ratio,) = parse_table(text, "t.toml")
+    fit = fit_overhead([ratio])
+    assert fit is not None
+    assert fit.errors["s-c"] == pytest.approx(from_specs(ratio, fit.t0_us).value / 0.3 - 1)
