@@ -40,6 +40,7 @@ SHIPPED_MODELS = {
     "llama-160m",
     "vicuna-7b",
     "eagle-vicuna-7b",
+    "medusa-vicuna-7b-4",
 }
 
 GOOD_HARDWARE = """
