@@ -13,6 +13,15 @@ matrix products, and attention's scores and weighted values over the context).
 
 ``F`` is the hardware's peak dense bf16 FLOP/s, ``BW`` its memory bandwidth in bytes/s.
 All functions take numbers or numpy arrays (broadcast together) and return microseconds.
+
+A model may run over ``tp`` GPUs (tensor parallelism, :class:`Run`): each GPU reads ``1/tp``
+of the weights and ``1/min(tp, kv_heads)`` of each token's KV cache (KV heads replicated past
+``kv_heads``), does ``1/tp`` of the FLOPs, and every layer adds two ring all-reduces of the
+pass's activations (``N * d_model * b_act`` bytes, ``b_act = 2``), each taking
+``2 (tp - 1)/tp * bytes / link_bw + 2 (tp - 1) * hop_latency`` on the hardware's link
+(docs/model.md, "Cost models"). A run's ``overhead_us`` is added to each of
+its passes (a draft's launches, eager or in a CUDA graph). ``tp = 1`` and no overhead give
+the one-GPU formulas above exactly.
 """
 
 from __future__ import annotations
@@ -33,6 +42,18 @@ T0_MAX_US = 1e6
 
 FloatArray = npt.NDArray[np.float64]
 
+B_ACT = 2.0  # bytes per activation element an all-reduce moves (bf16)
+TP_MAX = 64
+
+
+@dataclass(frozen=True)
+class Run:
+    """How one model of a cycle runs: over ``tp`` GPUs, with ``overhead_us`` more on each of
+    its passes than ``t0_us`` (module docstring)."""
+
+    tp: int = 1
+    overhead_us: float = 0.0
+
 
 def _workload(
     w: npt.ArrayLike, B: npt.ArrayLike, L: npt.ArrayLike
@@ -41,22 +62,44 @@ def _workload(
 
 
 def pass_flops(
-    model: ModelSpec, w: npt.ArrayLike, B: npt.ArrayLike, L: npt.ArrayLike
+    model: ModelSpec, w: npt.ArrayLike, B: npt.ArrayLike, L: npt.ArrayLike, tp: int = 1
 ) -> FloatArray:
-    """FLOPs of one pass: ``2*P*N + 4*layers*d_model*L*N`` with ``N = B * w`` tokens."""
+    """FLOPs of one pass on each of ``tp`` GPUs: ``(2*P*N + 4*layers*d_model*L*N) / tp``
+    with ``N = B * w`` tokens."""
     w_arr, b_arr, l_arr = _workload(w, B, L)
     tokens = b_arr * w_arr
-    return 2.0 * model.params * tokens + 4.0 * model.layers * model.d_model * l_arr * tokens
+    flops = 2.0 * model.params * tokens + 4.0 * model.layers * model.d_model * l_arr * tokens
+    return flops / tp
 
 
 def pass_bytes(
-    model: ModelSpec, B: npt.ArrayLike, L: npt.ArrayLike, bytes_per_kv: float = 2.0
+    model: ModelSpec, B: npt.ArrayLike, L: npt.ArrayLike, bytes_per_kv: float = 2.0, tp: int = 1
 ) -> tuple[FloatArray, FloatArray]:
-    """Bytes one pass reads: (weights ``P * b_w``, KV cache ``B * L * kv``)."""
+    """Bytes one pass reads on each of ``tp`` GPUs: (weights ``P * b_w / tp``, KV cache
+    ``B * L * kv / min(tp, kv_heads)``)."""
     b_arr = as_float("batch", B, 1.0)
     l_arr = as_float("context_len", L, 0.0)
-    weights = np.full(np.broadcast_shapes(b_arr.shape, l_arr.shape), model.weight_bytes)
-    return weights, b_arr * l_arr * model.kv_bytes_per_token(bytes_per_kv)
+    weights = np.full(np.broadcast_shapes(b_arr.shape, l_arr.shape), model.weight_bytes / tp)
+    kv = model.kv_bytes_per_token(bytes_per_kv) / min(tp, model.kv_heads)
+    return weights, b_arr * l_arr * kv
+
+
+def allreduce_s(
+    model: ModelSpec, hw: HardwareSpec, w: npt.ArrayLike, B: npt.ArrayLike, tp: int
+) -> FloatArray | float:
+    """Seconds of a pass's all-reduces over ``tp`` GPUs: two per layer, each a ring over
+    ``N * d_model * b_act`` bytes: ``2 (tp-1)/tp * bytes / link_bw + 2 (tp-1) * latency``.
+    0 at ``tp = 1``."""
+    if tp == 1:
+        return 0.0
+    if hw.link_bw_bytes_s is None:
+        raise ValueError(f"{hw.id} has no link_bw_bytes_s: tensor parallelism needs its link")
+    w_arr = as_float("w", w, 1.0)
+    b_arr = as_float("batch", B, 1.0)
+    size = b_arr * w_arr * model.d_model * B_ACT
+    latency_s = (hw.link_latency_us or 0.0) * 1e-6
+    ring = 2.0 * (tp - 1) / tp * size / hw.link_bw_bytes_s + 2.0 * (tp - 1) * latency_s
+    return 2.0 * model.layers * ring
 
 
 def _additive_terms(
@@ -69,11 +112,12 @@ def _additive_terms(
     eta_kv: float,
     eta_f: float,
     bytes_per_kv: float,
+    tp: int = 1,
 ) -> tuple[FloatArray, FloatArray]:
-    """(memory seconds, compute seconds) of the additive form."""
-    weights, kv_cache = pass_bytes(model, B, L, bytes_per_kv)
+    """(memory seconds, compute seconds) of the additive form, on each of ``tp`` GPUs."""
+    weights, kv_cache = pass_bytes(model, B, L, bytes_per_kv, tp)
     memory_s = weights / (eta_w * hw.mem_bw_bytes_s) + kv_cache / (eta_kv * hw.mem_bw_bytes_s)
-    compute_s = pass_flops(model, w, B, L) / (eta_f * hw.flops_bf16)
+    compute_s = pass_flops(model, w, B, L, tp) / (eta_f * hw.flops_bf16)
     return np.broadcast_arrays(memory_s, compute_s)  # type: ignore[return-value]
 
 
@@ -86,11 +130,12 @@ def _max_terms(
     eta_f: float,
     eta_bw: float,
     bytes_per_kv: float,
+    tp: int = 1,
 ) -> tuple[FloatArray, FloatArray]:
-    """(memory seconds, compute seconds) of the max form."""
-    weights, kv_cache = pass_bytes(model, B, L, bytes_per_kv)
+    """(memory seconds, compute seconds) of the max form, on each of ``tp`` GPUs."""
+    weights, kv_cache = pass_bytes(model, B, L, bytes_per_kv, tp)
     memory_s = (weights + kv_cache) / (eta_bw * hw.mem_bw_bytes_s)
-    compute_s = pass_flops(model, w, B, L) / (eta_f * hw.flops_bf16)
+    compute_s = pass_flops(model, w, B, L, tp) / (eta_f * hw.flops_bf16)
     return np.broadcast_arrays(memory_s, compute_s)  # type: ignore[return-value]
 
 
@@ -106,16 +151,21 @@ def pass_us_additive(
     eta_f: float = ETA_F,
     t0_us: float = 0.0,
     bytes_per_kv: float = 2.0,
+    run: Run = Run(),
 ) -> Times:
     """Microseconds of one pass, additive roofline form.
 
     ``tokens_per_seq_w >= 1`` tokens per sequence, ``batch >= 1`` sequences,
     ``context_len >= 0`` tokens of context; efficiencies in [EFFICIENCY_MIN, 1]; ``t0_us`` a fixed
-    overhead per pass in microseconds; ``bytes_per_kv`` bytes per KV-cache element."""
+    overhead per pass in microseconds; ``bytes_per_kv`` bytes per KV-cache element; ``run``
+    the GPUs the model runs over and its own overhead per pass."""
     memory_s, compute_s = _additive_terms(
-        model, hw, tokens_per_seq_w, batch, context_len, eta_w, eta_kv, eta_f, bytes_per_kv
+        model, hw, tokens_per_seq_w, batch, context_len, eta_w, eta_kv, eta_f, bytes_per_kv, run.tp
     )
-    return scalar_or_array(t0_us + 1e6 * (memory_s + compute_s))
+    times = t0_us + run.overhead_us + 1e6 * (memory_s + compute_s)
+    if run.tp > 1:
+        times = times + 1e6 * allreduce_s(model, hw, tokens_per_seq_w, batch, run.tp)
+    return scalar_or_array(times)
 
 
 def pass_us_max(
@@ -129,20 +179,39 @@ def pass_us_max(
     eta_bw: float = 1.0,
     t0_us: float = 0.0,
     bytes_per_kv: float = 2.0,
+    run: Run = Run(),
 ) -> Times:
-    """Microseconds of one pass, ideal roofline (max) form: the slower of compute and memory.
+    """Microseconds of one pass, ideal roofline (max) form: the slower of compute and memory
+    (the all-reduces of a tensor-parallel run come after, not overlapped).
 
     Arguments as :func:`pass_us_additive`; ``eta_f`` and ``eta_bw`` scale peak FLOP/s and
     bandwidth (1 by default: the optimistic bound)."""
     memory_s, compute_s = _max_terms(
-        model, hw, tokens_per_seq_w, batch, context_len, eta_f, eta_bw, bytes_per_kv
+        model, hw, tokens_per_seq_w, batch, context_len, eta_f, eta_bw, bytes_per_kv, run.tp
     )
-    return scalar_or_array(t0_us + 1e6 * np.maximum(memory_s, compute_s))
+    times = t0_us + run.overhead_us + 1e6 * np.maximum(memory_s, compute_s)
+    if run.tp > 1:
+        times = times + 1e6 * allreduce_s(model, hw, tokens_per_seq_w, batch, run.tp)
+    return scalar_or_array(times)
 
 
 def _check_common(t0_us: float, bytes_per_kv: float) -> None:
     check_parameter("cost.t0_us", t0_us, 0.0, T0_MAX_US, False)
     check_parameter("cost.bytes_per_kv", bytes_per_kv, 0.0, 8.0, True)
+
+
+def _check_runs(hw: HardwareSpec, target: Run, draft: Run) -> None:
+    """Each run's GPUs in [1, TP_MAX] (more than one needs the hardware's link) and its
+    overhead in [0, T0_MAX_US]."""
+    for key, run in (("cost.tp", target), ("cost.draft_tp", draft)):
+        check_parameter(key, run.tp, 1, TP_MAX, False)
+        if run.tp > 1 and hw.link_bw_bytes_s is None:
+            raise ValueError(
+                f"{key}: {hw.id} has no link between GPUs in its spec file (link_bw_bytes_s): "
+                "tensor parallelism needs one"
+            )
+    check_parameter("cost.draft_overhead_us", draft.overhead_us, 0.0, T0_MAX_US, False)
+    check_parameter("cost.target_overhead_us", target.overhead_us, 0.0, T0_MAX_US, False)
 
 
 class _RooflineParts:
@@ -151,14 +220,16 @@ class _RooflineParts:
     hardware: HardwareSpec
     target: ModelSpec
     draft: ModelSpec
+    target_run: Run
+    draft_run: Run
 
     def _terms(
-        self, model: ModelSpec, w: npt.ArrayLike, B: npt.ArrayLike, L: npt.ArrayLike
+        self, model: ModelSpec, w: npt.ArrayLike, B: npt.ArrayLike, L: npt.ArrayLike, tp: int = 1
     ) -> tuple[FloatArray, FloatArray]:
         raise NotImplementedError
 
     def _pass_us(
-        self, model: ModelSpec, w: npt.ArrayLike, B: npt.ArrayLike, L: npt.ArrayLike
+        self, model: ModelSpec, w: npt.ArrayLike, B: npt.ArrayLike, L: npt.ArrayLike, run: Run
     ) -> Times:
         raise NotImplementedError
 
@@ -166,22 +237,23 @@ class _RooflineParts:
         """Microseconds to draft ``k >= 0`` tokens per sequence: ``k`` passes of the draft
         model, one token per sequence each, ``B`` sequences, context ``L`` tokens."""
         k_arr = as_float("k", k, 0.0)
-        return scalar_or_array(np.asarray(k_arr * self._pass_us(self.draft, 1.0, B, L)))
+        one = self._pass_us(self.draft, 1.0, B, L, self.draft_run)
+        return scalar_or_array(np.asarray(k_arr * one))
 
     def verify_us(self, w: npt.ArrayLike, B: npt.ArrayLike, L: npt.ArrayLike) -> Times:
         """Microseconds of one target pass checking ``w >= 1`` tokens per sequence
         (``w = k + 1``), ``B`` sequences, context ``L`` tokens. ``w = 1`` is a decode step."""
-        return self._pass_us(self.target, w, B, L)
+        return self._pass_us(self.target, w, B, L, self.target_run)
 
     def draft_pass_us(self, w: npt.ArrayLike, B: npt.ArrayLike, L: npt.ArrayLike) -> Times:
         """Microseconds of one draft pass over ``w`` tokens per sequence (a level of a token
         tree ``w`` wide), ``B`` sequences, context ``L`` tokens."""
-        return self._pass_us(self.draft, w, B, L)
+        return self._pass_us(self.draft, w, B, L, self.draft_run)
 
     def bound(self, w: npt.ArrayLike, B: npt.ArrayLike, L: npt.ArrayLike) -> str | np.ndarray:
         """Which term dominates the verify pass: ``"memory"`` (weights and KV cache) or
         ``"compute"`` (FLOPs). A string for scalar arguments, else an array of strings."""
-        memory_s, compute_s = self._terms(self.target, w, B, L)
+        memory_s, compute_s = self._terms(self.target, w, B, L, self.target_run.tp)
         verdict = np.where(compute_s > memory_s, "compute", "memory")
         return str(verdict) if verdict.ndim == 0 else verdict
 
@@ -198,21 +270,33 @@ class RooflineCost(_RooflineParts):
     eta_f: float = ETA_F
     t0_us: float = 0.0
     bytes_per_kv: float = 2.0
+    target_run: Run = Run()
+    draft_run: Run = Run()
 
     def __post_init__(self) -> None:
         for name in ("eta_w", "eta_kv", "eta_f"):
             check_parameter(f"cost.{name}", getattr(self, name), EFFICIENCY_MIN, 1.0, False)
         _check_common(self.t0_us, self.bytes_per_kv)
+        _check_runs(self.hardware, self.target_run, self.draft_run)
 
     def _terms(
-        self, model: ModelSpec, w: npt.ArrayLike, B: npt.ArrayLike, L: npt.ArrayLike
+        self, model: ModelSpec, w: npt.ArrayLike, B: npt.ArrayLike, L: npt.ArrayLike, tp: int = 1
     ) -> tuple[FloatArray, FloatArray]:
         return _additive_terms(
-            model, self.hardware, w, B, L, self.eta_w, self.eta_kv, self.eta_f, self.bytes_per_kv
+            model,
+            self.hardware,
+            w,
+            B,
+            L,
+            self.eta_w,
+            self.eta_kv,
+            self.eta_f,
+            self.bytes_per_kv,
+            tp,
         )
 
     def _pass_us(
-        self, model: ModelSpec, w: npt.ArrayLike, B: npt.ArrayLike, L: npt.ArrayLike
+        self, model: ModelSpec, w: npt.ArrayLike, B: npt.ArrayLike, L: npt.ArrayLike, run: Run
     ) -> Times:
         return pass_us_additive(
             model,
@@ -225,6 +309,7 @@ class RooflineCost(_RooflineParts):
             eta_f=self.eta_f,
             t0_us=self.t0_us,
             bytes_per_kv=self.bytes_per_kv,
+            run=run,
         )
 
 
@@ -240,19 +325,24 @@ class RooflineMaxCost(_RooflineParts):
     eta_bw: float = 1.0
     t0_us: float = 0.0
     bytes_per_kv: float = 2.0
+    target_run: Run = Run()
+    draft_run: Run = Run()
 
     def __post_init__(self) -> None:
         for name in ("eta_f", "eta_bw"):
             check_parameter(f"cost.{name}", getattr(self, name), EFFICIENCY_MIN, 1.0, False)
         _check_common(self.t0_us, self.bytes_per_kv)
+        _check_runs(self.hardware, self.target_run, self.draft_run)
 
     def _terms(
-        self, model: ModelSpec, w: npt.ArrayLike, B: npt.ArrayLike, L: npt.ArrayLike
+        self, model: ModelSpec, w: npt.ArrayLike, B: npt.ArrayLike, L: npt.ArrayLike, tp: int = 1
     ) -> tuple[FloatArray, FloatArray]:
-        return _max_terms(model, self.hardware, w, B, L, self.eta_f, self.eta_bw, self.bytes_per_kv)
+        return _max_terms(
+            model, self.hardware, w, B, L, self.eta_f, self.eta_bw, self.bytes_per_kv, tp
+        )
 
     def _pass_us(
-        self, model: ModelSpec, w: npt.ArrayLike, B: npt.ArrayLike, L: npt.ArrayLike
+        self, model: ModelSpec, w: npt.ArrayLike, B: npt.ArrayLike, L: npt.ArrayLike, run: Run
     ) -> Times:
         return pass_us_max(
             model,
@@ -264,4 +354,5 @@ class RooflineMaxCost(_RooflineParts):
             eta_bw=self.eta_bw,
             t0_us=self.t0_us,
             bytes_per_kv=self.bytes_per_kv,
+            run=run,
         )

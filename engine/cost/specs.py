@@ -44,6 +44,10 @@ class HardwareSpec:
     source: str
     notes: str
     origin: str = ""
+    # The GPU-to-GPU link a ring all-reduce runs over (tensor parallelism): bytes/s each way
+    # per GPU, and the latency of one hop in microseconds. None: not in the spec file.
+    link_bw_bytes_s: float | None = None
+    link_latency_us: float | None = None
 
     @property
     def ridge_flop_per_byte(self) -> float:
@@ -92,6 +96,8 @@ _HARDWARE_FIELDS: dict[str, tuple[str, bool]] = {
     "flops_bf16": ("positive", True),
     "mem_bw_bytes_s": ("positive", True),
     "mem_bytes": ("positive", True),
+    "link_bw_bytes_s": ("positive", False),
+    "link_latency_us": ("nonnegative", False),
     "source": ("text", True),
     "notes": ("text", True),
 }

@@ -156,10 +156,10 @@ def test_every_accepted_cost_configuration_has_finite_metrics(model, tmp_path):
     import math
     import warnings
 
-    from hypothesis import given, settings
+    from hypothesis import assume, given, settings
     from hypothesis import strategies as st
 
-    from engine.core.config import K_MAX, SpecConfig
+    from engine.core.config import K_MAX, ConfigError, SpecConfig
     from engine.simulate.simulator import simulate
 
     table = tmp_path / "table.csv"
@@ -175,7 +175,10 @@ def test_every_accepted_cost_configuration_has_finite_metrics(model, tmp_path):
         if model == "table":
             table.write_text(text)
             changes["cost.table"] = str(table)
-        config = SpecConfig().replace(**changes, **values)
+        try:
+            config = SpecConfig().replace(**changes, **values)
+        except ConfigError:  # refused on construction (several GPUs without a link): fine
+            assume(False)
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # an overflow's RuntimeWarning fails the test
             metrics = simulate(config).metrics

@@ -38,6 +38,8 @@ def _model_ids() -> tuple[str, ...]:
     return known_ids("model")
 
 
+TP_MAX = 64
+
 SPEC_IDS.setdefault("hardware", _hardware_ids)
 SPEC_IDS.setdefault("model", _model_ids)
 
@@ -88,7 +90,68 @@ SPEC_FIELDS = (
         unit="bytes",
         help="roofline: bytes per KV-cache element (2: bf16)",
     ),
+    field(
+        "cost.tp",
+        1,
+        label="tp",
+        kind="int",
+        low=1,
+        high=TP_MAX,
+        help="roofline: GPUs the target runs over (tensor parallel; all-reduces over the "
+        "GPU's link in its spec file)",
+    ),
+    field(
+        "cost.draft_tp",
+        1,
+        label="draft tp",
+        kind="int",
+        low=1,
+        high=TP_MAX,
+        help="roofline: GPUs the draft runs over (1: one GPU, or replicated on each)",
+    ),
+    field(
+        "cost.draft_overhead_us",
+        0.0,
+        label="draft +us",
+        kind="number",
+        low=0.0,
+        high=T0_MAX_US,
+        unit="us",
+        help="roofline: fixed cost of each draft pass beyond t0 (launches: eager or a CUDA graph)",
+    ),
 )
+
+
+def check_links(config: Any) -> None:
+    """ConfigError naming ``cost.tp`` or ``cost.draft_tp`` when a model runs over several
+    GPUs of hardware whose spec file gives no link between them (a scenario is refused on
+    construction, as an unknown id is)."""
+    if config.tp == 1 and config.draft_tp == 1:
+        return
+    from engine.cost.specs import SpecError, get_hardware
+
+    try:
+        hardware = get_hardware(config.gpu)
+    except SpecError:
+        return  # an unreadable spec is reported by cost.gpu when the cost is built
+    for key, tp in (("cost.tp", config.tp), ("cost.draft_tp", config.draft_tp)):
+        if tp > 1 and hardware.link_bw_bytes_s is None:
+            raise ConfigError(
+                key,
+                f"{hardware.id} has no link between GPUs in its spec file "
+                "(link_bw_bytes_s): tensor parallelism needs one",
+            )
+
+
+def _runs(config: SpecConfig, hardware: HardwareSpec) -> dict[str, Any]:
+    """The target's and the draft's runs (GPUs, the draft's overhead per pass), as keyword
+    arguments of a roofline cost."""
+    from engine.cost.roofline import Run
+
+    return {
+        "target_run": Run(tp=config.tp),
+        "draft_run": Run(tp=config.draft_tp, overhead_us=config.draft_overhead_us),
+    }
 
 
 def _specs(config: SpecConfig) -> tuple[HardwareSpec, ModelSpec, ModelSpec]:
@@ -123,8 +186,8 @@ def _slowest(cost: RooflineCost | RooflineMaxCost) -> tuple[float, float]:
     context = PROMPT_MAX + TOKENS_MAX
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         return (
-            float(cost._pass_us(cost.target, _WIDEST, BATCH_MAX, context)),
-            float(cost._pass_us(cost.draft, _WIDEST, BATCH_MAX, context)),
+            float(cost._pass_us(cost.target, _WIDEST, BATCH_MAX, context, cost.target_run)),
+            float(cost._pass_us(cost.draft, _WIDEST, BATCH_MAX, context, cost.draft_run)),
         )
 
 
@@ -144,10 +207,17 @@ def _bounded(cost: RooflineCost | RooflineMaxCost, config: SpecConfig) -> None:
 
 
 def specs_label(config: Any) -> str:
-    """A roofline's setting in words: "roofline on h100: llama-3.1-8b verifies, ..."."""
+    """A roofline's setting in words: "roofline on h100: llama-3.1-8b verifies, ..." ("on
+    4 x h100" for a target over 4 GPUs)."""
+    gpus = f"{config.tp} x {config.gpu}" if config.tp > 1 else config.gpu
+    draft = f"{config.draft} drafts"
+    if config.draft_tp > 1:
+        draft += f" on {config.draft_tp}"
+    if config.draft_overhead_us:
+        draft += f" (+{config.draft_overhead_us:g} us a pass)"
     return (
-        f"{config.cost_model} on {config.gpu}: {config.target} verifies, {config.draft} "
-        f"drafts, batch {config.batch_size}, prompt {config.prompt_len}"
+        f"{config.cost_model} on {gpus}: {config.target} verifies, {draft}, "
+        f"batch {config.batch_size}, prompt {config.prompt_len}"
     )
 
 
@@ -188,16 +258,23 @@ class Roofline(CostPart):
         ),
     )
 
+    def check(self, config: Any) -> None:
+        check_links(config)
+
     def build(self, config: Any) -> Any:
         from engine.cost.roofline import RooflineCost
 
+        hardware, target, draft = _specs(config)
         cost = RooflineCost(
-            *_specs(config),
+            hardware,
+            target,
+            draft,
             eta_w=config.eta_w,
             eta_kv=config.eta_kv,
             eta_f=config.eta_f,
             t0_us=config.t0_us,
             bytes_per_kv=config.bytes_per_kv,
+            **_runs(config, hardware),
         )
         _bounded(cost, config)
         return cost

@@ -6,7 +6,14 @@ from typing import Any
 
 from engine.core.config import EFFICIENCY_MIN, field
 from engine.core.parts import COST
-from engine.cost.models.roofline import SPEC_FIELDS, _bounded, _specs, specs_label
+from engine.cost.models.roofline import (
+    SPEC_FIELDS,
+    _bounded,
+    _runs,
+    _specs,
+    check_links,
+    specs_label,
+)
 from engine.cost.part import CostPart
 
 
@@ -37,15 +44,22 @@ class RooflineMax(CostPart):
         ),
     )
 
+    def check(self, config: Any) -> None:
+        check_links(config)
+
     def build(self, config: Any) -> Any:
         from engine.cost.roofline import RooflineMaxCost
 
+        hardware, target, draft = _specs(config)
         cost = RooflineMaxCost(
-            *_specs(config),
+            hardware,
+            target,
+            draft,
             eta_f=config.max_eta_f,
             eta_bw=config.max_eta_bw,
             t0_us=config.t0_us,
             bytes_per_kv=config.bytes_per_kv,
+            **_runs(config, hardware),
         )
         _bounded(cost, config)
         return cost

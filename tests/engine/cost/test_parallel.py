@@ -1,0 +1,99 @@
+"""Tensor parallelism and a draft's overhead per pass in the roofline (issue #26), checked
+against the formulas of docs/model.md worked by hand, and one GPU unchanged."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.core.config import ConfigError, SpecConfig
+from engine.cost.models import build_cost
+
+H100_BW, H100_F = 3.35e12, 989e12
+H100_LINK, H100_HOP_S = 450e9, 1.9e-6  # NVLink one way; NCCL's LL128 step
+ETA_W, ETA_KV, ETA_F = 0.81, 1.0, 0.77
+# Llama 3.1 70B: params, layers, d_model, kv heads, bytes of KV per token at bf16
+L70 = (70_553_706_496, 80, 8192, 8, 2 * 80 * 8 * 128 * 2)
+
+
+def pass_us(tp, n_tokens, batch, context, model=L70):
+    params, layers, d_model, kv_heads, kv_token = model
+    weights = params * 2 / tp / (ETA_W * H100_BW)
+    kv = batch * context * kv_token / min(tp, kv_heads) / (ETA_KV * H100_BW)
+    flops = (2 * params * n_tokens + 4 * layers * d_model * context * n_tokens) / tp
+    compute = flops / (ETA_F * H100_F)
+    ring = 2 * (tp - 1) / tp * n_tokens * d_model * 2 / H100_LINK + 2 * (tp - 1) * H100_HOP_S
+    allreduce = 2 * layers * ring if tp > 1 else 0.0
+    return 1e6 * (weights + kv + compute + allreduce)
+
+
+def cost(**fields):
+    values = {"cost.model": "roofline", "cost.target": "llama-3.1-70b", **fields}
+    return build_cost(SpecConfig().replace(**values))
+
+
+@pytest.mark.parametrize("tp", [1, 2, 4, 8, 16])
+def test_a_verify_pass_over_tp_gpus_is_the_formula(tp):
+    # 4 sequences of 6 tokens at 2k of context; at tp 16 the 8 KV heads are replicated.
+    got = float(cost(**{"cost.tp": tp}).verify_us(6, 4, 2048))
+    assert got == pytest.approx(pass_us(tp, 24, 4, 2048), rel=1e-12)
+
+
+def test_one_gpu_is_todays_roofline_to_the_last_bit():
+    default = build_cost(SpecConfig().replace(**{"cost.model": "roofline"}))
+    explicit = cost(**{"cost.target": "llama-3.1-8b", "cost.tp": 1, "cost.draft_tp": 1})
+    for w, b, ctx in ((1, 1, 0), (6, 64, 8192), (60, 3, 100_000)):
+        assert float(explicit.verify_us(w, b, ctx)) == float(default.verify_us(w, b, ctx))
+        assert float(explicit.draft_us(w, b, ctx)) == float(default.draft_us(w, b, ctx))
+
+
+def test_tensor_parallelism_pays_until_the_all_reduces_dominate():
+    # A 70B decoding step at batch 1 gets faster from 1 to 8 GPUs, but not 8 times.
+    steps = [float(cost(**{"cost.tp": tp}).verify_us(1, 1, 1024)) for tp in (1, 2, 4, 8)]
+    assert steps == sorted(steps, reverse=True)
+    assert steps[0] / steps[3] < 8
+
+
+def test_a_draft_overhead_is_paid_on_every_draft_pass_and_nowhere_else():
+    plain = cost(**{"cost.target": "llama-3.1-8b"})
+    taxed = cost(**{"cost.target": "llama-3.1-8b", "cost.draft_overhead_us": 250.0})
+    assert float(taxed.draft_us(4, 8, 512)) == pytest.approx(
+        float(plain.draft_us(4, 8, 512)) + 4 * 250.0, rel=1e-12
+    )
+    assert float(taxed.draft_pass_us(3, 8, 512)) == pytest.approx(
+        float(plain.draft_pass_us(3, 8, 512)) + 250.0, rel=1e-12
+    )
+    assert float(taxed.verify_us(5, 8, 512)) == float(plain.verify_us(5, 8, 512))
+
+
+def test_the_draft_runs_on_its_own_gpus():
+    both = cost(**{"cost.tp": 4, "cost.draft_tp": 4})
+    one = cost(**{"cost.tp": 4})
+    assert float(both.verify_us(3, 1, 0)) == float(one.verify_us(3, 1, 0))
+    assert float(both.draft_us(1, 1, 0)) < float(one.draft_us(1, 1, 0))
+
+
+def test_tensor_parallel_needs_the_hardwares_link_and_is_refused_on_construction():
+    for form in ("roofline", "roofline_max"):
+        with pytest.raises(ConfigError, match="cost.tp: mi300x has no link between GPUs"):
+            SpecConfig().replace(**{"cost.model": form, "cost.gpu": "mi300x", "cost.tp": 2})
+        with pytest.raises(ConfigError, match="cost.draft_tp: mi300x has no link"):
+            SpecConfig().replace(**{"cost.model": form, "cost.gpu": "mi300x", "cost.draft_tp": 2})
+    # Another cost model does not read them.
+    assert SpecConfig().replace(**{"cost.gpu": "mi300x", "cost.tp": 2}).tp == 2
+
+
+def test_the_settings_are_in_the_label():
+    from engine.core.parts import COST
+
+    config = SpecConfig().replace(
+        **{
+            "cost.model": "roofline",
+            "cost.tp": 4,
+            "cost.draft_tp": 2,
+            "cost.draft_overhead_us": 15.0,
+        }
+    )
+    label = COST.of(config).label(config)
+    assert label.startswith(
+        "roofline on 4 x h100: llama-3.1-8b verifies, llama-3.2-1b drafts on 2 (+15 us a pass),"
+    )

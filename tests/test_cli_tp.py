@@ -1,0 +1,29 @@
+"""The tp-70b-h100 preset: a 70B target over 1 to 8 GPUs (issue #26's tensor parallelism),
+through a sweep and the analysis, as a user runs it."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+
+def test_more_gpus_for_the_target_lower_the_best_k_and_its_speedup(cli, tmp_path):
+    out = tmp_path / "tp.csv"
+    status, _, err = cli("sweep", "--preset", "tp-70b-h100", "--exact-only", "--out", str(out))
+    assert status == 0, err
+    frame = pd.read_csv(out)
+    assert sorted(frame["cost.tp"].unique()) == [1, 2, 4, 8]
+    status, shown, _ = cli("analyze", str(out))
+    assert status == 0 and "rows: cost.tp;" in shown
+    best = []
+    for tp in (1, 2, 4, 8):
+        rows = frame[frame["cost.tp"] == tp]
+        row = rows.loc[rows["speedup_exact"].idxmax()]
+        best.append((int(row["k"]), float(row["speedup_exact"])))
+        cell = rf"tp={tp} │\s+{int(row['k'])} {row['speedup_exact']:.2f}\s"
+        assert re.search(cell, shown), cell
+    # The draft stays on one GPU while the target's step shrinks: drafting gets dearer.
+    ks, speedups = zip(*best, strict=True)
+    assert list(ks) == sorted(ks, reverse=True) and ks[0] > ks[-1]
+    assert list(speedups) == sorted(speedups, reverse=True)
