@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import pandas as pd
+import pytest
 
 
 def test_more_gpus_for_the_target_lower_the_best_k_and_its_speedup(cli, tmp_path):
@@ -27,3 +28,22 @@ def test_more_gpus_for_the_target_lower_the_best_k_and_its_speedup(cli, tmp_path
     ks, speedups = zip(*best, strict=True)
     assert list(ks) == sorted(ks, reverse=True) and ks[0] > ks[-1]
     assert list(speedups) == sorted(speedups, reverse=True)
+
+
+def test_an_fp8_target_makes_the_same_bf16_draft_dearer(cli, tmp_path):
+    out = tmp_path / "fp8.csv"
+    status, _, err = cli("sweep", "--preset", "fp8-vs-bf16", "--exact-only", "--out", str(out))
+    assert status == 0, err
+    frame = pd.read_csv(out)
+    best = {}
+    for key, rows in frame.groupby(
+        ["cost.weight_dtype", "cost.compute_dtype", "workload.batch_size"]
+    ):
+        row = rows.loc[rows["speedup_exact"].idxmax()]
+        best[key] = (int(row["k"]), float(row["speedup_exact"]))
+    for batch in (1, 64):
+        bf16, fp8 = best[("model", "bf16", batch)], best[("fp8", "bf16", batch)]
+        assert fp8[0] < bf16[0] and fp8[1] < bf16[1]
+    # fp8 matmuls matter where a pass is compute-bound: at batch 64, hardly at batch 1.
+    assert best[("fp8", "fp8", 1)] == pytest.approx(best[("fp8", "bf16", 1)], rel=1e-2)
+    assert best[("fp8", "fp8", 64)][1] > best[("fp8", "bf16", 64)][1]

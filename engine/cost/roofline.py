@@ -53,6 +53,10 @@ class Run:
 
     tp: int = 1
     overhead_us: float = 0.0
+    # Bytes per weight of a quantized model (None: the model's own) and the peak FLOP/s its
+    # matmuls run at (None: the hardware's bf16 peak).
+    bytes_per_weight: float | None = None
+    flops: float | None = None
 
 
 def _workload(
@@ -73,13 +77,22 @@ def pass_flops(
 
 
 def pass_bytes(
-    model: ModelSpec, B: npt.ArrayLike, L: npt.ArrayLike, bytes_per_kv: float = 2.0, tp: int = 1
+    model: ModelSpec,
+    B: npt.ArrayLike,
+    L: npt.ArrayLike,
+    bytes_per_kv: float = 2.0,
+    tp: int = 1,
+    bytes_per_weight: float | None = None,
 ) -> tuple[FloatArray, FloatArray]:
     """Bytes one pass reads on each of ``tp`` GPUs: (weights ``P * b_w / tp``, KV cache
-    ``B * L * kv / min(tp, kv_heads)``)."""
+    ``B * L * kv / min(tp, kv_heads)``); ``bytes_per_weight`` replaces the model's ``b_w``."""
     b_arr = as_float("batch", B, 1.0)
     l_arr = as_float("context_len", L, 0.0)
-    weights = np.full(np.broadcast_shapes(b_arr.shape, l_arr.shape), model.weight_bytes / tp)
+    if bytes_per_weight is None:
+        weight_bytes = model.weight_bytes
+    else:
+        weight_bytes = model.params * bytes_per_weight
+    weights = np.full(np.broadcast_shapes(b_arr.shape, l_arr.shape), weight_bytes / tp)
     kv = model.kv_bytes_per_token(bytes_per_kv) / min(tp, model.kv_heads)
     return weights, b_arr * l_arr * kv
 
@@ -112,12 +125,13 @@ def _additive_terms(
     eta_kv: float,
     eta_f: float,
     bytes_per_kv: float,
-    tp: int = 1,
+    run: Run = Run(),
 ) -> tuple[FloatArray, FloatArray]:
-    """(memory seconds, compute seconds) of the additive form, on each of ``tp`` GPUs."""
-    weights, kv_cache = pass_bytes(model, B, L, bytes_per_kv, tp)
+    """(memory seconds, compute seconds) of the additive form, on each of ``run.tp`` GPUs."""
+    weights, kv_cache = pass_bytes(model, B, L, bytes_per_kv, run.tp, run.bytes_per_weight)
     memory_s = weights / (eta_w * hw.mem_bw_bytes_s) + kv_cache / (eta_kv * hw.mem_bw_bytes_s)
-    compute_s = pass_flops(model, w, B, L, tp) / (eta_f * hw.flops_bf16)
+    peak = hw.flops_bf16 if run.flops is None else run.flops
+    compute_s = pass_flops(model, w, B, L, run.tp) / (eta_f * peak)
     return np.broadcast_arrays(memory_s, compute_s)  # type: ignore[return-value]
 
 
@@ -130,12 +144,13 @@ def _max_terms(
     eta_f: float,
     eta_bw: float,
     bytes_per_kv: float,
-    tp: int = 1,
+    run: Run = Run(),
 ) -> tuple[FloatArray, FloatArray]:
-    """(memory seconds, compute seconds) of the max form, on each of ``tp`` GPUs."""
-    weights, kv_cache = pass_bytes(model, B, L, bytes_per_kv, tp)
+    """(memory seconds, compute seconds) of the max form, on each of ``run.tp`` GPUs."""
+    weights, kv_cache = pass_bytes(model, B, L, bytes_per_kv, run.tp, run.bytes_per_weight)
     memory_s = (weights + kv_cache) / (eta_bw * hw.mem_bw_bytes_s)
-    compute_s = pass_flops(model, w, B, L, tp) / (eta_f * hw.flops_bf16)
+    peak = hw.flops_bf16 if run.flops is None else run.flops
+    compute_s = pass_flops(model, w, B, L, run.tp) / (eta_f * peak)
     return np.broadcast_arrays(memory_s, compute_s)  # type: ignore[return-value]
 
 
@@ -160,7 +175,7 @@ def pass_us_additive(
     overhead per pass in microseconds; ``bytes_per_kv`` bytes per KV-cache element; ``run``
     the GPUs the model runs over and its own overhead per pass."""
     memory_s, compute_s = _additive_terms(
-        model, hw, tokens_per_seq_w, batch, context_len, eta_w, eta_kv, eta_f, bytes_per_kv, run.tp
+        model, hw, tokens_per_seq_w, batch, context_len, eta_w, eta_kv, eta_f, bytes_per_kv, run
     )
     times = t0_us + run.overhead_us + 1e6 * (memory_s + compute_s)
     if run.tp > 1:
@@ -187,7 +202,7 @@ def pass_us_max(
     Arguments as :func:`pass_us_additive`; ``eta_f`` and ``eta_bw`` scale peak FLOP/s and
     bandwidth (1 by default: the optimistic bound)."""
     memory_s, compute_s = _max_terms(
-        model, hw, tokens_per_seq_w, batch, context_len, eta_f, eta_bw, bytes_per_kv, run.tp
+        model, hw, tokens_per_seq_w, batch, context_len, eta_f, eta_bw, bytes_per_kv, run
     )
     times = t0_us + run.overhead_us + 1e6 * np.maximum(memory_s, compute_s)
     if run.tp > 1:
@@ -224,7 +239,12 @@ class _RooflineParts:
     draft_run: Run
 
     def _terms(
-        self, model: ModelSpec, w: npt.ArrayLike, B: npt.ArrayLike, L: npt.ArrayLike, tp: int = 1
+        self,
+        model: ModelSpec,
+        w: npt.ArrayLike,
+        B: npt.ArrayLike,
+        L: npt.ArrayLike,
+        run: Run = Run(),
     ) -> tuple[FloatArray, FloatArray]:
         raise NotImplementedError
 
@@ -253,7 +273,7 @@ class _RooflineParts:
     def bound(self, w: npt.ArrayLike, B: npt.ArrayLike, L: npt.ArrayLike) -> str | np.ndarray:
         """Which term dominates the verify pass: ``"memory"`` (weights and KV cache) or
         ``"compute"`` (FLOPs). A string for scalar arguments, else an array of strings."""
-        memory_s, compute_s = self._terms(self.target, w, B, L, self.target_run.tp)
+        memory_s, compute_s = self._terms(self.target, w, B, L, self.target_run)
         verdict = np.where(compute_s > memory_s, "compute", "memory")
         return str(verdict) if verdict.ndim == 0 else verdict
 
@@ -280,7 +300,12 @@ class RooflineCost(_RooflineParts):
         _check_runs(self.hardware, self.target_run, self.draft_run)
 
     def _terms(
-        self, model: ModelSpec, w: npt.ArrayLike, B: npt.ArrayLike, L: npt.ArrayLike, tp: int = 1
+        self,
+        model: ModelSpec,
+        w: npt.ArrayLike,
+        B: npt.ArrayLike,
+        L: npt.ArrayLike,
+        run: Run = Run(),
     ) -> tuple[FloatArray, FloatArray]:
         return _additive_terms(
             model,
@@ -292,7 +317,7 @@ class RooflineCost(_RooflineParts):
             self.eta_kv,
             self.eta_f,
             self.bytes_per_kv,
-            tp,
+            run,
         )
 
     def _pass_us(
@@ -335,10 +360,15 @@ class RooflineMaxCost(_RooflineParts):
         _check_runs(self.hardware, self.target_run, self.draft_run)
 
     def _terms(
-        self, model: ModelSpec, w: npt.ArrayLike, B: npt.ArrayLike, L: npt.ArrayLike, tp: int = 1
+        self,
+        model: ModelSpec,
+        w: npt.ArrayLike,
+        B: npt.ArrayLike,
+        L: npt.ArrayLike,
+        run: Run = Run(),
     ) -> tuple[FloatArray, FloatArray]:
         return _max_terms(
-            model, self.hardware, w, B, L, self.eta_f, self.eta_bw, self.bytes_per_kv, tp
+            model, self.hardware, w, B, L, self.eta_f, self.eta_bw, self.bytes_per_kv, run
         )
 
     def _pass_us(

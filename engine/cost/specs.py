@@ -48,6 +48,8 @@ class HardwareSpec:
     # per GPU, and the latency of one hop in microseconds. None: not in the spec file.
     link_bw_bytes_s: float | None = None
     link_latency_us: float | None = None
+    # Peak dense FP8 Tensor FLOP/s (FP32 accumulate), for fp8 matmuls; None: not in the file.
+    flops_fp8: float | None = None
 
     @property
     def ridge_flop_per_byte(self) -> float:
@@ -98,6 +100,7 @@ _HARDWARE_FIELDS: dict[str, tuple[str, bool]] = {
     "mem_bytes": ("positive", True),
     "link_bw_bytes_s": ("positive", False),
     "link_latency_us": ("nonnegative", False),
+    "flops_fp8": ("positive", False),
     "source": ("text", True),
     "notes": ("text", True),
 }

@@ -123,6 +123,8 @@ def _cost_values(model: str):
             continue
         if spec.kind == "spec":
             fields[key] = st.sampled_from(known_spec_ids(spec.choices[0]))
+        elif spec.kind == "choice":
+            fields[key] = st.sampled_from(spec.choices)
         elif spec.kind == "int":
             fields[key] = st.sampled_from([int(spec.low), int(spec.high)]) | st.integers(
                 int(spec.low), int(spec.high)

@@ -39,6 +39,16 @@ def _model_ids() -> tuple[str, ...]:
 
 
 TP_MAX = 64
+# Bytes per weight by format (None: the model's own): 4-bit formats carry their block scales,
+# NVFP4 one fp8 scale per 16 values (9 bytes per 16), MXFP4 one 8-bit scale per 32 (17 per 32).
+WEIGHT_BYTES: dict[str, float | None] = {
+    "model": None,
+    "bf16": 2.0,
+    "fp8": 1.0,
+    "int8": 1.0,
+    "nvfp4": 9 / 16,
+    "mxfp4": 17 / 32,
+}
 
 SPEC_IDS.setdefault("hardware", _hardware_ids)
 SPEC_IDS.setdefault("model", _model_ids)
@@ -110,6 +120,24 @@ SPEC_FIELDS = (
         help="roofline: GPUs the draft runs over (1: one GPU, or replicated on each)",
     ),
     field(
+        "cost.weight_dtype",
+        "model",
+        label="weights",
+        kind="choice",
+        choices=tuple(WEIGHT_BYTES),
+        help="roofline: the target's weights: model (its own bytes per weight), bf16 2 bytes, "
+        "fp8 and int8 1, nvfp4 9/16 (4 bits and an fp8 scale per 16), mxfp4 17/32 (4 bits and "
+        "an 8-bit scale per 32)",
+    ),
+    field(
+        "cost.compute_dtype",
+        "bf16",
+        label="matmuls",
+        kind="choice",
+        choices=("bf16", "fp8"),
+        help="roofline: the peak the target's matmuls run at: bf16, or fp8 (the GPU's flops_fp8)",
+    ),
+    field(
         "cost.draft_overhead_us",
         0.0,
         label="draft +us",
@@ -124,9 +152,10 @@ SPEC_FIELDS = (
 
 def check_links(config: Any) -> None:
     """ConfigError naming ``cost.tp`` or ``cost.draft_tp`` when a model runs over several
-    GPUs of hardware whose spec file gives no link between them (a scenario is refused on
+    GPUs of hardware whose spec file gives no link between them, or ``cost.compute_dtype``
+    when fp8 matmuls run on hardware without an fp8 peak (a scenario is refused on
     construction, as an unknown id is)."""
-    if config.tp == 1 and config.draft_tp == 1:
+    if config.tp == 1 and config.draft_tp == 1 and config.compute_dtype == "bf16":
         return
     from engine.cost.specs import SpecError, get_hardware
 
@@ -134,6 +163,11 @@ def check_links(config: Any) -> None:
         hardware = get_hardware(config.gpu)
     except SpecError:
         return  # an unreadable spec is reported by cost.gpu when the cost is built
+    if config.compute_dtype == "fp8" and hardware.flops_fp8 is None:
+        raise ConfigError(
+            "cost.compute_dtype",
+            f"{hardware.id} has no fp8 peak in its spec file (flops_fp8): use bf16",
+        )
     for key, tp in (("cost.tp", config.tp), ("cost.draft_tp", config.draft_tp)):
         if tp > 1 and hardware.link_bw_bytes_s is None:
             raise ConfigError(
@@ -148,8 +182,11 @@ def _runs(config: SpecConfig, hardware: HardwareSpec) -> dict[str, Any]:
     arguments of a roofline cost."""
     from engine.cost.roofline import Run
 
+    flops = hardware.flops_fp8 if config.compute_dtype == "fp8" else None
     return {
-        "target_run": Run(tp=config.tp),
+        "target_run": Run(
+            tp=config.tp, bytes_per_weight=WEIGHT_BYTES[config.weight_dtype], flops=flops
+        ),
         "draft_run": Run(tp=config.draft_tp, overhead_us=config.draft_overhead_us),
     }
 
@@ -210,6 +247,8 @@ def specs_label(config: Any) -> str:
     """A roofline's setting in words: "roofline on h100: llama-3.1-8b verifies, ..." ("on
     4 x h100" for a target over 4 GPUs)."""
     gpus = f"{config.tp} x {config.gpu}" if config.tp > 1 else config.gpu
+    if config.weight_dtype != "model" or config.compute_dtype != "bf16":
+        gpus += f" ({config.weight_dtype} weights, {config.compute_dtype} matmuls)"
     draft = f"{config.draft} drafts"
     if config.draft_tp > 1:
         draft += f" on {config.draft_tp}"

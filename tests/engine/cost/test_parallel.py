@@ -97,3 +97,42 @@ def test_the_settings_are_in_the_label():
     assert label.startswith(
         "roofline on 4 x h100: llama-3.1-8b verifies, llama-3.2-1b drafts on 2 (+15 us a pass),"
     )
+
+
+L8 = (8_030_261_248, 32, 4096, 8, 2 * 32 * 8 * 128 * 2)
+
+
+def one_gpu_us(bytes_per_weight, peak, n_tokens, batch, context, model=L8):
+    params, layers, d_model, _, kv_token = model
+    weights = params * bytes_per_weight / (ETA_W * H100_BW)
+    kv = batch * context * kv_token / (ETA_KV * H100_BW)
+    flops = 2 * params * n_tokens + 4 * layers * d_model * context * n_tokens
+    return 1e6 * (weights + kv + flops / (ETA_F * peak))
+
+
+@pytest.mark.parametrize(
+    ("dtype", "bytes_per_weight"),
+    [("bf16", 2.0), ("fp8", 1.0), ("int8", 1.0), ("nvfp4", 9 / 16), ("mxfp4", 17 / 32)],
+)
+def test_the_targets_weights_are_read_at_their_formats_bytes(dtype, bytes_per_weight):
+    got = cost(**{"cost.target": "llama-3.1-8b", "cost.weight_dtype": dtype})
+    assert float(got.verify_us(5, 16, 1024)) == pytest.approx(
+        one_gpu_us(bytes_per_weight, H100_F, 80, 16, 1024), rel=1e-12
+    )
+    # The draft keeps its own weights.
+    plain = cost(**{"cost.target": "llama-3.1-8b"})
+    assert float(got.draft_us(3, 16, 1024)) == float(plain.draft_us(3, 16, 1024))
+
+
+def test_fp8_matmuls_run_at_the_gpus_fp8_peak():
+    got = cost(**{"cost.target": "llama-3.1-8b", "cost.compute_dtype": "fp8"})
+    assert float(got.verify_us(5, 64, 1024)) == pytest.approx(
+        one_gpu_us(2.0, 1979e12, 320, 64, 1024), rel=1e-12
+    )
+
+
+def test_fp8_matmuls_need_an_fp8_peak():
+    with pytest.raises(ConfigError, match="cost.compute_dtype: a100-80gb has no fp8 peak"):
+        SpecConfig().replace(
+            **{"cost.model": "roofline", "cost.gpu": "a100-80gb", "cost.compute_dtype": "fp8"}
+        )
