@@ -60,7 +60,8 @@ def _ids_text(rows: Sequence[Row], method_errors: bool = True) -> str:
         methods = sorted({m for r in run for m in (r.misses if method_errors else ["specs"])})
         spans = []
         for m in methods:
-            errors = [e for r in run if (e := r.error(m)) is not None]
+            chosen = [r for r in run if not method_errors or m in r.misses]
+            errors = [e for r in chosen if (e := r.error(m)) is not None]
             low, high = min(errors), max(errors)
             span = percent(low, signed=True)
             if len(errors) > 1 and high != low:
