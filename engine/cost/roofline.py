@@ -72,8 +72,24 @@ def pass_flops(
     with ``N = B * w`` tokens."""
     w_arr, b_arr, l_arr = _workload(w, B, L)
     tokens = b_arr * w_arr
-    flops = 2.0 * model.params * tokens + 4.0 * model.layers * model.d_model * l_arr * tokens
+    params = model.params
+    if model.experts is not None:  # an MoE model multiplies by its active parameters
+        params = moe_dense_params(model) + (model.experts_active or 0) * model.expert_layer_params
+    flops = 2.0 * params * tokens + 4.0 * model.layers * model.d_model * l_arr * tokens
     return flops / tp
+
+
+def moe_dense_params(model: ModelSpec) -> float:
+    """An MoE model's parameters outside its routed experts (attention, router, shared
+    experts, embeddings): ``params - experts * expert_params * moe_layers``."""
+    return model.params - (model.experts or 0) * model.expert_layer_params
+
+
+def experts_touched(model: ModelSpec, tokens: npt.ArrayLike) -> FloatArray:
+    """Distinct experts a pass over ``tokens`` tokens loads in each MoE layer, routing
+    uniform: ``E * (1 - (1 - k/E)^tokens)`` (``k`` at one token, all ``E`` as tokens grow)."""
+    e, k = float(model.experts or 0), float(model.experts_active or 0)
+    return e * (1.0 - (1.0 - k / e) ** np.asarray(tokens, dtype=np.float64))
 
 
 def pass_bytes(
@@ -83,16 +99,25 @@ def pass_bytes(
     bytes_per_kv: float = 2.0,
     tp: int = 1,
     bytes_per_weight: float | None = None,
+    w: npt.ArrayLike = 1.0,
 ) -> tuple[FloatArray, FloatArray]:
-    """Bytes one pass reads on each of ``tp`` GPUs: (weights ``P * b_w / tp``, KV cache
-    ``B * L * kv / min(tp, kv_heads)``); ``bytes_per_weight`` replaces the model's ``b_w``."""
+    """Bytes one pass over ``w`` tokens per sequence reads on each of ``tp`` GPUs: (weights
+    ``P * b_w / tp``, KV cache ``B * L * kv / min(tp, kv_heads)``); ``bytes_per_weight``
+    replaces the model's ``b_w``. An MoE model reads its dense part and, in each MoE layer,
+    the experts its ``B * w`` tokens touch (:func:`experts_touched`)."""
     b_arr = as_float("batch", B, 1.0)
     l_arr = as_float("context_len", L, 0.0)
-    if bytes_per_weight is None:
-        weight_bytes = model.weight_bytes
+    b_w = model.bytes_per_weight if bytes_per_weight is None else bytes_per_weight
+    if model.experts is not None:
+        touched = experts_touched(model, b_arr * as_float("w", w, 1.0))
+        weights = (moe_dense_params(model) + touched * model.expert_layer_params) * b_w / tp
+        weights = np.broadcast_to(weights, np.broadcast_shapes(weights.shape, l_arr.shape))
     else:
-        weight_bytes = model.params * bytes_per_weight
-    weights = np.full(np.broadcast_shapes(b_arr.shape, l_arr.shape), weight_bytes / tp)
+        if bytes_per_weight is None:
+            weight_bytes = model.weight_bytes
+        else:
+            weight_bytes = model.params * bytes_per_weight
+        weights = np.full(np.broadcast_shapes(b_arr.shape, l_arr.shape), weight_bytes / tp)
     kv = model.kv_bytes_per_token(bytes_per_kv) / min(tp, model.kv_heads)
     return weights, b_arr * l_arr * kv
 
@@ -128,7 +153,7 @@ def _additive_terms(
     run: Run = Run(),
 ) -> tuple[FloatArray, FloatArray]:
     """(memory seconds, compute seconds) of the additive form, on each of ``run.tp`` GPUs."""
-    weights, kv_cache = pass_bytes(model, B, L, bytes_per_kv, run.tp, run.bytes_per_weight)
+    weights, kv_cache = pass_bytes(model, B, L, bytes_per_kv, run.tp, run.bytes_per_weight, w)
     memory_s = weights / (eta_w * hw.mem_bw_bytes_s) + kv_cache / (eta_kv * hw.mem_bw_bytes_s)
     peak = hw.flops_bf16 if run.flops is None else run.flops
     compute_s = pass_flops(model, w, B, L, run.tp) / (eta_f * peak)
@@ -147,7 +172,7 @@ def _max_terms(
     run: Run = Run(),
 ) -> tuple[FloatArray, FloatArray]:
     """(memory seconds, compute seconds) of the max form, on each of ``run.tp`` GPUs."""
-    weights, kv_cache = pass_bytes(model, B, L, bytes_per_kv, run.tp, run.bytes_per_weight)
+    weights, kv_cache = pass_bytes(model, B, L, bytes_per_kv, run.tp, run.bytes_per_weight, w)
     memory_s = (weights + kv_cache) / (eta_bw * hw.mem_bw_bytes_s)
     peak = hw.flops_bf16 if run.flops is None else run.flops
     compute_s = pass_flops(model, w, B, L, run.tp) / (eta_f * peak)

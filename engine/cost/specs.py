@@ -80,6 +80,21 @@ class ModelSpec:
     embedding_lookup_params: float = 0.0
     draft_for: str | None = None
     origin: str = ""
+    # Mixture of experts (None: dense): routed experts per MoE layer, active per token, the
+    # parameters of one expert, and the MoE layers (all ``layers`` unless given). ``params``
+    # stays the total: the dense part is ``params - experts * expert_params * moe_layers``.
+    experts: int | None = None
+    experts_active: int | None = None
+    expert_params: float | None = None
+    moe_layers: int | None = None
+
+    @property
+    def expert_layer_params(self) -> float:
+        """Parameters of one expert in every MoE layer: ``expert_params * moe_layers``
+        (0 for a dense model)."""
+        if self.experts is None or self.expert_params is None:
+            return 0.0
+        return self.expert_params * (self.moe_layers or self.layers)
 
     def kv_bytes_per_token(self, bytes_per_kv: float = 2.0) -> float:
         """KV-cache bytes per context token: ``2 * layers * kv_heads * head_dim * bytes_per_kv``."""
@@ -118,6 +133,10 @@ _MODEL_FIELDS: dict[str, tuple[str, bool]] = {
     "tied_embeddings": ("bool", False),
     "embedding_lookup_params": ("nonnegative", False),
     "draft_for": ("text", False),
+    "experts": ("count", False),
+    "experts_active": ("count", False),
+    "expert_params": ("positive", False),
+    "moe_layers": ("count", False),
     "source": ("text", True),
     "notes": ("text", True),
 }

@@ -136,3 +136,35 @@ def test_fp8_matmuls_need_an_fp8_peak():
         SpecConfig().replace(
             **{"cost.model": "roofline", "cost.gpu": "a100-80gb", "cost.compute_dtype": "fp8"}
         )
+
+
+# Qwen3-30B-A3B: 48 MoE layers of 128 experts (4,718,592 parameters each), 8 active a token.
+Q_TOTAL, Q_EXPERT, Q_LAYERS, Q_E, Q_K = 30_532_122_624, 4_718_592, 48, 128, 8
+Q_DENSE = Q_TOTAL - Q_E * Q_EXPERT * Q_LAYERS
+Q_KV = 2 * 48 * 4 * 128 * 2
+
+
+def moe_pass_us(n_tokens, batch, context):
+    touched = Q_E * (1 - (1 - Q_K / Q_E) ** n_tokens)
+    weights = (Q_DENSE + touched * Q_EXPERT * Q_LAYERS) * 2 / (ETA_W * H100_BW)
+    kv = batch * context * Q_KV / (ETA_KV * H100_BW)
+    active = Q_DENSE + Q_K * Q_EXPERT * Q_LAYERS
+    flops = 2 * active * n_tokens + 4 * 48 * 2048 * context * n_tokens
+    return 1e6 * (weights + kv + flops / (ETA_F * H100_F))
+
+
+@pytest.mark.parametrize(("w", "batch"), [(1, 1), (4, 1), (8, 16), (3, 512)])
+def test_an_moe_pass_reads_the_experts_its_tokens_touch(w, batch):
+    got = cost(**{"cost.target": "qwen3-30b-a3b"}).verify_us(w, batch, 1024)
+    assert float(got) == pytest.approx(moe_pass_us(w * batch, batch, 1024), rel=1e-12)
+
+
+def test_checking_more_tokens_costs_an_moe_target_more_than_a_dense_one():
+    # At batch 1 each extra token loads about 8 more experts: a verify pass of 4 tokens
+    # costs well over twice a decoding step, where a dense model's costs about the same.
+    moe = cost(**{"cost.target": "qwen3-30b-a3b"})
+    dense = cost(**{"cost.target": "llama-3.1-8b"})
+    ratio = lambda c: float(c.verify_us(4, 1, 1024)) / float(c.verify_us(1, 1, 1024))  # noqa: E731
+    assert ratio(moe) > 2.0 and ratio(dense) < 1.05
+    # At a large batch every expert is loaded anyway.
+    assert float(moe.verify_us(2, 512, 0)) / float(moe.verify_us(1, 512, 0)) < 1.5

@@ -41,6 +41,7 @@ SHIPPED_MODELS = {
     "vicuna-7b",
     "eagle-vicuna-7b",
     "medusa-vicuna-7b-4",
+    "qwen3-30b-a3b",  # MoE (issue #26)
 }
 
 GOOD_HARDWARE = """
