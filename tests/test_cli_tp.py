@@ -47,3 +47,17 @@ def test_an_fp8_target_makes_the_same_bf16_draft_dearer(cli, tmp_path):
     # fp8 matmuls matter where a pass is compute-bound: at batch 64, hardly at batch 1.
     assert best[("fp8", "fp8", 1)] == pytest.approx(best[("fp8", "bf16", 1)], rel=1e-2)
     assert best[("fp8", "fp8", 64)][1] > best[("fp8", "bf16", 64)][1]
+
+
+def test_an_moe_target_wants_a_shorter_draft_at_batch_1_and_a_longer_one_at_64(cli, tmp_path):
+    out = tmp_path / "moe.csv"
+    status, _, err = cli("sweep", "--preset", "moe-vs-dense", "--exact-only", "--out", str(out))
+    assert status == 0, err
+    frame = pd.read_csv(out)
+    best = {}
+    for key, rows in frame.groupby(["cost.target", "workload.batch_size"]):
+        row = rows.loc[rows["speedup_exact"].idxmax()]
+        best[key] = (int(row["k"]), float(row["speedup_exact"]))
+    moe, dense = "qwen3-30b-a3b", "llama-3.2-3b"
+    assert best[(moe, 1)][0] < best[(dense, 1)][0] and best[(moe, 1)][1] < best[(dense, 1)][1]
+    assert best[(moe, 64)][0] > best[(moe, 1)][0] and best[(moe, 64)][1] > best[(dense, 64)][1]

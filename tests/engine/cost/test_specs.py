@@ -42,6 +42,7 @@ SHIPPED_MODELS = {
     "eagle-vicuna-7b",
     "medusa-vicuna-7b-4",
     "qwen3-30b-a3b",  # MoE (issue #26)
+    "llama-3.2-3b",
 }
 
 GOOD_HARDWARE = """
