@@ -112,12 +112,8 @@ def pass_bytes(
         touched = experts_touched(model, b_arr * as_float("w", w, 1.0))
         weights = (moe_dense_params(model) + touched * model.expert_layer_params) * b_w / tp
         weights = np.broadcast_to(weights, np.broadcast_shapes(weights.shape, l_arr.shape))
-    else:
-        if bytes_per_weight is None:
-            weight_bytes = model.weight_bytes
-        else:
-            weight_bytes = model.params * bytes_per_weight
-        weights = np.full(np.broadcast_shapes(b_arr.shape, l_arr.shape), weight_bytes / tp)
+    else:  # params * b_w: model.weight_bytes when the model's own b_w
+        weights = np.full(np.broadcast_shapes(b_arr.shape, l_arr.shape), model.params * b_w / tp)
     kv = model.kv_bytes_per_token(bytes_per_kv) / min(tp, model.kv_heads)
     return weights, b_arr * l_arr * kv
 
@@ -130,8 +126,8 @@ def allreduce_s(
     0 at ``tp = 1``."""
     if tp == 1:
         return 0.0
-    if hw.link_bw_bytes_s is None:
-        raise ValueError(f"{hw.id} has no link_bw_bytes_s: tensor parallelism needs its link")
+    # A cost with tp > 1 has checked its hardware's link when built (_check_runs).
+    assert hw.link_bw_bytes_s is not None, f"{hw.id} has no link_bw_bytes_s"
     w_arr = as_float("w", w, 1.0)
     b_arr = as_float("batch", B, 1.0)
     size = b_arr * w_arr * model.d_model * B_ACT
@@ -251,7 +247,7 @@ def _check_runs(hw: HardwareSpec, target: Run, draft: Run) -> None:
                 "tensor parallelism needs one"
             )
     check_parameter("cost.draft_overhead_us", draft.overhead_us, 0.0, T0_MAX_US, False)
-    check_parameter("cost.target_overhead_us", target.overhead_us, 0.0, T0_MAX_US, False)
+    check_parameter("target_run.overhead_us", target.overhead_us, 0.0, T0_MAX_US, False)
 
 
 class _RooflineParts:

@@ -199,18 +199,22 @@ def _setup(entry: Entry, swept: str) -> tuple[object, ...]:
     return (*(entry.values.get(f) for f in _SETUP if f != swept), *shape)
 
 
+def _others(entry: Entry, table: Sequence[Entry]) -> list[Entry]:
+    """The other measured (not pending) entries of ``entry``'s series."""
+    if entry.series is None:
+        return []
+    return [e for e in table if e.series == entry.series and e.id != entry.id and not e.pending]
+
+
 def sweep_points(entry: Entry, table: Sequence[Entry], swept: str) -> list[Entry]:
     """The other measured speedups of ``entry``'s series whose setup differs from its own
     only in ``swept`` (K or the batch), with their tokens per cycle."""
-    if entry.series is None or entry.values.get(swept) is None:
+    if entry.values.get(swept) is None:
         return []
     return [
         e
-        for e in table
-        if e.series == entry.series
-        and e.id != entry.id
-        and not e.pending
-        and e.quantity == "speedup"
+        for e in _others(entry, table)
+        if e.quantity == "speedup"
         and e.tokens_per_cycle is not None
         and e.values.get(swept) is not None
         and _setup(e, swept) == _setup(entry, swept)
@@ -219,18 +223,10 @@ def sweep_points(entry: Entry, table: Sequence[Entry], swept: str) -> list[Entry
 
 def same_bench(entry: Entry, table: Sequence[Entry]) -> list[Entry]:
     """The other entries of ``entry``'s series on its hardware and target (any method,
-    draft, batch or lengths: a batch sweep is a series too) that the roofline predicts."""
-    if entry.series is None:
-        return []
-    return [
-        e
-        for e in table
-        if e.series == entry.series
-        and e.id != entry.id
-        and not e.pending
-        and (e.hardware, e.target) == (entry.hardware, entry.target)
-        and from_specs(e).value is not None
-    ]
+    draft, batch or lengths: a batch sweep is a series too); :func:`fit_overhead` uses
+    those the roofline predicts."""
+    bench = (entry.hardware, entry.target)
+    return [e for e in _others(entry, table) if (e.hardware, e.target) == bench]
 
 
 def calibrated(entry: Entry, table: Sequence[Entry]) -> Prediction:

@@ -104,7 +104,7 @@ def report_of(table: Sequence[Entry], only: Sequence[str] | None = None) -> Repo
     """The report on ``table`` (``only``: these ids)."""
     everything = rows_of(table)
     own = [r.entry for r in everything if r.group in OWN]
-    rows = everything if not only else rows_of(table, only)
+    rows = [r for r in everything if not only or r.entry.id in only]
     return Report(rows, fit_overhead(own), partial=bool(only))
 
 

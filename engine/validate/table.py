@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -86,11 +86,11 @@ class TableError(ValueError):
     """The table is malformed: one line naming the entry and the field."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # entries are compared by identity (their ids are unique)
 class Entry:
     """One published measurement (fields as :data:`FIELDS`; absent ones are None)."""
 
-    values: dict[str, Any] = field(hash=False, compare=False)
+    values: dict[str, Any]
 
     def __getattr__(self, name: str) -> Any:
         if name in FIELDS:
