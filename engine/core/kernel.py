@@ -89,12 +89,17 @@ def cycle_times(
     (an ``engine.shapes.trees.Tree``; ``k`` unused), a token tree's cycle: one draft pass per
     level, as wide as the level (``draft_pass_us``; a cost model without one drafts the
     tree's depth like a chain), plus ``draft_fixed_us`` where the model has one, then one
-    target pass over ``nodes + 1`` tokens. The one place a cycle's time is added up."""
+    target pass over ``nodes + 1`` tokens. A cost model's ``spec_overhead_us``, the fixed
+    cost of a speculative cycle (paid at k = 0 too, never by the baseline's decoding steps),
+    is added to the verify pass. The one place a cycle's time is added up."""
     if tree is None:
         draft = cost.draft_us(k, batch, context)
         verify = cost.verify_us(np.add(k, 1), batch, context)
     else:
         draft, verify = _tree_parts(cost, tree, batch, context)
+    tax = getattr(cost, "spec_overhead_us", 0.0)
+    if tax:
+        verify = verify + tax
     return draft, verify, draft + verify
 
 

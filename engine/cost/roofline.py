@@ -16,23 +16,28 @@ All functions take numbers or numpy arrays (broadcast together) and return micro
 
 A model may run over ``tp`` GPUs (tensor parallelism, :class:`Run`): each GPU reads ``1/tp``
 of the weights and ``1/min(tp, kv_heads)`` of each token's KV cache (KV heads replicated past
-``kv_heads``), does ``1/tp`` of the FLOPs, and every layer adds two ring all-reduces of the
-pass's activations (``N * d_model * b_act`` bytes, ``b_act = 2``), each taking
-``2 (tp - 1)/tp * bytes / link_bw + 2 (tp - 1) * hop_latency`` on the hardware's link
-(docs/model.md, "Cost models"). A run's ``overhead_us`` is added to each of
-its passes (a draft's launches, eager or in a CUDA graph). ``tp = 1`` and no overhead give
-the one-GPU formulas above exactly.
+``kv_heads``; a latent cache is replicated whole), does ``1/tp`` of the FLOPs, and every
+layer adds two ring all-reduces (engine.cost.collectives). An MoE model reads the experts
+its tokens touch (engine.cost.moe), spread over ``ep`` GPUs with two all-to-alls a MoE
+layer when ``ep > 1``. A sliding window caps its layers' context (:meth:`ModelSpec.attended`).
+A run's ``overhead_us`` is added to each of its passes (a draft's launches, eager or in a
+CUDA graph); a parallel draft makes one pass over its ``k`` tokens; a cost's
+``spec_overhead_us`` is added to every cycle by the kernel. The defaults give the one-GPU
+formulas above exactly (docs/model.md, "Cost models").
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 from engine.core.config import EFFICIENCY_MIN
 from engine.cost.base import Times, as_float, check_parameter, scalar_or_array
+from engine.cost.collectives import allreduce_s, alltoall_s
+from engine.cost.models.roofline import SKEW_MAX, TP_MAX
+from engine.cost.moe import active_params, dense_params, experts_touched
 from engine.cost.specs import HardwareSpec, ModelSpec
 
 ETA_W = 0.81
@@ -42,14 +47,11 @@ T0_MAX_US = 1e6
 
 FloatArray = npt.NDArray[np.float64]
 
-B_ACT = 2.0  # bytes per activation element an all-reduce moves (bf16)
-TP_MAX = 64
-
 
 @dataclass(frozen=True)
 class Run:
-    """How one model of a cycle runs: over ``tp`` GPUs, with ``overhead_us`` more on each of
-    its passes than ``t0_us`` (module docstring)."""
+    """How one model of a cycle runs: over ``tp`` GPUs (its routed experts over ``ep``), with
+    ``overhead_us`` more on each of its passes than ``t0_us`` (module docstring)."""
 
     tp: int = 1
     overhead_us: float = 0.0
@@ -57,6 +59,13 @@ class Run:
     # matmuls run at (None: the hardware's bf16 peak).
     bytes_per_weight: float | None = None
     flops: float | None = None
+    # Expert parallelism (an MoE model's routed experts spread whole over ``ep`` GPUs, with
+    # two all-to-alls a MoE layer) and routing skew (engine.cost.moe).
+    ep: int = 1
+    expert_skew: float = 0.0
+    # A draft that proposes its k tokens in one pass over k positions (parallel drafting:
+    # PARD, DFlash), so drafting costs one pass whatever k.
+    parallel: bool = False
 
 
 def _workload(
@@ -66,30 +75,24 @@ def _workload(
 
 
 def pass_flops(
-    model: ModelSpec, w: npt.ArrayLike, B: npt.ArrayLike, L: npt.ArrayLike, tp: int = 1
+    model: ModelSpec,
+    w: npt.ArrayLike,
+    B: npt.ArrayLike,
+    L: npt.ArrayLike,
+    tp: int = 1,
+    ep: int = 1,
 ) -> FloatArray:
     """FLOPs of one pass on each of ``tp`` GPUs: ``(2*P*N + 4*layers*d_model*L*N) / tp``
-    with ``N = B * w`` tokens."""
+    with ``N = B * w`` tokens, ``P`` the active parameters and ``L`` the context a layer
+    reads (:meth:`ModelSpec.attended`); with ``ep > 1`` the routed experts' share is
+    divided by ``ep`` instead."""
     w_arr, b_arr, l_arr = _workload(w, B, L)
     tokens = b_arr * w_arr
-    params = model.params
-    if model.experts is not None:  # an MoE model multiplies by its active parameters
-        params = moe_dense_params(model) + (model.experts_active or 0) * model.expert_layer_params
-    flops = 2.0 * params * tokens + 4.0 * model.layers * model.d_model * l_arr * tokens
-    return flops / tp
-
-
-def moe_dense_params(model: ModelSpec) -> float:
-    """An MoE model's parameters outside its routed experts (attention, router, shared
-    experts, embeddings): ``params - experts * expert_params * moe_layers``."""
-    return model.params - (model.experts or 0) * model.expert_layer_params
-
-
-def experts_touched(model: ModelSpec, tokens: npt.ArrayLike) -> FloatArray:
-    """Distinct experts a pass over ``tokens`` tokens loads in each MoE layer, routing
-    uniform: ``E * (1 - (1 - k/E)^tokens)`` (``k`` at one token, all ``E`` as tokens grow)."""
-    e, k = float(model.experts or 0), float(model.experts_active or 0)
-    return e * (1.0 - (1.0 - k / e) ** np.asarray(tokens, dtype=np.float64))
+    attention = 4.0 * model.layers * model.d_model * model.attended(l_arr) * tokens
+    if ep == 1:
+        return (2.0 * active_params(model) * tokens + attention) / tp
+    routed = (model.experts_active or 0) * model.expert_layer_params
+    return (2.0 * dense_params(model) * tokens + attention) / tp + 2.0 * routed * tokens / ep
 
 
 def pass_bytes(
@@ -97,43 +100,44 @@ def pass_bytes(
     B: npt.ArrayLike,
     L: npt.ArrayLike,
     bytes_per_kv: float = 2.0,
-    tp: int = 1,
-    bytes_per_weight: float | None = None,
+    run: Run = Run(),
     w: npt.ArrayLike = 1.0,
 ) -> tuple[FloatArray, FloatArray]:
-    """Bytes one pass over ``w`` tokens per sequence reads on each of ``tp`` GPUs: (weights
-    ``P * b_w / tp``, KV cache ``B * L * kv / min(tp, kv_heads)``); ``bytes_per_weight``
+    """Bytes one pass over ``w`` tokens per sequence reads on each of ``run.tp`` GPUs:
+    (weights ``P * b_w / tp``, KV cache ``B * L * kv / shards``); ``run.bytes_per_weight``
     replaces the model's ``b_w``. An MoE model reads its dense part and, in each MoE layer,
-    the experts its ``B * w`` tokens touch (:func:`experts_touched`)."""
+    the experts its ``B * w`` tokens touch (engine.cost.moe), over ``ep`` GPUs when
+    ``run.ep > 1``."""
     b_arr = as_float("batch", B, 1.0)
     l_arr = as_float("context_len", L, 0.0)
-    b_w = model.bytes_per_weight if bytes_per_weight is None else bytes_per_weight
+    tp = run.tp
+    b_w = model.bytes_per_weight if run.bytes_per_weight is None else run.bytes_per_weight
     if model.experts is not None:
-        touched = experts_touched(model, b_arr * as_float("w", w, 1.0))
-        weights = (moe_dense_params(model) + touched * model.expert_layer_params) * b_w / tp
+        touched = experts_touched(model, b_arr * as_float("w", w, 1.0), run.expert_skew)
+        if run.ep == 1:
+            weights = (dense_params(model) + touched * model.expert_layer_params) * b_w / tp
+        else:
+            weights = (
+                dense_params(model) * b_w / tp + touched * model.expert_layer_params * b_w / run.ep
+            )
         weights = np.broadcast_to(weights, np.broadcast_shapes(weights.shape, l_arr.shape))
     else:  # params * b_w: model.weight_bytes when the model's own b_w
         weights = np.full(np.broadcast_shapes(b_arr.shape, l_arr.shape), model.params * b_w / tp)
-    kv = model.kv_bytes_per_token(bytes_per_kv) / min(tp, model.kv_heads)
-    return weights, b_arr * l_arr * kv
+    kv = model.kv_bytes_per_token(bytes_per_kv) / model.kv_shards(tp)
+    return weights, b_arr * model.attended(l_arr) * kv
 
 
-def allreduce_s(
-    model: ModelSpec, hw: HardwareSpec, w: npt.ArrayLike, B: npt.ArrayLike, tp: int
+def collectives_s(
+    model: ModelSpec, hw: HardwareSpec, w: npt.ArrayLike, B: npt.ArrayLike, run: Run
 ) -> FloatArray | float:
-    """Seconds of a pass's all-reduces over ``tp`` GPUs: two per layer, each a ring over
-    ``N * d_model * b_act`` bytes: ``2 (tp-1)/tp * bytes / link_bw + 2 (tp-1) * latency``.
-    0 at ``tp = 1``."""
-    if tp == 1:
-        return 0.0
-    # A cost with tp > 1 has checked its hardware's link when built (_check_runs).
-    assert hw.link_bw_bytes_s is not None, f"{hw.id} has no link_bw_bytes_s"
-    w_arr = as_float("w", w, 1.0)
-    b_arr = as_float("batch", B, 1.0)
-    size = b_arr * w_arr * model.d_model * B_ACT
-    latency_s = (hw.link_latency_us or 0.0) * 1e-6
-    ring = 2.0 * (tp - 1) / tp * size / hw.link_bw_bytes_s + 2.0 * (tp - 1) * latency_s
-    return 2.0 * model.layers * ring
+    """Seconds of a pass's collectives: all-reduces over ``run.tp`` GPUs, all-to-alls over
+    ``run.ep`` (engine.cost.collectives); 0 on one GPU."""
+    seconds: FloatArray | float = 0.0
+    if run.tp > 1:
+        seconds = allreduce_s(model, hw, w, B, run.tp)
+    if run.ep > 1:
+        seconds = seconds + alltoall_s(model, hw, w, B, run.ep)
+    return seconds
 
 
 def _additive_terms(
@@ -149,10 +153,10 @@ def _additive_terms(
     run: Run = Run(),
 ) -> tuple[FloatArray, FloatArray]:
     """(memory seconds, compute seconds) of the additive form, on each of ``run.tp`` GPUs."""
-    weights, kv_cache = pass_bytes(model, B, L, bytes_per_kv, run.tp, run.bytes_per_weight, w)
+    weights, kv_cache = pass_bytes(model, B, L, bytes_per_kv, run, w)
     memory_s = weights / (eta_w * hw.mem_bw_bytes_s) + kv_cache / (eta_kv * hw.mem_bw_bytes_s)
     peak = hw.flops_bf16 if run.flops is None else run.flops
-    compute_s = pass_flops(model, w, B, L, run.tp) / (eta_f * peak)
+    compute_s = pass_flops(model, w, B, L, run.tp, run.ep) / (eta_f * peak)
     return np.broadcast_arrays(memory_s, compute_s)  # type: ignore[return-value]
 
 
@@ -168,10 +172,10 @@ def _max_terms(
     run: Run = Run(),
 ) -> tuple[FloatArray, FloatArray]:
     """(memory seconds, compute seconds) of the max form, on each of ``run.tp`` GPUs."""
-    weights, kv_cache = pass_bytes(model, B, L, bytes_per_kv, run.tp, run.bytes_per_weight, w)
+    weights, kv_cache = pass_bytes(model, B, L, bytes_per_kv, run, w)
     memory_s = (weights + kv_cache) / (eta_bw * hw.mem_bw_bytes_s)
     peak = hw.flops_bf16 if run.flops is None else run.flops
-    compute_s = pass_flops(model, w, B, L, run.tp) / (eta_f * peak)
+    compute_s = pass_flops(model, w, B, L, run.tp, run.ep) / (eta_f * peak)
     return np.broadcast_arrays(memory_s, compute_s)  # type: ignore[return-value]
 
 
@@ -199,8 +203,8 @@ def pass_us_additive(
         model, hw, tokens_per_seq_w, batch, context_len, eta_w, eta_kv, eta_f, bytes_per_kv, run
     )
     times = t0_us + run.overhead_us + 1e6 * (memory_s + compute_s)
-    if run.tp > 1:
-        times = times + 1e6 * allreduce_s(model, hw, tokens_per_seq_w, batch, run.tp)
+    if run.tp > 1 or run.ep > 1:
+        times = times + 1e6 * collectives_s(model, hw, tokens_per_seq_w, batch, run)
     return scalar_or_array(times)
 
 
@@ -226,38 +230,55 @@ def pass_us_max(
         model, hw, tokens_per_seq_w, batch, context_len, eta_f, eta_bw, bytes_per_kv, run
     )
     times = t0_us + run.overhead_us + 1e6 * np.maximum(memory_s, compute_s)
-    if run.tp > 1:
-        times = times + 1e6 * allreduce_s(model, hw, tokens_per_seq_w, batch, run.tp)
+    if run.tp > 1 or run.ep > 1:
+        times = times + 1e6 * collectives_s(model, hw, tokens_per_seq_w, batch, run)
     return scalar_or_array(times)
 
 
-def _check_common(t0_us: float, bytes_per_kv: float) -> None:
-    check_parameter("cost.t0_us", t0_us, 0.0, T0_MAX_US, False)
-    check_parameter("cost.bytes_per_kv", bytes_per_kv, 0.0, 8.0, True)
-
-
-def _check_runs(hw: HardwareSpec, target: Run, draft: Run) -> None:
-    """Each run's GPUs in [1, TP_MAX] (more than one needs the hardware's link) and its
-    overhead in [0, T0_MAX_US]."""
-    for key, run in (("cost.tp", target), ("cost.draft_tp", draft)):
-        check_parameter(key, run.tp, 1, TP_MAX, False)
-        if run.tp > 1 and hw.link_bw_bytes_s is None:
+def _check_runs(hw: HardwareSpec, target_model: ModelSpec, target: Run, draft: Run) -> None:
+    """Each run's GPUs in [1, TP_MAX] (more than one needs the hardware's link; experts over
+    several need an MoE target with at least as many experts), its overhead in
+    [0, T0_MAX_US] and the routing skew in [0, SKEW_MAX]."""
+    for key, gpus in (("cost.tp", target.tp), ("cost.draft_tp", draft.tp), ("cost.ep", target.ep)):
+        check_parameter(key, gpus, 1, TP_MAX, False)
+        if gpus > 1 and hw.link_bw_bytes_s is None:
             raise ValueError(
                 f"{key}: {hw.id} has no link between GPUs in its spec file (link_bw_bytes_s): "
-                "tensor parallelism needs one"
+                "spreading a model over GPUs needs one"
             )
+    if target.ep > 1 and (target_model.experts or 0) < target.ep:
+        raise ValueError(
+            f"cost.ep: {target_model.id} has {target_model.experts or 'no'} routed experts: "
+            f"expert parallelism over {target.ep} GPUs needs an MoE target with as many"
+        )
     check_parameter("cost.draft_overhead_us", draft.overhead_us, 0.0, T0_MAX_US, False)
     check_parameter("target_run.overhead_us", target.overhead_us, 0.0, T0_MAX_US, False)
+    check_parameter("cost.expert_skew", target.expert_skew, 0.0, SKEW_MAX, False)
 
 
+@dataclass(frozen=True)
 class _RooflineParts:
-    """Cycle times from a pass-time function: ``k`` draft passes (w = 1) and one verify pass."""
+    """Cycle times from a pass-time function: ``k`` draft passes (w = 1) and one verify pass,
+    and what both roofline forms share: the specs, a fixed overhead per pass, bytes per KV
+    element, how each model runs, and the fixed cost of a speculative cycle."""
 
     hardware: HardwareSpec
     target: ModelSpec
     draft: ModelSpec
-    target_run: Run
-    draft_run: Run
+    _: KW_ONLY
+    t0_us: float = 0.0
+    bytes_per_kv: float = 2.0
+    target_run: Run = Run()
+    draft_run: Run = Run()
+    # Paid once by every speculative cycle, whatever it drafts (k = 0 too), never by the
+    # autoregressive baseline: the kernel adds it to the verify pass (engine.core.kernel).
+    spec_overhead_us: float = 0.0
+
+    def _check(self) -> None:
+        check_parameter("cost.t0_us", self.t0_us, 0.0, T0_MAX_US, False)
+        check_parameter("cost.bytes_per_kv", self.bytes_per_kv, 0.0, 8.0, True)
+        check_parameter("cost.spec_overhead_us", self.spec_overhead_us, 0.0, T0_MAX_US, False)
+        _check_runs(self.hardware, self.target, self.target_run, self.draft_run)
 
     def _terms(
         self,
@@ -276,8 +297,12 @@ class _RooflineParts:
 
     def draft_us(self, k: npt.ArrayLike, B: npt.ArrayLike, L: npt.ArrayLike) -> Times:
         """Microseconds to draft ``k >= 0`` tokens per sequence: ``k`` passes of the draft
-        model, one token per sequence each, ``B`` sequences, context ``L`` tokens."""
+        model, one token per sequence each, ``B`` sequences, context ``L`` tokens; a draft
+        that drafts in parallel makes one pass over ``k`` tokens per sequence (none at 0)."""
         k_arr = as_float("k", k, 0.0)
+        if self.draft_run.parallel:
+            one = self._pass_us(self.draft, np.maximum(k_arr, 1.0), B, L, self.draft_run)
+            return scalar_or_array(np.where(k_arr > 0, one, 0.0))
         one = self._pass_us(self.draft, 1.0, B, L, self.draft_run)
         return scalar_or_array(np.asarray(k_arr * one))
 
@@ -303,22 +328,14 @@ class _RooflineParts:
 class RooflineCost(_RooflineParts):
     """The ``roofline`` cost model: additive form, efficiencies as measured (docs/model.md)."""
 
-    hardware: HardwareSpec
-    target: ModelSpec
-    draft: ModelSpec
     eta_w: float = ETA_W
     eta_kv: float = ETA_KV
     eta_f: float = ETA_F
-    t0_us: float = 0.0
-    bytes_per_kv: float = 2.0
-    target_run: Run = Run()
-    draft_run: Run = Run()
 
     def __post_init__(self) -> None:
         for name in ("eta_w", "eta_kv", "eta_f"):
             check_parameter(f"cost.{name}", getattr(self, name), EFFICIENCY_MIN, 1.0, False)
-        _check_common(self.t0_us, self.bytes_per_kv)
-        _check_runs(self.hardware, self.target_run, self.draft_run)
+        self._check()
 
     def _terms(
         self,
@@ -364,21 +381,13 @@ class RooflineMaxCost(_RooflineParts):
     """The ``roofline_max`` cost model: the ideal roofline, peak FLOP/s and full bandwidth
     unless ``eta_f`` / ``eta_bw`` say otherwise."""
 
-    hardware: HardwareSpec
-    target: ModelSpec
-    draft: ModelSpec
     eta_f: float = 1.0
     eta_bw: float = 1.0
-    t0_us: float = 0.0
-    bytes_per_kv: float = 2.0
-    target_run: Run = Run()
-    draft_run: Run = Run()
 
     def __post_init__(self) -> None:
         for name in ("eta_f", "eta_bw"):
             check_parameter(f"cost.{name}", getattr(self, name), EFFICIENCY_MIN, 1.0, False)
-        _check_common(self.t0_us, self.bytes_per_kv)
-        _check_runs(self.hardware, self.target_run, self.draft_run)
+        self._check()
 
     def _terms(
         self,

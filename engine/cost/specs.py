@@ -48,6 +48,9 @@ class HardwareSpec:
     # per GPU, and the latency of one hop in microseconds. None: not in the spec file.
     link_bw_bytes_s: float | None = None
     link_latency_us: float | None = None
+    # A full mesh (MI300X's Infinity Fabric), not a switch: bytes/s each way between one
+    # pair of GPUs, so a collective over ``g`` GPUs gets at most ``(g - 1)`` times this.
+    link_peer_bw_bytes_s: float | None = None
     # Peak dense FP8 Tensor FLOP/s (FP32 accumulate), for fp8 matmuls; None: not in the file.
     flops_fp8: float | None = None
 
@@ -87,6 +90,15 @@ class ModelSpec:
     experts_active: int | None = None
     expert_params: float | None = None
     moe_layers: int | None = None
+    # Multi-head latent attention (DeepSeek-V2/V3): each layer caches one compressed vector
+    # of ``kv_lora_rank + qk_rope_head_dim`` elements a token, the same on every GPU of a
+    # tensor-parallel run (None: K and V per KV head).
+    kv_lora_rank: int | None = None
+    qk_rope_head_dim: int | None = None
+    # Sliding-window attention: ``sliding_layers`` layers (all unless given) attend to the
+    # last ``sliding_window`` tokens only, so their KV read and attention stop growing there.
+    sliding_window: int | None = None
+    sliding_layers: int | None = None
 
     @property
     def expert_layer_params(self) -> float:
@@ -97,8 +109,27 @@ class ModelSpec:
         return self.expert_params * (self.moe_layers or self.layers)
 
     def kv_bytes_per_token(self, bytes_per_kv: float = 2.0) -> float:
-        """KV-cache bytes per context token: ``2 * layers * kv_heads * head_dim * bytes_per_kv``."""
+        """KV-cache bytes per context token: ``2 * layers * kv_heads * head_dim * bytes_per_kv``
+        (with latent attention ``layers * (kv_lora_rank + qk_rope_head_dim) * bytes_per_kv``)."""
+        if self.kv_lora_rank is not None:
+            return self.layers * (self.kv_lora_rank + (self.qk_rope_head_dim or 0)) * bytes_per_kv
         return 2.0 * self.layers * self.kv_heads * self.head_dim * bytes_per_kv
+
+    def kv_shards(self, tp: int) -> int:
+        """GPUs of a ``tp``-way run that split a token's KV cache: ``min(tp, kv_heads)`` (KV
+        heads replicated past ``kv_heads``); 1 with latent attention (one vector, replicated)."""
+        return 1 if self.kv_lora_rank is not None else min(tp, self.kv_heads)
+
+    def attended(self, context: Any) -> Any:
+        """The context a layer reads, averaged over the layers: ``context`` itself, or with
+        sliding windows ``((layers - s) * L + s * min(L, window)) / layers``."""
+        if self.sliding_window is None:
+            return context
+        import numpy as np
+
+        sliding = self.sliding_layers or self.layers
+        capped = np.minimum(context, float(self.sliding_window))
+        return ((self.layers - sliding) * context + sliding * capped) / self.layers
 
     @property
     def weight_bytes(self) -> float:
@@ -115,6 +146,7 @@ _HARDWARE_FIELDS: dict[str, tuple[str, bool]] = {
     "mem_bytes": ("positive", True),
     "link_bw_bytes_s": ("positive", False),
     "link_latency_us": ("nonnegative", False),
+    "link_peer_bw_bytes_s": ("positive", False),
     "flops_fp8": ("positive", False),
     "source": ("text", True),
     "notes": ("text", True),
@@ -137,6 +169,10 @@ _MODEL_FIELDS: dict[str, tuple[str, bool]] = {
     "experts_active": ("count", False),
     "expert_params": ("positive", False),
     "moe_layers": ("count", False),
+    "kv_lora_rank": ("count", False),
+    "qk_rope_head_dim": ("count", False),
+    "sliding_window": ("count", False),
+    "sliding_layers": ("count", False),
     "source": ("text", True),
     "notes": ("text", True),
 }
@@ -183,6 +219,41 @@ def _check_value(where: str, field: str, kind: str, value: Any) -> Any:
     return float(value)
 
 
+# Fields that need another (a mixture of experts needs all three of its counts).
+_MODEL_NEEDS = {
+    "experts": ("experts_active", "expert_params"),
+    "experts_active": ("experts",),
+    "expert_params": ("experts",),
+    "moe_layers": ("experts",),
+    "qk_rope_head_dim": ("kv_lora_rank",),
+    "sliding_layers": ("sliding_window",),
+}
+
+
+def _check_model(where: str, values: Mapping[str, Any]) -> None:
+    """One SpecError line for fields that do not fit together."""
+    for field, needed in _MODEL_NEEDS.items():
+        for other in needed:
+            if field in values and other not in values:
+                raise SpecError(f"{where}: field '{field}' needs '{other}'")
+    bounds = (("experts_active", "experts"), ("moe_layers", "layers"), ("sliding_layers", "layers"))
+    for field, bound in bounds:
+        if field in values and values[field] > values[bound]:
+            raise SpecError(
+                f"{where}: field '{field}' must be at most {bound} ({values[bound]}), "
+                f"got {values[field]}"
+            )
+    if "experts" in values:
+        routed = (
+            values["experts"] * values["expert_params"] * values.get("moe_layers", values["layers"])
+        )
+        if routed >= values["params"]:
+            raise SpecError(
+                f"{where}: field 'params' ({values['params']:g}) must exceed the "
+                f"routed experts' parameters (experts x expert_params x moe_layers = {routed:.6g})"
+            )
+
+
 def _parse_entries(
     text: str, origin: str, fields: Mapping[str, tuple[str, bool]], cls: type
 ) -> dict[str, Any]:
@@ -215,6 +286,8 @@ def _parse_entries(
                     raise SpecError(f"{where}: missing field '{field}'")
                 continue
             values[field] = _check_value(where, field, kind, table[field])
+        if cls is ModelSpec:
+            _check_model(where, values)
         entries[spec_id] = cls(id=spec_id, origin=origin, **values)
     return entries
 

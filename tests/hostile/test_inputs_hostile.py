@@ -135,7 +135,15 @@ def _cost_values(model: str):
             ends = [math.nextafter(low, math.inf) if spec.low_open else low, high]
             inner = st.floats(low, high, exclude_min=spec.low_open)
             fields[key] = st.sampled_from(ends) | inner
-    return st.fixed_dictionaries(fields)
+    return st.fixed_dictionaries(fields).map(_moe_when_experts_spread)
+
+
+def _moe_when_experts_spread(values: dict) -> dict:
+    """Experts over several GPUs need an MoE target with as many experts (refused on
+    construction otherwise): the shipped MoE model with the most experts takes them."""
+    if values.get("cost.ep", 1) > 1:
+        return {**values, "cost.target": "qwen3-30b-a3b"}
+    return values
 
 
 def _table_text():

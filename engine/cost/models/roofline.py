@@ -38,14 +38,17 @@ def _model_ids() -> tuple[str, ...]:
     return known_ids("model")
 
 
-TP_MAX = 64
+TP_MAX = 64  # GPUs a model or its experts may spread over
+SKEW_MAX = 4.0  # the largest MoE routing skew (engine.cost.moe)
 # Bytes per weight by format (None: the model's own): 4-bit formats carry their block scales,
-# NVFP4 one fp8 scale per 16 values (9 bytes per 16), MXFP4 one 8-bit scale per 32 (17 per 32).
+# int4 one bf16 scale per group of 128 (GPTQ, AWQ: 0.5 + 2/128), NVFP4 one fp8 scale per 16
+# values (9 bytes per 16), MXFP4 one 8-bit scale per 32 (17 per 32).
 WEIGHT_BYTES: dict[str, float | None] = {
     "model": None,
     "bf16": 2.0,
     "fp8": 1.0,
     "int8": 1.0,
+    "int4": 0.5 + 2 / 128,
     "nvfp4": 9 / 16,
     "mxfp4": 17 / 32,
 }
@@ -126,8 +129,16 @@ SPEC_FIELDS = (
         kind="choice",
         choices=tuple(WEIGHT_BYTES),
         help="roofline: the target's weights: model (its own bytes per weight), bf16 2 bytes, "
-        "fp8 and int8 1, nvfp4 9/16 (4 bits and an fp8 scale per 16), mxfp4 17/32 (4 bits and "
-        "an 8-bit scale per 32)",
+        "fp8 and int8 1, int4 0.516 (4 bits and a bf16 scale per 128), nvfp4 9/16 (4 bits and "
+        "an fp8 scale per 16), mxfp4 17/32 (4 bits and an 8-bit scale per 32)",
+    ),
+    field(
+        "cost.draft_weight_dtype",
+        "model",
+        label="draft w",
+        kind="choice",
+        choices=tuple(WEIGHT_BYTES),
+        help="roofline: the draft's weights, as cost.weight_dtype",
     ),
     field(
         "cost.compute_dtype",
@@ -147,6 +158,45 @@ SPEC_FIELDS = (
         unit="us",
         help="roofline: fixed cost of each draft pass beyond t0 (launches: eager or a CUDA graph)",
     ),
+    field(
+        "cost.drafting",
+        "sequential",
+        label="drafting",
+        kind="choice",
+        choices=("sequential", "parallel"),
+        help="roofline: sequential (one draft pass a token) or parallel (k tokens in one pass "
+        "over k positions: PARD, DFlash)",
+    ),
+    field(
+        "cost.spec_overhead_us",
+        0.0,
+        label="spec +us",
+        kind="number",
+        low=0.0,
+        high=T0_MAX_US,
+        unit="us",
+        help="roofline: fixed cost of every speculative cycle, k = 0 too (sampling, "
+        "bookkeeping); the autoregressive baseline does not pay it",
+    ),
+    field(
+        "cost.ep",
+        1,
+        label="ep",
+        kind="int",
+        low=1,
+        high=TP_MAX,
+        help="roofline: GPUs an MoE target's routed experts spread over (expert parallel; "
+        "two all-to-alls a MoE layer)",
+    ),
+    field(
+        "cost.expert_skew",
+        0.0,
+        label="skew",
+        kind="number",
+        low=0.0,
+        high=SKEW_MAX,
+        help="roofline: MoE routing skew s (expert popularity ~ rank^-s; 0: uniform)",
+    ),
 )
 
 
@@ -155,9 +205,10 @@ def check_links(config: Any) -> None:
     GPUs of hardware whose spec file gives no link between them, or ``cost.compute_dtype``
     when fp8 matmuls run on hardware without an fp8 peak (a scenario is refused on
     construction, as an unknown id is)."""
-    if config.tp == 1 and config.draft_tp == 1 and config.compute_dtype == "bf16":
+    spread = (("cost.tp", config.tp), ("cost.draft_tp", config.draft_tp), ("cost.ep", config.ep))
+    if all(gpus == 1 for _, gpus in spread) and config.compute_dtype == "bf16":
         return
-    from engine.cost.specs import SpecError, get_hardware
+    from engine.cost.specs import SpecError, get_hardware, get_model
 
     try:
         hardware = get_hardware(config.gpu)
@@ -168,12 +219,23 @@ def check_links(config: Any) -> None:
             "cost.compute_dtype",
             f"{hardware.id} has no fp8 peak in its spec file (flops_fp8): use bf16",
         )
-    for key, tp in (("cost.tp", config.tp), ("cost.draft_tp", config.draft_tp)):
-        if tp > 1 and hardware.link_bw_bytes_s is None:
+    for key, gpus in spread:
+        if gpus > 1 and hardware.link_bw_bytes_s is None:
             raise ConfigError(
                 key,
                 f"{hardware.id} has no link between GPUs in its spec file "
-                "(link_bw_bytes_s): tensor parallelism needs one",
+                "(link_bw_bytes_s): spreading a model over GPUs needs one",
+            )
+    if config.ep > 1:
+        try:
+            target = get_model(config.target)
+        except SpecError:
+            return  # reported by cost.target when the cost is built
+        if (target.experts or 0) < config.ep:
+            raise ConfigError(
+                "cost.ep",
+                f"{target.id} has {target.experts or 'no'} routed experts: expert parallelism "
+                f"over {config.ep} GPUs needs an MoE target with as many",
             )
 
 
@@ -185,9 +247,19 @@ def _runs(config: SpecConfig, hardware: HardwareSpec) -> dict[str, Any]:
     flops = hardware.flops_fp8 if config.compute_dtype == "fp8" else None
     return {
         "target_run": Run(
-            tp=config.tp, bytes_per_weight=WEIGHT_BYTES[config.weight_dtype], flops=flops
+            tp=config.tp,
+            bytes_per_weight=WEIGHT_BYTES[config.weight_dtype],
+            flops=flops,
+            ep=config.ep,
+            expert_skew=config.expert_skew,
         ),
-        "draft_run": Run(tp=config.draft_tp, overhead_us=config.draft_overhead_us),
+        "draft_run": Run(
+            tp=config.draft_tp,
+            overhead_us=config.draft_overhead_us,
+            bytes_per_weight=WEIGHT_BYTES[config.draft_weight_dtype],
+            parallel=config.drafting == "parallel",
+        ),
+        "spec_overhead_us": config.spec_overhead_us,
     }
 
 
@@ -249,11 +321,21 @@ def specs_label(config: Any) -> str:
     gpus = f"{config.tp} x {config.gpu}" if config.tp > 1 else config.gpu
     if config.weight_dtype != "model" or config.compute_dtype != "bf16":
         gpus += f" ({config.weight_dtype} weights, {config.compute_dtype} matmuls)"
+    if config.ep > 1:
+        gpus += f", experts over {config.ep}"
+    if config.expert_skew:
+        gpus += f", routing skew {config.expert_skew:g}"
     draft = f"{config.draft} drafts"
+    if config.drafting == "parallel":
+        draft += " in one pass"
     if config.draft_tp > 1:
         draft += f" on {config.draft_tp}"
+    if config.draft_weight_dtype != "model":
+        draft += f" ({config.draft_weight_dtype} weights)"
     if config.draft_overhead_us:
         draft += f" (+{config.draft_overhead_us:g} us a pass)"
+    if config.spec_overhead_us:
+        draft += f", +{config.spec_overhead_us:g} us a cycle"
     return (
         f"{config.cost_model} on {gpus}: {config.target} verifies, {draft}, "
         f"batch {config.batch_size}, prompt {config.prompt_len}"

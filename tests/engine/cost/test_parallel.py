@@ -72,14 +72,50 @@ def test_the_draft_runs_on_its_own_gpus():
     assert float(both.draft_us(1, 1, 0)) < float(one.draft_us(1, 1, 0))
 
 
-def test_tensor_parallel_needs_the_hardwares_link_and_is_refused_on_construction():
+LONE_GPU = """
+["lone-gpu"]
+name = "a GPU whose spec gives no link"
+flops_bf16 = 1e15
+mem_bw_bytes_s = 3e12
+mem_bytes = 8e10
+source = "test"
+notes = ""
+"""
+
+
+@pytest.fixture
+def lone_gpu(tmp_path):
+    """A user GPU without a link in its spec ($XDG_CONFIG_HOME is this test's own)."""
+    folder = tmp_path / "xdg-config" / "spectui"
+    folder.mkdir(parents=True)
+    (folder / "hardware.toml").write_text(LONE_GPU)
+    return "lone-gpu"
+
+
+def test_tensor_parallel_needs_the_hardwares_link_and_is_refused_on_construction(lone_gpu):
     for form in ("roofline", "roofline_max"):
-        with pytest.raises(ConfigError, match="cost.tp: mi300x has no link between GPUs"):
-            SpecConfig().replace(**{"cost.model": form, "cost.gpu": "mi300x", "cost.tp": 2})
-        with pytest.raises(ConfigError, match="cost.draft_tp: mi300x has no link"):
-            SpecConfig().replace(**{"cost.model": form, "cost.gpu": "mi300x", "cost.draft_tp": 2})
+        with pytest.raises(ConfigError, match="cost.tp: lone-gpu has no link between GPUs"):
+            SpecConfig().replace(**{"cost.model": form, "cost.gpu": lone_gpu, "cost.tp": 2})
+        with pytest.raises(ConfigError, match="cost.draft_tp: lone-gpu has no link"):
+            SpecConfig().replace(**{"cost.model": form, "cost.gpu": lone_gpu, "cost.draft_tp": 2})
     # Another cost model does not read them.
-    assert SpecConfig().replace(**{"cost.gpu": "mi300x", "cost.tp": 2}).tp == 2
+    assert SpecConfig().replace(**{"cost.gpu": lone_gpu, "cost.tp": 2}).tp == 2
+
+
+def test_every_shipped_gpu_has_a_link():
+    from engine.cost.specs import load_hardware
+
+    assert all(spec.link_bw_bytes_s for spec in load_hardware().values())
+
+
+def test_a_full_mesh_gives_a_collective_one_link_per_peer():
+    # MI300X: seven 64 GB/s links each way; 2 GPUs share one, 8 use all seven.
+    from engine.cost.collectives import link_bw
+    from engine.cost.specs import get_hardware
+
+    mi300x, h100 = get_hardware("mi300x"), get_hardware("h100")
+    assert [link_bw(mi300x, g) for g in (2, 4, 8, 16)] == [64e9, 192e9, 448e9, 448e9]
+    assert [link_bw(h100, g) for g in (2, 8)] == [450e9, 450e9]  # a switch: every pair at full
 
 
 def test_the_settings_are_in_the_label():

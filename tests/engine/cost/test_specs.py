@@ -18,7 +18,7 @@ from engine.cost.specs import (
 )
 
 SHIPPED_HARDWARE = {
-    *("h100", "h200", "a100-80gb", "mi300x", "l40s", "rtx-4090"),
+    *("h100", "h200", "b200", "a100-80gb", "mi300x", "l40s", "rtx-4090"),
     *("v100-pcie", "rtx-3090"),  # the validation table's (docs/validation.md)
 }
 SHIPPED_MODELS = {
@@ -43,6 +43,8 @@ SHIPPED_MODELS = {
     "medusa-vicuna-7b-4",
     "qwen3-30b-a3b",  # MoE (issue #26)
     "llama-3.2-3b",
+    *("llama-3.3-70b", "llama-3.1-405b", "qwen3-8b", "qwen3-235b-a22b", "deepseek-v3"),
+    *("gpt-oss-120b", "mixtral-8x7b", "eagle3-llama-3.3-70b", "deepseek-v3-mtp"),
 }
 
 GOOD_HARDWARE = """
@@ -152,9 +154,44 @@ def test_unknown_ids_list_the_known_ones(config_dir):
     with pytest.raises(SpecError) as caught:
         get_hardware("h1000")
     message = str(caught.value)
-    assert message.startswith("unknown hardware 'h1000' (known: a100-80gb, h100, h200,")
-    with pytest.raises(SpecError, match=r"unknown model 'llama-8b' \(known: eagle-llama"):
+    assert message.startswith("unknown hardware 'h1000' (known: a100-80gb, b200, h100, h200,")
+    with pytest.raises(SpecError, match=r"unknown model 'llama-8b' \(known: deepseek-v3, "):
         get_model("llama-8b")
+
+
+# Each model card's headline (total, active) in billions of parameters, against the counts
+# the data file recomputes from config.json's shapes (issue #26).
+HEADLINES = {
+    "llama-3.1-405b": (405, None),
+    "qwen3-8b": (8.2, None),
+    "qwen3-235b-a22b": (235, 22),
+    "deepseek-v3": (671, 37),
+    "gpt-oss-120b": (116.83, 5.13),  # the card's active count leaves out the embedding
+    "mixtral-8x7b": (46.7, 12.9),
+}
+
+
+@pytest.mark.parametrize("model_id", sorted(HEADLINES))
+def test_new_models_counts_match_their_cards(config_dir, model_id):
+    from engine.cost.moe import active_params
+
+    model = load_models()[model_id]
+    total, active = HEADLINES[model_id]
+    assert model.params / 1e9 == pytest.approx(total, rel=0.01)
+    if active is not None:
+        counted = active_params(model)
+        if model_id == "gpt-oss-120b":
+            counted -= model.embedding_lookup_params
+        assert counted / 1e9 == pytest.approx(active, rel=0.02)
+
+
+def test_latent_and_windowed_attention_in_the_shipped_data(config_dir):
+    models = load_models()
+    # DeepSeek-V3: one 576-element latent a layer a token, 61 layers, fp8 cache entries here.
+    assert models["deepseek-v3"].kv_bytes_per_token(1.0) == 61 * 576
+    # gpt-oss-120b: half its 36 layers see the last 128 tokens.
+    gpt = models["gpt-oss-120b"]
+    assert float(gpt.attended(10_128)) == pytest.approx((18 * 10_128 + 18 * 128) / 36)
 
 
 @pytest.mark.parametrize(
