@@ -58,3 +58,46 @@ def test_an_moe_target_wants_a_shorter_draft_at_batch_1_and_a_longer_one_at_64(c
     moe, dense = "qwen3-30b-a3b", "llama-3.2-3b"
     assert best[(moe, 1)][0] < best[(dense, 1)][0] and best[(moe, 1)][1] < best[(dense, 1)][1]
     assert best[(moe, 64)][0] > best[(moe, 1)][0] and best[(moe, 64)][1] > best[(dense, 64)][1]
+
+
+def test_an_eager_draft_turns_speculation_off(cli, tmp_path):
+    # aiconfigurator's measurement: vLLM ran this draft eagerly at 15.3 ms a pass, and
+    # speculation ran at 0.4x the plain decoding speed.
+    _, frame = sweep(cli, tmp_path, "eager-draft")
+    best = best_k(frame, ["cost.draft_overhead_us"])
+    graphed, eager = best[0.0], best[14842.0]
+    assert graphed[0] >= 6 and graphed[1] > 3
+    assert eager[0] == 1 and eager[1] < 1
+    at_k3 = frame[(frame["cost.draft_overhead_us"] == 14842.0) & (frame["k"] == 3)]
+    assert float(at_k3["speedup_exact"].iloc[0]) == pytest.approx(0.4, abs=0.02)
+
+
+def regime_rows(cli, *flags):
+    """``spectui regime``'s table as the user reads it: {batch: [(K*, speedup, pays)]}."""
+    status, shown, err = cli("regime", *flags)
+    assert status == 0, err
+    rows = {}
+    for line in shown.splitlines():
+        cells = re.findall(r"(\d+)(✗?)≈? (\d+\.\d+)", line)
+        head = re.match(r"\s+(\d+)\s", line)
+        if head and cells:
+            rows[int(head.group(1))] = [(int(k), float(s), not off) for k, off, s in cells]
+    return rows
+
+
+def test_the_regime_map_of_an_moe_target_moves_the_best_k_and_the_crossover(cli):
+    flags = ("--preset", "moe-vs-dense", "--batch-sizes", "1,4,16,64", "--contexts", "1024")
+    moe = regime_rows(cli, *flags, "--target", "qwen3-30b-a3b")
+    dense = regime_rows(cli, *flags, "--target", "llama-3.2-3b")
+    # Batch 1: the MoE target's best K is shorter (no K pays at all), the dense one's is not.
+    assert moe[1][0][0] < dense[1][0][0] and not moe[1][0][2] and dense[1][0][2]
+    # Speculation starts to pay for the MoE target only as the batch loads every expert
+    # anyway, and then it pays more than for the dense one.
+    assert moe[16][0][2] and moe[16][0][1] > dense[16][0][1]
+
+
+def test_a_parallel_draft_wants_a_longer_draft(cli):
+    flags = ("--batch-sizes", "1", "--contexts", "1024", "--k-max", "16")
+    sequential = regime_rows(cli, *flags)[1][0]
+    parallel = regime_rows(cli, *flags, "--drafting", "parallel")[1][0]
+    assert parallel[0] > sequential[0] and parallel[1] > sequential[1]
