@@ -45,6 +45,7 @@ SHIPPED_MODELS = {
     "llama-3.2-3b",
     *("llama-3.3-70b", "llama-3.1-405b", "qwen3-8b", "qwen3-235b-a22b", "deepseek-v3"),
     *("gpt-oss-120b", "mixtral-8x7b", "eagle3-llama-3.3-70b", "deepseek-v3-mtp"),
+    *("qwen3-0.6b", "llama-4-maverick"),
 }
 
 GOOD_HARDWARE = """
@@ -168,6 +169,8 @@ HEADLINES = {
     "deepseek-v3": (671, 37),
     "gpt-oss-120b": (116.83, 5.13),  # the card's active count leaves out the embedding
     "mixtral-8x7b": (46.7, 12.9),
+    "qwen3-0.6b": (0.6, None),
+    "llama-4-maverick": (400, 17),  # the text model (the vision tower is about 0.5 %)
 }
 
 
