@@ -58,6 +58,11 @@ def roofline_of(entry: Entry) -> RooflineCost:
     from engine.core.config import SpecConfig
     from engine.cost.models import build_cost
 
+    runs = {
+        f"cost.{name}": entry.values[name]
+        for name in ("tp", "draft_tp", "ep", "weight_dtype", "compute_dtype")
+        if name in entry.values
+    }
     scenario = SpecConfig().replace(
         **{
             "cost.model": "roofline",
@@ -65,6 +70,7 @@ def roofline_of(entry: Entry) -> RooflineCost:
             "cost.target": entry.target,
             "cost.draft": entry.draft or entry.target,
             "batch_size": entry.batch or 1,
+            **runs,
         }
     )
     from engine.cost.roofline import RooflineCost
@@ -128,12 +134,21 @@ def cycle_of(entry: Entry, cost: RooflineCost) -> Cycle:
     return Cycle(cycle, 1 + passes, step)
 
 
+def entry_cycle(entry: Entry) -> Cycle:
+    """The roofline's cycle of ``entry`` (:func:`cycle_of`). A chain that drafts nothing
+    (K = 0: speculation on, no draft) is one decoding step whatever the specs: no cost
+    model is built, and the entry may name hardware and models not in the spec files."""
+    if entry.k == 0 and entry.quantity == "speedup":
+        return Cycle(1.0, 1, 1.0)
+    return cycle_of(entry, roofline_of(entry))
+
+
 def from_specs(entry: Entry, t0_us: float = 0.0) -> Prediction:
     """The roofline's prediction of ``entry`` (module docstring), with a fixed overhead of
     ``t0_us`` on every pass (0: today's defaults)."""
     if entry.pending:
         return Prediction(None, entry.status)
-    cycle = cycle_of(entry, roofline_of(entry))
+    cycle = entry_cycle(entry)
     if entry.quantity == "cost ratio":
         return Prediction(cycle.steps(t0_us))
     tokens = entry.tokens_per_cycle
@@ -169,7 +184,7 @@ def fit_overhead(table: Sequence[Entry]) -> OverheadFit | None:
         tokens = None if ratio else entry.tokens_per_cycle
         if entry.pending or (not ratio and tokens is None):
             continue
-        cycles.append((entry, cycle_of(entry, roofline_of(entry)), tokens))
+        cycles.append((entry, entry_cycle(entry), tokens))
     if not cycles:
         return None
 

@@ -3,7 +3,8 @@ measurement, ``[[series]]`` for what the entries of one setup share (docs/valida
 
 Every entry names its source (``source``, ``url``, the date it was ``read``), its setup
 (hardware, GPU count, target, method and draft, K or tree, batch, prompt and output
-lengths, temperature), the
+lengths, temperature; the target's ``tp`` and ``ep`` GPUs and the draft's ``draft_tp``, the
+target's ``weight_dtype`` and ``compute_dtype`` as the roofline's fields name them), the
 acceptance the source reports (``mean_length`` bonus token included, or ``draft_acceptance``
 accepted per drafted token, and ``acceptance`` in the source's words; ``acceptance_assumed``
 when the source reports none for this run and another run's is used), the measured outcome
@@ -47,10 +48,15 @@ FIELDS: dict[str, str] = {
     "engine": "text",
     "hardware": "text",
     "gpus": "count",
+    "tp": "count",
+    "draft_tp": "count",
+    "ep": "count",
+    "weight_dtype": "text",
+    "compute_dtype": "text",
     "target": "text",
     "method": "text",
     "draft": "text",
-    "k": "count",
+    "k": "whole",
     "verify_width": "count",
     "draft_passes": "whole",
     "draft_width": "count",

@@ -186,3 +186,25 @@ def test_the_overhead_fit_scores_a_cost_ratio_as_a_ratio():
     fit = fit_overhead([ratio])
     assert fit is not None
     assert fit.errors["s-c"] == pytest.approx(from_specs(ratio, fit.t0_us).value / 0.3 - 1)
+
+
+def test_a_cycle_that_drafts_nothing_is_one_step_whatever_the_specs():
+    # vLLM #49548: speculation on, K = 0, on a GPU and a model the spec files do not hold.
+    text = SERIES.replace('hardware = "h100"', 'hardware = "H100 NVL"').replace(
+        'target = "llama-3.1-8b"', 'target = "gemma-4-31B-it-qat-FP8"'
+    )
+    text += '[[entry]]\nid = "s-k0"\nseries = "s"\nk = 0\nmean_length = 1.0\n'
+    text += "tpot_ms = 15.317\nbaseline_tpot_ms = 14.374\n"
+    (zero,) = parse_table(text, "t.toml")
+    assert from_specs(zero).value == 1.0
+    assert zero.measured == pytest.approx(14.374 / 15.317)
+    assert from_specs(zero, t0_us=500.0).value == 1.0  # a pass's overhead is the step's too
+
+
+def test_a_tensor_parallel_entry_is_priced_over_its_gpus():
+    # SGLang #4716: the 70B target and its EAGLE-3 head each over 8 H100s.
+    from engine.validate.predict import roofline_of
+
+    cost = roofline_of(entry("sglang-4716-l33-70b-tp8"))
+    assert (cost.target_run.tp, cost.draft_run.tp) == (8, 8)
+    assert cost.target.id == "llama-3.3-70b" and cost.draft.id == "eagle3-llama-3.3-70b"

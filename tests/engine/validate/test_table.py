@@ -46,8 +46,8 @@ def test_an_entry_takes_its_series_fields_and_computes_the_measured_speedup():
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        (("k = 2", "k = 0"), "entry s-k2: field 'k' must be a whole number >= 1"),
-        (("k = 2", "k = 2.5"), "entry s-k2: field 'k' must be a whole number >= 1"),
+        (("k = 2", "k = -1"), "entry s-k2: field 'k' must be a whole number >= 0"),
+        (("k = 2", "k = 2.5"), "entry s-k2: field 'k' must be a whole number >= 0"),
         (("mean_length = 2.0", "mean_length = 3.5"), "field 'mean_length' must be in [1, K + 1]"),
         (("mean_length = 2.0", "mean_length = nan"), "field 'mean_length' must be a finite number"),
         (("tpot_ms = 4.0", "tpot_ms = -4.0"), "entry s-k2: field 'tpot_ms' must be > 0"),
@@ -118,7 +118,7 @@ def test_the_shipped_table_covers_what_the_issue_lists():
 def test_every_predicted_entry_names_shipped_specs():
     hardware, models = load_hardware(), load_models()
     for entry in shipped_table():
-        if entry.pending:
+        if entry.pending or entry.k == 0:  # a cycle that drafts nothing is a step: no specs
             continue
         assert entry.hardware in hardware, entry.id
         assert entry.target in models, entry.id
