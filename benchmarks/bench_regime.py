@@ -4,7 +4,9 @@
 
 The map of issue #10: 10 batch sizes (1..512) x 8 context lengths (1k..128k) x K 1..16 at
 T = 128, Llama-3.1-8B verifying on an H100 with Llama-3.2-1B drafting (roofline, and the
-ideal roofline), target: under a second. Each map is timed in a fresh state (the cost
+ideal roofline), and with issue #26's terms (a 70B target over 4 GPUs; DeepSeek-V3 over 8
+with expert parallelism, skewed routing and its MTP module drafting), target: under a
+second. Each map is timed in a fresh state (the cost
 models' caches hold only the last few configurations), after one untimed map that pays
 the imports. Peak RSS is the process's (``ru_maxrss``), imports included; the Python heap
 peak of one map (tracemalloc) is printed beside it.
@@ -53,8 +55,26 @@ def main() -> None:
     )
     regime_map(base.replace(seed=1))  # imports and first-call costs, untimed
     print(f"regime map 10 batch sizes x 8 contexts x K 1..16, T={args.tokens}")
-    for cost_model in ("roofline", "roofline_max"):
-        config = base.replace(cost_model=cost_model)
+    # Issue #26's terms: tensor parallelism (the 70B target and its head over 4 H100s), and
+    # an MoE target with latent attention over 8 H200s, its experts spread over 8 with
+    # skewed routing, drafted by its own MoE multi-token-prediction module.
+    settings = {
+        "roofline": base,
+        "roofline_max": base.replace(cost_model="roofline_max"),
+        "roofline, 70B TP 4": base.replace(
+            target="llama-3.3-70b", draft="eagle3-llama-3.3-70b", tp=4, draft_tp=4
+        ),
+        "roofline, MoE EP 8": base.replace(
+            gpu="h200",
+            target="deepseek-v3",
+            draft="deepseek-v3-mtp",
+            tp=8,
+            draft_tp=8,
+            ep=8,
+            expert_skew=0.5,
+        ),
+    }
+    for cost_model, config in settings.items():
         times = []
         for _ in range(args.repeat):
             start = time.perf_counter()
@@ -62,7 +82,7 @@ def main() -> None:
             times.append(time.perf_counter() - start)
         median = sorted(times)[len(times) // 2]
         print(
-            f"{cost_model:<13} best {min(times):6.3f} s  median {median:6.3f} s"
+            f"{cost_model:<19} best {min(times):6.3f} s  median {median:6.3f} s"
             f"  ({regime.speedup.size} configurations)"
         )
     configs = load_preset("seed-576").sweep.configs()
@@ -86,13 +106,14 @@ def main() -> None:
                 for k in regime.ks:
                     speedup_exact(base.replace(batch_size=b, prompt_len=c, k=k))
         print(f"roofline, one speedup_exact per configuration {time.perf_counter() - start:.3f} s")
-    tracemalloc.start()
-    regime_map(base)
-    _, heap = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
     print(f"peak RSS {rss:.0f} MiB (process, imports included)")
-    print(f"heap peak of one map {heap / 2**20:.1f} MiB (tracemalloc)")
+    for name in ("roofline", "roofline, MoE EP 8"):
+        tracemalloc.start()
+        regime_map(settings[name].replace(seed=7))  # a seed not timed: priced afresh
+        _, heap = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        print(f"heap peak of one map, {name}: {heap / 2**20:.1f} MiB (tracemalloc)")
 
 
 if __name__ == "__main__":
