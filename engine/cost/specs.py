@@ -53,6 +53,8 @@ class HardwareSpec:
     link_peer_bw_bytes_s: float | None = None
     # Peak dense FP8 Tensor FLOP/s (FP32 accumulate), for fp8 matmuls; None: not in the file.
     flops_fp8: float | None = None
+    # Peak dense FP4 Tensor FLOP/s (nvfp4, mxfp4; Blackwell), for fp4 matmuls; None: none.
+    flops_fp4: float | None = None
 
     @property
     def ridge_flop_per_byte(self) -> float:
@@ -148,6 +150,7 @@ _HARDWARE_FIELDS: dict[str, tuple[str, bool]] = {
     "link_latency_us": ("nonnegative", False),
     "link_peer_bw_bytes_s": ("positive", False),
     "flops_fp8": ("positive", False),
+    "flops_fp4": ("positive", False),
     "source": ("text", True),
     "notes": ("text", True),
 }

@@ -53,6 +53,9 @@ WEIGHT_BYTES: dict[str, float | None] = {
     "mxfp4": 17 / 32,
 }
 
+# The matmul formats and the hardware field holding each one's peak (None: flops_bf16).
+COMPUTE_PEAKS: dict[str, str | None] = {"bf16": None, "fp8": "flops_fp8", "fp4": "flops_fp4"}
+
 SPEC_IDS.setdefault("hardware", _hardware_ids)
 SPEC_IDS.setdefault("model", _model_ids)
 
@@ -145,8 +148,9 @@ SPEC_FIELDS = (
         "bf16",
         label="matmuls",
         kind="choice",
-        choices=("bf16", "fp8"),
-        help="roofline: the peak the target's matmuls run at: bf16, or fp8 (the GPU's flops_fp8)",
+        choices=tuple(COMPUTE_PEAKS),
+        help="roofline: the peak the target's matmuls run at: bf16, fp8 (the GPU's flops_fp8) "
+        "or fp4 (flops_fp4: Blackwell's nvfp4 and mxfp4)",
     ),
     field(
         "cost.draft_overhead_us",
@@ -203,7 +207,7 @@ SPEC_FIELDS = (
 def check_links(config: Any) -> None:
     """ConfigError naming ``cost.tp`` or ``cost.draft_tp`` when a model runs over several
     GPUs of hardware whose spec file gives no link between them, or ``cost.compute_dtype``
-    when fp8 matmuls run on hardware without an fp8 peak (a scenario is refused on
+    when fp8 or fp4 matmuls run on hardware without that peak (a scenario is refused on
     construction, as an unknown id is)."""
     spread = (("cost.tp", config.tp), ("cost.draft_tp", config.draft_tp), ("cost.ep", config.ep))
     if all(gpus == 1 for _, gpus in spread) and config.compute_dtype == "bf16":
@@ -214,10 +218,11 @@ def check_links(config: Any) -> None:
         hardware = get_hardware(config.gpu)
     except SpecError:
         return  # an unreadable spec is reported by cost.gpu when the cost is built
-    if config.compute_dtype == "fp8" and hardware.flops_fp8 is None:
+    peak = COMPUTE_PEAKS[config.compute_dtype]
+    if peak is not None and getattr(hardware, peak) is None:
         raise ConfigError(
             "cost.compute_dtype",
-            f"{hardware.id} has no fp8 peak in its spec file (flops_fp8): use bf16",
+            f"{hardware.id} has no {config.compute_dtype} peak in its spec file ({peak}): use bf16",
         )
     for key, gpus in spread:
         if gpus > 1 and hardware.link_bw_bytes_s is None:
@@ -244,7 +249,8 @@ def _runs(config: SpecConfig, hardware: HardwareSpec) -> dict[str, Any]:
     arguments of a roofline cost."""
     from engine.cost.roofline import Run
 
-    flops = hardware.flops_fp8 if config.compute_dtype == "fp8" else None
+    peak = COMPUTE_PEAKS[config.compute_dtype]
+    flops = None if peak is None else getattr(hardware, peak)
     return {
         "target_run": Run(
             tp=config.tp,

@@ -98,3 +98,17 @@ def test_the_taxes_are_in_the_label():
             "(fp8 weights), +300 us a cycle,"
         )
     )
+
+
+def test_fp4_matmuls_run_at_blackwells_fp4_peak_and_are_refused_elsewhere():
+    from engine.core.config import ConfigError
+
+    b200 = build_cost(scenario(**{"cost.gpu": "b200", "cost.compute_dtype": "fp4"}))
+    params, layers, d_model, kv_token = L8
+    flops = 2 * params * 64 + 4 * layers * d_model * 1024 * 64
+    by_hand = 1e6 * (
+        params * 2 / (ETA_W * 7.7e12) + 64 * 1024 * kv_token / 7.7e12 + flops / (ETA_F * 9e15)
+    )
+    assert float(b200.verify_us(1, 64, 1024)) == pytest.approx(by_hand, rel=1e-12)
+    with pytest.raises(ConfigError, match=r"cost.compute_dtype: h100 has no fp4 peak .*flops_fp4"):
+        scenario(**{"cost.compute_dtype": "fp4"})
