@@ -19,6 +19,8 @@ from engine.cost.specs import ModelSpec
 
 FloatArray = npt.NDArray[np.float64]
 
+BLOCK = 64  # experts summed at once by a skewed routing
+
 
 def dense_params(model: ModelSpec) -> float:
     """An MoE model's parameters outside its routed experts (attention, router, shared
@@ -50,5 +52,9 @@ def experts_touched(model: ModelSpec, tokens: npt.ArrayLike, skew: float = 0.0) 
         capped += 1
     picked = np.minimum(1.0, scale * weights)
     picked[:capped] = 1.0
-    missed = (1.0 - picked) ** n[..., None]
-    return np.asarray(e - missed.sum(axis=-1), dtype=np.float64)
+    # Summed over the experts a block at a time: memory stays BLOCK times the tokens' array
+    # however many experts a user's model has (at most EXPERTS_MAX).
+    missed = np.zeros(n.shape)
+    for start in range(0, picked.size, BLOCK):
+        missed += ((1.0 - picked[start : start + BLOCK]) ** n[..., None]).sum(axis=-1)
+    return np.asarray(e - missed, dtype=np.float64)

@@ -222,6 +222,8 @@ def _check_value(where: str, field: str, kind: str, value: Any) -> Any:
     return float(value)
 
 
+EXPERTS_MAX = 4096  # routed experts a layer (the largest shipped model has 256)
+
 # Fields that need another (a mixture of experts needs all three of its counts).
 _MODEL_NEEDS = {
     "experts": ("experts_active", "expert_params"),
@@ -239,6 +241,10 @@ def _check_model(where: str, values: Mapping[str, Any]) -> None:
         for other in needed:
             if field in values and other not in values:
                 raise SpecError(f"{where}: field '{field}' needs '{other}'")
+    if values.get("experts", 0) > EXPERTS_MAX:
+        raise SpecError(
+            f"{where}: field 'experts' must be at most {EXPERTS_MAX}, got {values['experts']}"
+        )
     bounds = (("experts_active", "experts"), ("moe_layers", "layers"), ("sliding_layers", "layers"))
     for field, bound in bounds:
         if field in values and values[field] > values[bound]:

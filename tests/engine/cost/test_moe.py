@@ -151,6 +151,10 @@ notes = ""
         ("sliding_layers = 1\n", "field 'sliding_layers' needs 'sliding_window'"),
         ("sliding_window = 64\nsliding_layers = 3\n", "'sliding_layers' must be at most layers"),
         ("qk_rope_head_dim = 64\n", "field 'qk_rope_head_dim' needs 'kv_lora_rank'"),
+        (
+            "experts = 5000\nexperts_active = 2\nexpert_params = 1\n",
+            "'experts' must be at most 4096",
+        ),
     ],
 )
 def test_a_user_model_whose_fields_do_not_fit_together_is_one_line(tmp_path, extra, message):
@@ -163,3 +167,20 @@ def test_a_user_model_whose_fields_do_not_fit_together_is_one_line(tmp_path, ext
         load_models(folder)
     assert message in str(caught.value) and "[my-moe]" in str(caught.value)
     assert "\n" not in str(caught.value)
+
+
+def test_skewed_routing_over_many_experts_keeps_memory_bounded():
+    # A user's model at the largest expert count: summing 4096 experts over 2,000 token
+    # counts at once would hold 66 MB; a block at a time holds about 1 MB.
+    import tracemalloc
+
+    import numpy as np
+
+    many = replace(get_model("qwen3-30b-a3b"), experts=4096, experts_active=8)
+    tokens = np.arange(1, 2_001, dtype=np.float64)
+    tracemalloc.start()
+    touched = experts_touched(many, tokens, skew=1.0)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert peak < 10e6
+    assert touched[0] == pytest.approx(8.0, rel=1e-9) and touched[-1] <= 4096
