@@ -51,6 +51,7 @@ class HardwareSpec:
     # A full mesh (MI300X's Infinity Fabric), not a switch: bytes/s each way between one
     # pair of GPUs, so a collective over ``g`` GPUs gets at most ``(g - 1)`` times this.
     link_peer_bw_bytes_s: float | None = None
+    link_name: str | None = None  # the link in words: "NVLink 4 (NVSwitch)", "PCIe Gen4 x16"
     # Peak dense FP8 Tensor FLOP/s (FP32 accumulate), for fp8 matmuls; None: not in the file.
     flops_fp8: float | None = None
     # Peak dense FP4 Tensor FLOP/s (nvfp4, mxfp4; Blackwell), for fp4 matmuls; None: none.
@@ -92,6 +93,8 @@ class ModelSpec:
     experts_active: int | None = None
     expert_params: float | None = None
     moe_layers: int | None = None
+    # Experts every token uses besides its routed ones (counted in the dense part).
+    shared_experts: int | None = None
     # Multi-head latent attention (DeepSeek-V2/V3): each layer caches one compressed vector
     # of ``kv_lora_rank + qk_rope_head_dim`` elements a token, the same on every GPU of a
     # tensor-parallel run (None: K and V per KV head).
@@ -149,6 +152,7 @@ _HARDWARE_FIELDS: dict[str, tuple[str, bool]] = {
     "link_bw_bytes_s": ("positive", False),
     "link_latency_us": ("nonnegative", False),
     "link_peer_bw_bytes_s": ("positive", False),
+    "link_name": ("text", False),
     "flops_fp8": ("positive", False),
     "flops_fp4": ("positive", False),
     "source": ("text", True),
@@ -172,6 +176,7 @@ _MODEL_FIELDS: dict[str, tuple[str, bool]] = {
     "experts_active": ("count", False),
     "expert_params": ("positive", False),
     "moe_layers": ("count", False),
+    "shared_experts": ("count", False),
     "kv_lora_rank": ("count", False),
     "qk_rope_head_dim": ("count", False),
     "sliding_window": ("count", False),
@@ -230,6 +235,7 @@ _MODEL_NEEDS = {
     "experts_active": ("experts",),
     "expert_params": ("experts",),
     "moe_layers": ("experts",),
+    "shared_experts": ("experts",),
     "qk_rope_head_dim": ("kv_lora_rank",),
     "sliding_layers": ("sliding_window",),
 }

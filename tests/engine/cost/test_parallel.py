@@ -105,7 +105,8 @@ def test_tensor_parallel_needs_the_hardwares_link_and_is_refused_on_construction
 def test_every_shipped_gpu_has_a_link():
     from engine.cost.specs import load_hardware
 
-    assert all(spec.link_bw_bytes_s for spec in load_hardware().values())
+    assert all(spec.link_bw_bytes_s and spec.link_name for spec in load_hardware().values())
+    assert load_hardware()["b200"].link_name.startswith("NVLink 5")
 
 
 def test_a_full_mesh_gives_a_collective_one_link_per_peer():
