@@ -1,0 +1,196 @@
+"""Arrivals and request lengths (docs/model.md, "Serving under load").
+
+Open loop: requests arrive at ``rate`` a second, as a Poisson process (``cv = 1``) or a
+bursty renewal process whose gaps have coefficient of variation ``cv`` (gamma gaps of
+shape ``1/cv^2``: clustered for ``cv > 1``, regular for ``cv < 1``), or at the times of a
+trace file. Closed loop: ``concurrency`` requests are in the system at once, a new one
+arriving when one finishes (``vllm bench serve --max-concurrency``). Lengths are fixed,
+uniform on [min, max], lognormal (median and sigma of the natural log, clipped to
+[min, max]) or the trace's. Draws come from one generator seeded by (seed, replication),
+so every policy sees the same requests (common random numbers).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from engine.core.fields import ConfigError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+RATE_MAX = 1e4  # requests a second
+CV_MAX = 10.0
+CONCURRENCY_MAX = 4096
+REQUESTS_MAX = 10_000_000
+LENGTH_MAX = 1_000_000  # tokens of a prompt or an output
+TRACE_MAX_BYTES = 64 * 2**20
+TRACE_ROWS_MAX = 1_000_000
+DISTRIBUTIONS = ("fixed", "uniform", "lognormal")
+
+
+@dataclass(frozen=True)
+class Lengths:
+    """One length distribution: ``fixed`` at ``median``; ``uniform`` on [low, high];
+    ``lognormal`` with median ``median`` and log-sd ``sigma``, clipped to [low, high]."""
+
+    dist: str = "fixed"
+    median: int = 256
+    sigma: float = 1.0
+    low: int = 1
+    high: int = 4096
+
+    def check(self, name: str, low_bound: int) -> None:
+        if self.dist not in DISTRIBUTIONS:
+            raise ConfigError(f"{name}_dist", f"must be one of {', '.join(DISTRIBUTIONS)}")
+        for part, value in (("", self.median), ("_min", self.low), ("_max", self.high)):
+            if not low_bound <= value <= LENGTH_MAX:
+                raise ConfigError(
+                    f"{name}{part or '_len'}",
+                    f"must be a whole number in [{low_bound}, {LENGTH_MAX:,}]",
+                )
+        if self.low > self.high:
+            raise ConfigError(f"{name}_min", f"must be at most {name}_max ({self.high})")
+        if not (math.isfinite(self.sigma) and 0.0 <= self.sigma <= 5.0):
+            raise ConfigError(f"{name}_sigma", "must be a number in [0, 5]")
+
+    def draw(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        import numpy as np
+
+        if self.dist == "fixed":
+            return np.full(n, self.median, dtype=np.int64)
+        if self.dist == "uniform":
+            return rng.integers(self.low, self.high + 1, size=n, dtype=np.int64)
+        values = np.exp(np.log(self.median) + self.sigma * rng.standard_normal(n))
+        return np.clip(np.rint(values), self.low, self.high).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The requests of one run: ``requests`` of them, open loop at ``rate`` (gaps of
+    coefficient of variation ``cv``) or closed loop at ``concurrency``, or a trace file's."""
+
+    requests: int = 200
+    rate: float | None = 1.0
+    concurrency: int | None = None
+    cv: float = 1.0
+    prompt: Lengths = Lengths(median=512, low=1, high=8192)
+    output: Lengths = Lengths(median=256, low=1, high=4096)
+    trace: str | None = None
+    warmup: float = 0.1  # the share of the first requests left out of the metrics
+
+    def check(self) -> None:
+        if not 1 <= self.requests <= REQUESTS_MAX:
+            raise ConfigError("requests", f"must be a whole number in [1, {REQUESTS_MAX:,}]")
+        if self.trace is None:
+            if (self.rate is None) == (self.concurrency is None):
+                raise ConfigError("rate", "give a rate (open loop) or a concurrency, not both")
+            if self.rate is not None and not (
+                math.isfinite(self.rate) and 0.0 < self.rate <= RATE_MAX
+            ):
+                raise ConfigError("rate", f"must be a number in (0, {RATE_MAX:g}] requests/s")
+            if self.concurrency is not None and not 1 <= self.concurrency <= CONCURRENCY_MAX:
+                raise ConfigError(
+                    "concurrency", f"must be a whole number in [1, {CONCURRENCY_MAX}]"
+                )
+        if not (math.isfinite(self.cv) and 0.0 < self.cv <= CV_MAX):
+            raise ConfigError("cv", f"must be a number in (0, {CV_MAX:g}]")
+        if not (math.isfinite(self.warmup) and 0.0 <= self.warmup <= 0.5):
+            raise ConfigError("warmup", "must be a number in [0, 0.5]")
+        self.prompt.check("prompt", 0)
+        self.output.check("output", 1)
+
+    @property
+    def closed(self) -> bool:
+        return self.trace is None and self.concurrency is not None
+
+    def draw(self, seed: int, replication: int) -> Requests:
+        """The requests of replication ``replication``: arrival times (open loop; zeros for
+        a closed loop, whose arrivals the simulator times), prompt and output lengths."""
+        import numpy as np
+
+        if self.trace is not None:
+            return read_trace(Path(self.trace), self.requests)
+        rng = np.random.default_rng([seed, replication, 0x10AD])
+        n = self.requests
+        prompts = self.prompt.draw(rng, n)
+        outputs = self.output.draw(rng, n)
+        if self.closed:
+            return Requests(np.zeros(n), prompts, outputs)
+        assert self.rate is not None
+        shape = 1.0 / self.cv**2
+        gaps = rng.gamma(shape, 1.0 / (shape * self.rate), size=n)
+        gaps[0] = 0.0
+        return Requests(np.cumsum(gaps), prompts, outputs)
+
+
+@dataclass(frozen=True)
+class Requests:
+    """Arrival times in seconds and prompt and output lengths in tokens, by request."""
+
+    arrival_s: np.ndarray
+    prompt: np.ndarray
+    output: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.prompt.size)
+
+
+def read_trace(path: Path, limit: int) -> Requests:
+    """A trace file: CSV rows ``arrival_s,prompt_tokens,output_tokens`` (a header line first),
+    arrivals non-decreasing; at most ``limit`` rows are used. A file that is not a regular
+    file, too large or malformed is refused in one line naming the line (never its text)."""
+    import numpy as np
+
+    from engine.core.inputs import read_input_text
+
+    try:
+        text = read_input_text(path, TRACE_MAX_BYTES, "trace")
+    except UnicodeDecodeError:
+        raise ConfigError("trace", f"{path}: not a text file (UTF-8 expected)") from None
+    except OSError as error:
+        raise ConfigError("trace", f"{path}: cannot read: {error.strerror or error}") from None
+    lines = text.splitlines()
+    header = [c.strip() for c in (lines[0].split(",") if lines else [])]
+    if header != ["arrival_s", "prompt_tokens", "output_tokens"]:
+        raise ConfigError(
+            "trace", f"{path}: line 1 must be the header arrival_s,prompt_tokens,output_tokens"
+        )
+    rows: list[tuple[float, int, int]] = []
+    last = 0.0
+    for number, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        if len(rows) >= min(limit, TRACE_ROWS_MAX):
+            break
+        cells = line.split(",")
+        try:
+            if len(cells) != 3:
+                raise ValueError
+            arrival, prompt, output = float(cells[0]), int(cells[1]), int(cells[2])
+        except ValueError:
+            raise ConfigError(
+                "trace", f"{path}: line {number} must be three numbers: seconds, tokens, tokens"
+            ) from None
+        if not (math.isfinite(arrival) and arrival >= last and arrival <= 1e9):
+            raise ConfigError(
+                "trace",
+                f"{path}: line {number}: arrival_s must be finite, in [0, 1e9] and not "
+                "earlier than the line before",
+            )
+        if not (0 <= prompt <= LENGTH_MAX and 1 <= output <= LENGTH_MAX):
+            raise ConfigError(
+                "trace",
+                f"{path}: line {number}: tokens must be whole numbers in [0 or 1, {LENGTH_MAX:,}]",
+            )
+        last = arrival
+        rows.append((arrival, prompt, output))
+    if not rows:
+        raise ConfigError("trace", f"{path}: no requests after the header")
+    table = np.array(rows, dtype=np.float64)
+    return Requests(
+        table[:, 0] - table[0, 0], table[:, 1].astype(np.int64), table[:, 2].astype(np.int64)
+    )
