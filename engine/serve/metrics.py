@@ -77,6 +77,13 @@ class Summary:
     steps: int = 0
     spec_tokens: int = 0  # draft tokens proposed
     accepted_tokens: int = 0
+    _slo: tuple[float, float] = (math.inf, math.inf)
+
+    # Finished requests wait here and reach the histograms a block at a time (each add is
+    # a pass over the bins): memory stays bounded by the block.
+    _pending: list[tuple[np.ndarray, ...]] = field(default_factory=list)
+    _pending_n: int = 0
+    FLUSH = 4096
 
     def add_requests(
         self,
@@ -90,6 +97,23 @@ class Summary:
     ) -> None:
         """Finished requests: arrival, first and last token times (s), output tokens, and
         the steps that gave them tokens."""
+        if arrival.size == 0:
+            return
+        self._slo = (slo_ttft_s, slo_tpot_s)
+        self._pending.append((arrival, first, last, output, chunks))
+        self._pending_n += int(arrival.size)
+        if self._pending_n >= self.FLUSH:
+            self.flush()
+
+    def flush(self) -> None:
+        """Add the waiting requests to the histograms and counts."""
+        if not self._pending:
+            return
+        arrival, first, last, output, chunks = (
+            np.concatenate(parts) for parts in zip(*self._pending, strict=True)
+        )
+        self._pending, self._pending_n = [], 0
+        slo_ttft_s, slo_tpot_s = self._slo
         ttft = first - arrival
         e2e = last - arrival
         decode = np.maximum(output - 1, 1)
@@ -110,6 +134,7 @@ class Summary:
         """The run's figures: latencies in ms (p50, p90, p99, mean), output tokens/s,
         goodput (requests/s meeting the SLOs), mean running batch, KV use, preemptions and
         the cost of a million output tokens."""
+        self.flush()
         span = self.last_finish_s - self.first_arrival_s if self.requests else math.nan
         out: dict[str, float] = {"requests": float(self.requests)}
         for name, hist in self.hist.items():

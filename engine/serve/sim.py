@@ -161,8 +161,11 @@ class _Run:
         steps): #{j <= k : u < S_j} for one uniform per request and step."""
         counters = run.counter[rows][:, None] + np.arange(steps)[None, :]
         u = uniforms(self.key, run.rid[rows][:, None], counters, 1)
-        surv = self.survival[run.regime[rows]]  # rows x (k_max + 1)
-        hits = (u[:, :, None] < surv[:, None, 1:]).sum(axis=2)
+        if self.survival.shape[0] == 1:  # one regime: S_j > u for the first hits of j
+            hits = np.searchsorted(-self.survival[0, 1:], -u, side="left")
+        else:
+            surv = self.survival[run.regime[rows]]  # rows x (k_max + 1)
+            hits = (u[:, :, None] < surv[:, None, 1:]).sum(axis=2)
         return np.minimum(hits, k[:, None])
 
     def regime_of(self, rid: int) -> int:
@@ -278,6 +281,7 @@ def simulate_load(
                         next_rid += 1
             if check is not None:
                 check(finished)
+    summary.flush()
     return Outcome(summary, t)
 
 

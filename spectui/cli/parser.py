@@ -16,6 +16,7 @@ COMMANDS = (
     "plot",
     "regime",
     "arena",
+    "load",
     "calibrate",
     "tree",
     "validate",

@@ -1,0 +1,114 @@
+"""``spectui load`` as a user runs it: the table and its verdicts, the schedule it emits,
+its files, and hostile values refused in one line."""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import json
+import re
+import shlex
+
+import pytest
+
+FAST = ("--cost", "roofline", "--requests", "60", "--replications", "2", "--k", "4")
+
+
+def test_the_table_verdicts_and_schedules(cli):
+    status, out, err = cli("load", *FAST, "--rate", "2,40", "--policies", "off,fixed")
+    assert status == 0, err
+    lines = out.splitlines()
+    assert lines[0].split()[:3] == ["req/s", "policy", "tok/s"]
+    rows = [line.split() for line in lines[1:5]]
+    assert [(r[0], r[1]) for r in rows] == [
+        ("2", "off"),
+        ("2", "fixed"),
+        ("40", "off"),
+        ("40", "fixed"),
+    ]
+    # TPOT p50 (the 7th cell, after "tok/s ±ci" and TTFT p50/p99): speculation halves it.
+    tpot = {(r[0], r[1]): float(r[6]) for r in rows}
+    assert tpot[("2", "fixed")] < 0.7 * tpot[("2", "off")]
+    assert re.search(r"^speculation (pays|stops paying) in throughput", out, re.M)
+    assert re.search(r"^best policy by level: 2: \w+, 40: \w+$", out, re.M)
+    vllm = next(line for line in lines if line.startswith("vLLM: "))
+    flag, value = shlex.split(vllm[len("vLLM: ") :])
+    assert flag == "--speculative-config"
+    config = json.loads(value)
+    ranges = config["num_speculative_tokens_per_batch_size"]
+    assert ranges[0][0] == 1 and ranges[-1][1] == 256
+    assert all(a[1] + 1 == b[0] for a, b in itertools.pairwise(ranges))
+    assert config["num_speculative_tokens"] == max(k for _, _, k in ranges)
+    assert "draft_len_schedule: {" in out and "SGLang (batch 1): --speculative-num-steps" in out
+
+
+def test_csv_json_and_records(cli, tmp_path):
+    table, records = tmp_path / "load.csv", tmp_path / "requests.csv"
+    status, out, err = cli(
+        "load", *FAST, "--concurrency", "4", "--policies", "off,fixed,budget",
+        "--csv", str(table), "--records", str(records), "--json",
+    )  # fmt: skip
+    assert status == 0, err
+    payload = json.loads(out)
+    assert {c["policy"] for c in payload["cells"]} == {"off", "fixed", "budget"}
+    with table.open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == 3 and float(rows[0]["level"]) == 4.0 and "tpot_p99_ms_ci95" in rows[0]
+    with records.open() as handle:
+        finished = list(csv.DictReader(handle))
+    assert len(finished) == 3 * 2 * 60  # every request of every run, streamed
+    assert all(float(r["first_token_s"]) <= float(r["last_token_s"]) for r in finished)
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (("--rate", "0"), "rate: must be numbers in (0, 10000] requests/s"),
+        (("--rate", "nan"), "rate: must be numbers in (0, 10000]"),
+        (("--rate", "1,x"), "--rate: expected numbers"),
+        (("--concurrency", "0"), "concurrency: must be whole numbers in [1, 4096]"),
+        (("--rate", "1", "--policies", "off,magic"), "policies: unknown magic (known: off,"),
+        (("--rate", "1", "--slo-tpot-ms", "-3"), "slo_tpot_ms: must be a number in (0,"),
+        (("--rate", "1", "--cv", "0"), "cv: must be a number in (0, 10]"),
+        (("--rate", "1", "--replications", "0"), "--replications: must be a whole number >= 1"),
+        (
+            ("--rate", "1", "--max-num-batched-tokens", "8"),
+            "max_num_batched_tokens: must be at least",
+        ),
+        (("--rate", "1", "--target", "llama-3.1-405b"), "cost.target: llama-3.1-405b and"),
+        (("--rate", "1", "--gpu-memory-utilization", "2"), "gpu_memory_utilization: must be"),
+    ],
+)
+def test_hostile_values_are_one_line_and_exit_2(cli, flags, message):
+    status, out, err = cli("load", *FAST, *flags)
+    assert status == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and message in err, err
+
+
+def test_a_cancelled_run_keeps_its_finished_levels_and_leaves_no_records(
+    cli, tmp_path, monkeypatch
+):
+    import engine.serve.load as load
+
+    table, records = tmp_path / "load.csv", tmp_path / "requests.csv"
+    real = load.simulate_load
+    calls = []
+
+    def interrupted(*args, **kwargs):
+        calls.append(1)
+        if len(calls) > 4:  # the first level's two policies, two replications each
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(load, "simulate_load", interrupted)
+    status, out, err = cli(
+        "load", *FAST, "--rate", "2,4", "--csv", str(table), "--records", str(records)
+    )
+    assert status == 130 and "interrupted" in err
+    assert [line.split()[:2] for line in out.splitlines()[1:]] == [["2", "off"], ["2", "fixed"]]
+    with table.open() as handle:
+        assert [(r["level"], r["policy"]) for r in csv.DictReader(handle)] == [
+            ("2.0", "off"),
+            ("2.0", "fixed"),
+        ]
+    assert not records.exists()
