@@ -10,8 +10,8 @@ acceptance regimes) and the cost model, and returns their k:
 - ``schedule``: k by the current batch size from ``policy.schedule`` (vLLM's
   ``num_speculative_tokens_per_batch_size``, TensorRT-LLM's ``draft_len_schedule``);
 - ``goodput``: the k in 0..``policy.k_max`` with the most expected tokens per unit of step
-  time at the current batch and mean context (vLLM's dynamic speculative decoding, here
-  from the cost model instead of a measured profile);
+  time at the current batch and mean context, read in steps of 256 tokens (vLLM's dynamic
+  speculative decoding, here from the cost model instead of a measured profile);
 - ``budget``: adaptive verification: the step's draft tokens capped at ``verify_budget``,
   given position by position to the requests whose next draft is likeliest accepted (its
   survival probability under the request's regime).
@@ -19,6 +19,7 @@ acceptance regimes) and the cost model, and returns their k:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -57,20 +58,32 @@ class LoadPolicy:
     choose: Chooser
     steady: bool
     reads_regimes: bool
+    context_step: int = 0  # a choice by context reads it in steps of this many tokens
+
+
+def context_bucket(contexts: np.ndarray, step: int) -> float:
+    """The mean context as a policy that reads it in steps of ``step`` tokens sees it: the
+    middle of its step (its choice holds while the mean stays in the step)."""
+    return (math.floor(float(contexts.mean()) / step) + 0.5) * step
 
 
 POLICIES: dict[str, LoadPolicy] = {}
 
 
 def register(
-    name: str, description: str, *, steady: bool = True, reads_regimes: bool = False
+    name: str,
+    description: str,
+    *,
+    steady: bool = True,
+    reads_regimes: bool = False,
+    context_step: int = 0,
 ) -> Callable[[Chooser], Chooser]:
     """Register a load policy under ``name`` (one line of ``description``)."""
 
     def add(choose: Chooser) -> Chooser:
         if name in POLICIES:
             raise ValueError(f"load policy {name!r} is already registered")
-        POLICIES[name] = LoadPolicy(name, description, choose, steady, reads_regimes)
+        POLICIES[name] = LoadPolicy(name, description, choose, steady, reads_regimes, context_step)
         return choose
 
     return add
@@ -102,17 +115,20 @@ def expected_tokens(survival: np.ndarray, mix: np.ndarray | None = None) -> np.n
     return np.asarray(weights @ tokens, dtype=np.float64)
 
 
+GOODPUT_CONTEXT_STEP = 256
+
+
 @register(
     "goodput",
     "the k with the most expected tokens per step time at this batch",
-    steady=False,
     reads_regimes=True,
+    context_step=GOODPUT_CONTEXT_STEP,
 )
 def _goodput(view: StepView) -> np.ndarray:
     batch = int(view.contexts.size)
     k_max = min(int(view.config.k_max), view.survival.shape[1] - 1)
     ks = np.arange(k_max + 1, dtype=np.float64)
-    context = float(view.contexts.mean())
+    context = context_bucket(view.contexts, GOODPUT_CONTEXT_STEP)
     step = np.asarray(view.cost.verify_us(ks + 1.0, batch, context), dtype=np.float64)
     step = step + np.asarray(view.cost.draft_us(ks, batch, context), dtype=np.float64)
     step = step + np.where(ks > 0, view.tax_us, 0.0)

@@ -363,6 +363,12 @@ def _segment(
             limit = min(limit, int(np.argmax(over)))
     if limit < 1:
         return None
+    step = POLICIES[r.policy].context_step
+    if step:  # a choice by context holds while the mean context stays in its step
+        buckets = np.floor(contexts.sum(axis=0) / b / step)
+        moved = buckets != buckets[0]
+        if moved[:limit].any():
+            limit = int(np.argmax(moved))
     contexts = contexts[:, :limit]
     means = contexts.mean(axis=0)
     micros = r.pricer.draft(k, contexts) + r.pricer.verify(need, b, means)

@@ -129,9 +129,10 @@ def test_goodput_picks_the_most_tokens_per_microsecond():
     cost = build_cost(config)
     survival = np.cumprod([1.0] + [0.7] * 6)[None, :]
     step = StepView(np.full(32, 1000), np.zeros(32, dtype=np.int64), survival, cost, config, 0, 0.0)
+    # A mean context of 1,000 read in steps of 256: the middle of [768, 1024), 896.
     rates = [
         survival[0, : k + 1].sum()
-        / (float(cost.verify_us(k + 1, 32, 1000.0)) + float(cost.draft_us(k, 32, 1000.0)))
+        / (float(cost.verify_us(k + 1, 32, 896.0)) + float(cost.draft_us(k, 32, 896.0)))
         for k in range(7)
     ]
     assert list(POLICIES["goodput"].choose(step)) == [int(np.argmax(rates))] * 32

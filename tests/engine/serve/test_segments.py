@@ -42,6 +42,7 @@ CASES = {
     "poisson, budget": ({"policy.k_max": 6}, "budget", {"verify_budget": 10}),
     "a small KV cache": ({"k": 3}, "fixed", {"gpu_memory_utilization": 0.27, "reserve_gb": 0.0}),
     "parallel drafting": ({"cost.drafting": "parallel", "k": 6}, "fixed", {}),
+    "goodput by context": ({"policy.k_max": 8, "cost.draft": "eagle-llama-3.1-8b"}, "goodput", {}),
 }
 
 
