@@ -13,6 +13,9 @@ Format::
     [[arena]]           # zero or more: the K policies an arena compares (engine.analysis.arena)
     "policy.name" = "fixed"
     k = [2, 4, 6]       # a list gives one contender per value (a cartesian product)
+    [load]              # optional: spectui load's settings (engine.serve.settings)
+    rate = [2, 8, 32]
+    policies = ["off", "fixed", "goodput"]
 
 Newer fields have dotted keys (``workload.batch_size``, ``cost.gpu``). Quoted, as above, or
 as TOML's own dotted keys and tables, which it reads as nested tables: ``workload.batch_size
@@ -28,7 +31,7 @@ from __future__ import annotations
 import math
 import os
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -63,7 +66,7 @@ def _shipped_dir() -> Path:
 
 
 SHIPPED_DIR = _shipped_dir()
-TOP_LEVEL_KEYS = ("description", "scheduler", "config", "grid", "arena")
+TOP_LEVEL_KEYS = ("description", "scheduler", "config", "grid", "arena", "load")
 
 
 # The fields an [[arena]] contender may set: its policy and the policy's parameters.
@@ -106,6 +109,8 @@ class Preset:
     # A sweep's Dask scheduler ("tcp://HOST:8786" or "local:N"; engine.sweep.cluster), or None:
     # the app's sweeps of this preset run there unless $SPECTUI_SCHEDULER names another.
     scheduler: str | None = None
+    # A [load] table: the settings of `spectui load` (engine.serve.settings), checked.
+    load: dict[str, Any] = field(default_factory=dict)
 
     @property
     def is_sweep(self) -> bool:
@@ -218,7 +223,23 @@ def parse_preset(path: Path, data: dict[str, Any]) -> Preset:
             raise PresetError(f"{path}: grid: {err}") from None
     arena = _arena_tables(path, data["arena"], sweep) if "arena" in data else ()
     scheduler = _scheduler(path, data["scheduler"], sweep) if "scheduler" in data else None
-    return Preset(path.stem, path, description, config, sweep, arena, scheduler)
+    load = _load_table(path, data["load"], config) if "load" in data else {}
+    return Preset(path.stem, path, description, config, sweep, arena, scheduler, load)
+
+
+def _load_table(path: Path, raw: Any, config: SpecConfig) -> dict[str, Any]:
+    """The ``[load]`` table: load settings (engine.serve.settings), each checked, and the
+    plan they make for the preset's scenario."""
+    from engine.serve.settings import checked, plan_of
+
+    if not isinstance(raw, dict):
+        raise PresetError(f"{path}: load: expected a table ([load])")
+    try:
+        values = {key: checked(key, value) for key, value in raw.items()}
+        plan_of(values, config)
+    except ConfigError as err:
+        raise PresetError(f"{path}: load.{err}") from None
+    return values
 
 
 def _scheduler(path: Path, value: Any, sweep: SweepSpec) -> str:

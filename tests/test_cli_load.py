@@ -70,7 +70,7 @@ def test_csv_json_and_records(cli, tmp_path):
         (("--rate", "1", "--policies", "off,magic"), "policies: unknown magic (known: off,"),
         (("--rate", "1", "--slo-tpot-ms", "-3"), "slo_tpot_ms: must be a number in (0,"),
         (("--rate", "1", "--cv", "0"), "cv: must be a number in (0, 10]"),
-        (("--rate", "1", "--replications", "0"), "--replications: must be a whole number >= 1"),
+        (("--rate", "1", "--replications", "0"), "replications: must be a whole number >= 1"),
         (
             ("--rate", "1", "--max-num-batched-tokens", "8"),
             "max_num_batched_tokens: must be at least",
@@ -112,3 +112,35 @@ def test_a_cancelled_run_keeps_its_finished_levels_and_leaves_no_records(
             ("2.0", "fixed"),
         ]
     assert not records.exists()
+
+
+def test_a_presets_load_table_runs_and_flags_override_it(cli):
+    status, out, err = cli(
+        "load", "--preset", "sglang-eagle3-8b", "--concurrency", "2,64", "--requests", "40",
+        "--replications", "1",
+    )  # fmt: skip
+    assert status == 0, err
+    rows = [line.split()[:2] for line in out.splitlines()[1:5]]
+    assert rows == [["2", "off"], ["2", "fixed"], ["64", "off"], ["64", "fixed"]]
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ("rate = [1]\nmagic = 3\n", "load.magic: unknown load setting (known: rate,"),
+        ("rate = [0]\n", "load.rate: must be numbers in (0, 10000]"),
+        ("rate = [1]\nconcurrency = [2]\n", "load.rate: give a rate (open loop) or a concurrency"),
+        ('rate = [1]\npolicies = ["off", "nope"]\n', "load.policies: unknown nope"),
+        ('rate = ["fast"]\n', "load.rate: expected numbers"),
+        ('rate = [1]\nlengths = "sharegpt"\n', "load.lengths: must be one of fixed, uniform"),
+    ],
+)
+def test_a_bad_load_table_is_one_line_naming_the_file(tmp_path, table, message):
+    from engine.presets import PresetError, load_preset
+
+    path = tmp_path / "mine.toml"
+    path.write_text(f'description = "x"\n[config]\nk = 3\n[load]\n{table}')
+    with pytest.raises(PresetError) as caught:
+        load_preset(str(path))
+    text = str(caught.value)
+    assert str(path) in text and message in text and "\n" not in text

@@ -19,17 +19,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from engine.serve.policies import POLICIES
 from spectui.cli.flags import add_scenario_flags, base_config, given_fields
 from spectui.errors import UsageError
 
-LENGTHS = ("fixed", "uniform", "azure-conv")
-# The lognormal fit to the Azure LLM inference trace 2023, conversation (docs/model.md).
-AZURE_CONV = {"prompt": (760, 0.9852, 2, 14050), "output": (151, 0.8590, 7, 1000)}
-
 
 def _numbers(kind: type, name: str) -> Any:
-    def parse(text: str) -> tuple[float, ...]:
+    def parse(text: str) -> tuple[Any, ...]:
         items = [t.strip() for t in text.split(",") if t.strip()]
         if not items:
             raise argparse.ArgumentTypeError(f"{name}: expected a comma-separated list")
@@ -43,127 +38,107 @@ def _numbers(kind: type, name: str) -> Any:
     return parse
 
 
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(t.strip() for t in text.split(",") if t.strip())
+
+
+# How each kind of load setting (engine.serve.settings) reads from the command line.
+_TYPES: dict[str, Any] = {
+    "int": int,
+    "float": float,
+    "text": str,
+    "texts": _names,
+}
+_METAVARS = {"int": "N", "float": "F", "text": "NAME", "texts": "LIST", "floats": "LIST"}
+
+
 def add_parser(sub: Any) -> None:
-    """The ``load`` subcommand: every scenario flag, the load and the server's limits."""
+    """The ``load`` subcommand: every scenario flag and every load setting
+    (engine.serve.settings, also a preset's ``[load]`` table)."""
+    from engine.serve.policies import POLICIES
+    from engine.serve.settings import LENGTHS, SETTINGS
+
     load = sub.add_parser(
         "load",
         help="speculation under load: throughput, TTFT, TPOT and goodput by request rate",
         description="Serve requests arriving at a rate (or a fixed concurrency) on a "
         "simulated server with continuous batching, a KV cache and chunked prefill, under "
         "each policy, and report throughput, TTFT and TPOT p50/p99 and goodput with their "
-        "intervals; then where speculation stops paying and the best k by batch size.",
+        "intervals; then where speculation stops paying and the best k by batch size. A "
+        "preset's [load] table gives defaults; flags override it.",
     )
     load.add_argument(
         "--preset", metavar="NAME|PATH", help="start from a preset; flags override it"
     )
     add_scenario_flags(load)
-    levels = load.add_argument_group("load").add_mutually_exclusive_group(required=True)
-    levels.add_argument(
-        "--rate", metavar="LIST", type=_numbers(float, "--rate"), help="requests/s, open loop"
-    )
-    levels.add_argument(
-        "--concurrency",
-        metavar="LIST",
-        type=_numbers(int, "--concurrency"),
-        help="requests in the system at once, closed loop (vllm bench serve --max-concurrency)",
-    )
-    group = load.add_argument_group("requests")
-    group.add_argument("--requests", type=int, default=300, metavar="N", help="per run (300)")
-    group.add_argument(
-        "--cv",
-        type=float,
-        default=1.0,
-        metavar="F",
-        help="gaps' coefficient of variation (1: Poisson)",
-    )
-    group.add_argument(
-        "--lengths",
-        choices=LENGTHS,
-        default="fixed",
-        help="fixed (--prompt-len, --tokens-per-seq), uniform (half to 1.5 times them) or "
-        "azure-conv (lognormal fit to the Azure LLM inference trace 2023, conversation)",
-    )
-    group.add_argument(
-        "--warmup", type=float, default=0.1, metavar="F", help="share left out (0.1)"
-    )
-    server = load.add_argument_group("server")
-    server.add_argument("--max-num-seqs", type=int, default=256, metavar="N")
-    server.add_argument("--max-num-batched-tokens", type=int, default=8192, metavar="N")
-    server.add_argument("--gpu-memory-utilization", type=float, default=0.9, metavar="F")
-    server.add_argument("--verify-budget", type=int, default=64, metavar="N", help="budget policy")
-    runs = load.add_argument_group("runs")
-    runs.add_argument(
-        "--policies",
-        metavar="LIST",
-        default="off,fixed",
-        help=f"comma-separated, of {', '.join(POLICIES)} (default: off,fixed)",
-    )
-    runs.add_argument("--replications", type=int, default=3, metavar="N", help="per cell (3)")
-    runs.add_argument("--slo-ttft-ms", type=float, default=math.inf, metavar="MS")
-    runs.add_argument("--slo-tpot-ms", type=float, default=math.inf, metavar="MS")
-    runs.add_argument("--usd-per-gpu-hour", type=float, default=2.0, metavar="USD")
+    group = load.add_argument_group("load (a preset's [load] table, or these)")
+    levels = group.add_mutually_exclusive_group()
+    for setting in SETTINGS:
+        flag = "--" + setting.key.replace("_", "-")
+        where = levels if setting.key in ("rate", "concurrency") else group
+        kind = setting.kind
+        parse = (
+            _numbers(float if kind == "floats" else int, flag)
+            if kind in ("floats", "ints")
+            else _TYPES[kind]
+        )
+        default = setting.default
+        if isinstance(default, tuple):
+            default = ",".join(default)
+        shown = "" if default is None or default == math.inf else f" (default: {default})"
+        extra = ""
+        if setting.key == "lengths":
+            extra = ": fixed (--prompt-len, --tokens-per-seq), uniform (half to 1.5 times them) "
+            extra += "or azure-conv (lognormal fit to the Azure LLM inference trace 2023)"
+            where.add_argument(
+                flag,
+                dest=f"load.{setting.key}",
+                choices=LENGTHS,
+                default=None,
+                help=setting.help + extra + shown,
+            )
+            continue
+        if setting.key == "policies":
+            extra = f" ({', '.join(POLICIES)})"
+        where.add_argument(
+            flag,
+            dest=f"load.{setting.key}",
+            type=parse,
+            metavar=_METAVARS.get(kind, "LIST"),
+            default=None,
+            help=setting.help + extra + shown,
+        )
     out = load.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print the results as one JSON object")
     out.add_argument("--csv", metavar="FILE", type=Path, help="a row per level and policy")
     out.add_argument("--records", metavar="FILE", type=Path, help="a row per finished request")
 
 
-def _lengths(args: argparse.Namespace, config: Any) -> tuple[Any, Any]:
-    from engine.serve.workload import Lengths
-
-    prompt, output = int(config.prompt_len), int(config.tokens_per_seq)
-    if args.lengths == "fixed":
-        return Lengths(median=prompt, low=0, high=max(prompt, 1)), Lengths(median=output)
-    if args.lengths == "uniform":
-        return (
-            Lengths("uniform", median=prompt, low=prompt // 2, high=max(prompt * 3 // 2, 1)),
-            Lengths("uniform", median=output, low=max(output // 2, 1), high=output * 3 // 2),
-        )
-    p, o = AZURE_CONV["prompt"], AZURE_CONV["output"]
-    return Lengths("lognormal", *p), Lengths("lognormal", *o)
-
-
 def plan_of(args: argparse.Namespace) -> tuple[Any, Any, Any]:
-    """(scenario, cost model, plan) from the flags; ConfigError names a bad one."""
+    """(scenario, cost model, plan) from the preset and the flags; ConfigError names a bad
+    value."""
     from engine.cost.models import build_cost
-    from engine.serve.load import Plan
-    from engine.serve.server import Server
-    from engine.serve.workload import Workload
-
-    config = base_config(args).replace(**given_fields(args))
-    prompt, output = _lengths(args, config)
-    workload = Workload(
-        requests=args.requests,
-        rate=1.0,
-        cv=args.cv,
-        prompt=prompt,
-        output=output,
-        warmup=args.warmup,
-    )
-    server = Server(
-        max_num_seqs=args.max_num_seqs,
-        max_num_batched_tokens=args.max_num_batched_tokens,
-        gpu_memory_utilization=args.gpu_memory_utilization,
-        verify_budget=args.verify_budget,
-    )
-    closed = args.concurrency is not None
-    plan = Plan(
-        workload=workload,
-        server=server,
-        levels=tuple(args.concurrency if closed else args.rate),
-        closed=closed,
-        policies=tuple(p.strip() for p in args.policies.split(",") if p.strip()),
-        replications=args.replications,
-        seed=config.seed,
-        slo_ttft_ms=args.slo_ttft_ms,
-        slo_tpot_ms=args.slo_tpot_ms,
-        usd_per_gpu_hour=args.usd_per_gpu_hour,
-    )
-    plan.check()
-    cost = build_cost(config)
+    from engine.presets import load_preset
     from engine.serve.server import kv_capacity
+    from engine.serve.settings import plan_of as settings_plan
 
-    kv_capacity(cost, server)  # weights that do not fit: refused before any run
+    preset = load_preset(args.preset) if args.preset else None
+    config = base_config(args).replace(**given_fields(args))
+    settings = dict(preset.load) if preset is not None else {}
+    given = {
+        key.split(".", 1)[1]: value
+        for key, value in vars(args).items()
+        if key.startswith("load.") and value is not None
+    }
+    if "rate" in given or "concurrency" in given:  # a level flag replaces the preset's
+        settings.pop("rate", None)
+        settings.pop("concurrency", None)
+    settings.update(given)
+    if "rate" not in settings and "concurrency" not in settings:
+        raise UsageError("give --rate LIST or --concurrency LIST (or a preset with [load])")
+    plan = settings_plan(settings, config)
+    cost = build_cost(config)
+    kv_capacity(cost, plan.server)  # weights that do not fit: refused before any run
     return config, cost, plan
 
 
@@ -273,9 +248,6 @@ def command(args: argparse.Namespace) -> int:
     from engine.serve.sim import RECORD_FIELDS
     from spectui.cli.progress import delayed_progress
 
-    for name in ("requests", "replications", "max_num_seqs"):
-        if getattr(args, name) < 1:
-            raise UsageError(f"--{name.replace('_', '-')}: must be a whole number >= 1")
     config, cost, plan = plan_of(args)
     total = len(plan.levels) * len(plan.policies) * plan.replications * plan.workload.requests
     advance, close = delayed_progress(total, "load: requests")
