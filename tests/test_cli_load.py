@@ -31,6 +31,9 @@ def test_the_table_verdicts_and_schedules(cli):
     assert tpot[("2", "fixed")] < 0.7 * tpot[("2", "off")]
     assert re.search(r"^speculation (pays|stops paying) in throughput", out, re.M)
     assert re.search(r"^best policy by level: 2: \w+, 40: \w+$", out, re.M)
+    # The paired gain: every policy served the same requests with the same draws.
+    gain = re.search(r"^  rate 40: fixed ([+-]\d+\.\d) % ±(\d+\.\d)$", out, re.M)
+    assert gain is not None, out
     vllm = next(line for line in lines if line.startswith("vLLM: "))
     flag, value = shlex.split(vllm[len("vLLM: ") :])
     assert flag == "--speculative-config"

@@ -190,6 +190,10 @@ def _csv_rows(result: Any) -> list[dict[str, Any]]:
         for figure in FIGURES:
             row[figure] = cell.mean(figure)
             row[f"{figure}_ci95"] = cell.half_width(figure)
+        for figure in ("throughput_tok_s", "tpot_p99_ms"):  # paired against off
+            diff, half = result.paired(level, policy, figure)
+            row[f"{figure}_vs_off"] = diff
+            row[f"{figure}_vs_off_ci95"] = half
         rows.append(row)
     return rows
 
@@ -229,6 +233,19 @@ def _summary_lines(config: Any, cost: Any, result: Any) -> list[str]:
             lines.append(f"speculation pays in {words} at every level run")
         else:
             lines.append(f"speculation stops paying in {words} at {unit} {level:g}")
+    if "off" in plan.policies and len(plan.policies) > 1:
+        lines.append("throughput over speculation off, paired on the same requests (95 %):")
+        for level in result.levels_done():
+            gains = []
+            off = result.cells[(level, "off")].mean("throughput_tok_s")
+            for policy in plan.policies:
+                if policy == "off":
+                    continue
+                diff, half = result.paired(level, policy, "throughput_tok_s")
+                if math.isfinite(diff) and off > 0:
+                    spread = f" ±{100 * half / off:.1f}" if math.isfinite(half) else ""
+                    gains.append(f"{policy} {100 * diff / off:+.1f} %{spread}")
+            lines.append(f"  {unit} {level:g}: " + ", ".join(gains))
     best = [f"{level:g}: {result.best_policy(level)}" for level in result.levels_done()]
     lines.append("best policy by level: " + ", ".join(best))
     context = float(config.prompt_len) + config.tokens_per_seq / 2
