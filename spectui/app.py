@@ -71,6 +71,13 @@ ACTIONS: tuple[tuple[str, str, str, str, bool], ...] = (
         False,
     ),
     (
+        "ctrl+l",
+        "load_study",
+        "Load",
+        "Serve the form's scenario under load: TPOT and throughput by request rate, per policy",
+        False,
+    ),
+    (
         "escape",
         "cancel",
         "Cancel",

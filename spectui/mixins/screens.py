@@ -1,4 +1,4 @@
-"""The screens over the main one: help (F1) and Calibrate (F8)."""
+"""The screens over the main one: help (F1), Calibrate (F8) and Load (ctrl+l)."""
 
 from __future__ import annotations
 
@@ -30,3 +30,12 @@ class ScreensMixin(AppBase):
                 self.form.load_config(config)
 
         self.push_screen(CalibrateScreen(self.config), chosen)
+
+    def action_load_study(self) -> None:
+        """Open the Load screen on the form's scenario, with the preset's [load] settings."""
+        from spectui.screens.load import LoadScreen
+
+        if isinstance(self.screen, LoadScreen) or self.config is None:
+            return
+        settings = getattr(self.preset, "load", None) or None
+        self.push_screen(LoadScreen(self.config, settings))
