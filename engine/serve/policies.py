@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from engine.core.fields import schedule_k
+from engine.core.kernel import cycle_times
 
 
 @dataclass(frozen=True)
@@ -129,9 +130,7 @@ def _goodput(view: StepView) -> np.ndarray:
     k_max = min(int(view.config.k_max), view.survival.shape[1] - 1)
     ks = np.arange(k_max + 1, dtype=np.float64)
     context = context_bucket(view.contexts, GOODPUT_CONTEXT_STEP)
-    step = np.asarray(view.cost.verify_us(ks + 1.0, batch, context), dtype=np.float64)
-    step = step + np.asarray(view.cost.draft_us(ks, batch, context), dtype=np.float64)
-    step = step + np.where(ks > 0, view.tax_us, 0.0)
+    step = np.asarray(cycle_times(view.cost, ks, batch, context)[2], dtype=np.float64)
     # Each request's own regime: the same k for all of them (the batch drafts in lockstep),
     # the one best for the regimes the batch holds now.
     counts = np.bincount(view.regimes, minlength=view.survival.shape[0])

@@ -91,3 +91,18 @@ class Pricer:
     def verify(self, tokens: int, batch: int, contexts: np.ndarray) -> np.ndarray:
         """One target pass over ``tokens`` tokens of ``batch`` requests at each mean context."""
         return self.price("verify", tokens / batch, batch, contexts)
+
+    def step(
+        self,
+        k: np.ndarray,
+        draft_contexts: np.ndarray,
+        tokens: int,
+        batch: int,
+        means: np.ndarray,
+        tax_us: float,
+    ) -> np.ndarray:
+        """A step's microseconds, for each step of a segment: the decoders' lockstep
+        drafting (:meth:`draft`, decoders x steps contexts) and one verify pass over
+        ``tokens`` tokens of ``batch`` requests at each mean context, plus speculation's
+        fixed cost ``tax_us``. The one place a serving step's time is added up."""
+        return self.draft(k, draft_contexts) + self.verify(tokens, batch, means) + tax_us

@@ -26,17 +26,15 @@ def best_k_by_batch(
 ) -> list[tuple[int, int, int]]:
     """Ranges ``(low, high, k)`` of batch sizes 1..``batches`` sharing their best k in
     0..``k_max`` at mean context ``context``."""
+    from engine.core.kernel import cycle_times
     from engine.core.parts import ACCEPTANCE
 
     survival, _, mix = ACCEPTANCE.of(config).regimes(config, k_max)
     tokens = expected_tokens(np.asarray(survival, dtype=np.float64), np.asarray(mix))
     ks = np.arange(k_max + 1, dtype=np.float64)
-    tax = float(getattr(cost, "spec_overhead_us", 0.0))
     ranges: list[tuple[int, int, int]] = []
     for batch in range(1, batches + 1):
-        step = np.asarray(cost.verify_us(ks + 1.0, batch, context), dtype=np.float64)
-        step = step + np.asarray(cost.draft_us(ks, batch, context), dtype=np.float64)
-        step = step + np.where(ks > 0, tax, 0.0)
+        step = np.asarray(cycle_times(cost, ks, batch, context)[2], dtype=np.float64)
         best = int(np.argmax(tokens / step))
         if ranges and ranges[-1][2] == best:
             ranges[-1] = (ranges[-1][0], batch, best)

@@ -371,9 +371,7 @@ def _segment(
             limit = int(np.argmax(moved))
     contexts = contexts[:, :limit]
     means = contexts.mean(axis=0)
-    micros = r.pricer.draft(k, contexts) + r.pricer.verify(need, b, means)
-    if r.spec_on:
-        micros = micros + r.tax_us
+    micros = r.pricer.step(k, contexts, need, b, means, r.tax_us if r.spec_on else 0.0)
     ends = t + np.cumsum(micros * 1e-6)
     if math.isfinite(next_arrival):
         reached = ends >= next_arrival
@@ -467,12 +465,16 @@ def _step(
     # Price the step.
     batch = len(run)
     contexts = run.ctx.astype(np.float64)
-    micros = r.pricer.draft(k[decoding], contexts[decoding][:, None])[0]
     tokens = int(need.sum() + chunk.sum())
-    micros += float(r.pricer.verify(tokens, batch, np.array([contexts.mean()]))[0])
-    if r.spec_on:
-        micros += r.tax_us
-    dt = micros * 1e-6
+    micros = r.pricer.step(
+        k[decoding],
+        contexts[decoding][:, None],
+        tokens,
+        batch,
+        np.array([contexts.mean()]),
+        r.tax_us if r.spec_on else 0.0,
+    )[0]
+    dt = float(micros) * 1e-6
     gained = np.zeros(batch, dtype=np.int64)
     dec = np.flatnonzero(decoding)
     if dec.size:

@@ -148,6 +148,10 @@ def from_specs(entry: Entry, t0_us: float = 0.0) -> Prediction:
     ``t0_us`` on every pass (0: today's defaults)."""
     if entry.pending:
         return Prediction(None, entry.status)
+    if entry.concurrency is not None:  # measured under load: the serving simulator
+        from engine.validate.under_load import under_load
+
+        return under_load(entry, t0_us)
     cycle = entry_cycle(entry)
     if entry.quantity == "cost ratio":
         return Prediction(cycle.steps(t0_us))
@@ -182,7 +186,8 @@ def fit_overhead(table: Sequence[Entry]) -> OverheadFit | None:
     for entry in table:
         ratio = entry.quantity == "cost ratio"
         tokens = None if ratio else entry.tokens_per_cycle
-        if entry.pending or (not ratio and tokens is None):
+        # Entries under load are predicted by simulation, not by one cycle: not in this fit.
+        if entry.pending or (not ratio and tokens is None) or entry.concurrency is not None:
             continue
         cycles.append((entry, entry_cycle(entry), tokens))
     if not cycles:
@@ -253,6 +258,11 @@ def calibrated(entry: Entry, table: Sequence[Entry]) -> Prediction:
     pass to the roofline (:func:`fit_overhead`)."""
     if entry.pending:
         return Prediction(None, entry.status)
+    if entry.concurrency is not None:
+        from engine.validate.under_load import calibrated_under_load
+
+        others = [e for e in same_bench(entry, table) if e.concurrency is not None]
+        return calibrated_under_load(entry, others)
     tokens = entry.tokens_per_cycle
     for swept in SWEPT:
         others = sweep_points(entry, table, swept)

@@ -4,7 +4,9 @@ measurement, ``[[series]]`` for what the entries of one setup share (docs/valida
 Every entry names its source (``source``, ``url``, the date it was ``read``), its setup
 (hardware, GPU count, target, method and draft, K or tree, batch, prompt and output
 lengths, temperature; the target's ``tp`` and ``ep`` GPUs and the draft's ``draft_tp``, the
-target's ``weight_dtype`` and ``compute_dtype`` as the roofline's fields name them), the
+target's ``weight_dtype`` and ``compute_dtype`` as the roofline's fields name them; for a
+measurement under load, the ``concurrency`` of its closed loop and the ``requests`` served,
+predicted by the serving simulator: engine.validate.under_load), the
 acceptance the source reports (``mean_length`` bonus token included, or ``draft_acceptance``
 accepted per drafted token, and ``acceptance`` in the source's words; ``acceptance_assumed``
 when the source reports none for this run and another run's is used), the measured outcome
@@ -62,6 +64,8 @@ FIELDS: dict[str, str] = {
     "draft_width": "count",
     "drafts_in_verify": "bool",
     "batch": "count",
+    "concurrency": "count",
+    "requests": "count",
     "prompt": "whole",
     "output": "count",
     "temperature": "nonnegative",

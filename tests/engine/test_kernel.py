@@ -187,7 +187,14 @@ def test_linear_limit_is_leviathans_formula():
 # --- The cycle time is computed in one place -----------------------------------------
 
 # Where costs may be combined: the field table, the kernel and the cost models themselves.
-ALLOWED = ("engine/core/config.py", "engine/core/kernel.py", "engine/cost/")
+# A serving step (a batch of requests drafting in lockstep, one verify pass over every
+# token) is priced in one place too: engine/serve/pricing.py.
+ALLOWED = (
+    "engine/core/config.py",
+    "engine/core/kernel.py",
+    "engine/cost/",
+    "engine/serve/pricing.py",
+)
 # The linear cost model's fields (config attributes or CSV columns). Outside ALLOWED they may
 # be shown (f-strings, labels) but not computed with: every time comes from the kernel.
 LINEAR_FIELDS = {"draft_cost_us", "verify_cost_us", "verify_token_us"}

@@ -1,0 +1,120 @@
+"""Predictions of measurements made under load: a closed loop of requests on the serving
+simulator (engine.serve), for entries that name a ``concurrency`` (docs/validation.md).
+
+The entry's ``concurrency`` requests are in the system at once until ``requests`` have been
+served (8 per slot when the source does not say), with the entry's prompt and output
+lengths (512 and 256 tokens when it states none), once with speculation off and once with
+K drafts whose acceptance is the constant rate giving the reported mean acceptance length.
+The predicted speedup is the ratio of what the source compares: wall times (the two runs'
+makespans), tokens per second, or TPOT. Both runs draw the same requests and numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from engine.validate.predict import Prediction
+    from engine.validate.table import Entry
+
+PROMPT, OUTPUT, PER_SLOT = 512, 256, 8
+# The overheads a calibrated load prediction tries (microseconds a pass): coarser than the
+# per-sequence grid, as each is a pair of simulated runs.
+LOAD_OVERHEAD_GRID_US = tuple(range(0, 3001, 50))
+
+
+def scenario_of(entry: Entry, t0_us: float = 0.0) -> Any:
+    """The scenario of ``entry``: its hardware, target, draft and runs on the roofline,
+    K, and the constant acceptance rate of its mean acceptance length."""
+    from engine.acceptance.fitting import rate_from_mean_length
+    from engine.core.config import SpecConfig
+
+    runs = {
+        f"cost.{name}": entry.values[name]
+        for name in ("tp", "draft_tp", "ep", "weight_dtype", "compute_dtype")
+        if name in entry.values
+    }
+    k = int(entry.k)
+    tokens = entry.tokens_per_cycle or 1.0
+    return SpecConfig().replace(
+        **{
+            "cost.model": "roofline",
+            "cost.gpu": entry.hardware,
+            "cost.target": entry.target,
+            "cost.draft": entry.draft or entry.target,
+            "cost.t0_us": t0_us,
+            "draft_model": "fixed",
+            "acceptance_rate": rate_from_mean_length(tokens, k),
+            "k": max(k, 1),
+            "tail": "clamp",
+            **runs,
+        }
+    )
+
+
+def runs_of(entry: Entry, t0_us: float = 0.0) -> tuple[Any, Any]:
+    """The (off, speculating) outcomes of the entry's closed loop."""
+    from engine.cost.models import build_cost
+    from engine.serve.server import Server
+    from engine.serve.sim import simulate_load
+    from engine.serve.workload import Lengths, Workload
+
+    concurrency = int(entry.concurrency)
+    config = scenario_of(entry, t0_us)
+    cost = build_cost(config)
+    workload = Workload(
+        requests=int(entry.requests or PER_SLOT * concurrency),
+        rate=None,
+        concurrency=concurrency,
+        prompt=Lengths(median=int(entry.prompt if entry.prompt is not None else PROMPT)),
+        output=Lengths(median=int(entry.output or OUTPUT)),
+        warmup=0.0,
+    )
+    requests = workload.draw(0, 0)
+    server = Server(max_num_seqs=max(concurrency, 1), max_num_batched_tokens=8192)
+    return tuple(  # type: ignore[return-value]
+        simulate_load(config, cost, requests, policy, server, closed=concurrency)
+        for policy in ("off", "fixed")
+    )
+
+
+def speedup_of(entry: Entry, off: Any, spec: Any) -> float:
+    """The speedup the entry's source compares, from the two runs."""
+    if entry.values.get("wall_s") is not None:
+        return float(off.end_s / spec.end_s)
+    one, two = off.summary.figures(1, 0.0), spec.summary.figures(1, 0.0)
+    if entry.values.get("tpot_ms") is not None:
+        return one["tpot_mean_ms"] / two["tpot_mean_ms"]
+    return two["throughput_tok_s"] / one["throughput_tok_s"]
+
+
+def under_load(entry: Entry, t0_us: float = 0.0) -> Prediction:
+    """The serving simulator's prediction of ``entry`` (module docstring)."""
+    from engine.validate.predict import Prediction
+
+    if entry.tokens_per_cycle is None:
+        return Prediction(None, "the source reports no acceptance")
+    value = speedup_of(entry, *runs_of(entry, t0_us))
+    return Prediction(value if math.isfinite(value) else None, "")
+
+
+def calibrated_under_load(entry: Entry, others: list[Entry]) -> Prediction:
+    """``entry`` with one overhead per pass fitted to the ``others`` (its series' other load
+    entries on its hardware and target, left out of nothing else): the overhead of
+    :data:`LOAD_OVERHEAD_GRID_US` with the least median absolute error on them."""
+    import statistics
+
+    from engine.validate.predict import Prediction
+
+    usable = [e for e in others if e.tokens_per_cycle is not None]
+    if not usable:
+        return Prediction(None, "no other entry of its series under load")
+
+    def error(t0: float) -> float:
+        return statistics.median(
+            abs(speedup_of(e, *runs_of(e, t0)) / e.measured - 1.0) for e in usable
+        )
+
+    best = min(LOAD_OVERHEAD_GRID_US, key=lambda t0: (error(t0), t0))
+    return under_load(entry, float(best))
