@@ -147,3 +147,17 @@ def test_a_bad_load_table_is_one_line_naming_the_file(tmp_path, table, message):
         load_preset(str(path))
     text = str(caught.value)
     assert str(path) in text and message in text and "\n" not in text
+
+
+def test_records_to_parquet(cli, tmp_path):
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "requests.parquet"
+    status, _, err = cli("load", *FAST, "--rate", "3", "--records", str(path))
+    assert status == 0, err
+    table = pq.read_table(path).to_pydict()
+    assert len(table["request"]) == 2 * 2 * 60  # two policies, two replications
+    assert set(table["policy"]) == {"off", "fixed"} and set(table["level"]) == {3.0}
+    assert all(a <= f <= last for a, f, last in zip(
+        table["arrival_s"], table["first_token_s"], table["last_token_s"], strict=True
+    ))  # fmt: skip

@@ -262,7 +262,6 @@ def _summary_lines(config: Any, cost: Any, result: Any) -> list[str]:
 
 def command(args: argparse.Namespace) -> int:
     from engine.serve.load import run_load
-    from engine.serve.sim import RECORD_FIELDS
     from spectui.cli.progress import delayed_progress
 
     config, cost, plan = plan_of(args)
@@ -274,29 +273,15 @@ def command(args: argparse.Namespace) -> int:
         advance(done_before[0] + done)
 
     records = None
-    writer = None
+    on_finish = None
     if args.records is not None:
-        from engine.core.writes import atomic_open
+        from engine.serve.records import records_writer
+        from engine.simulate.cycles_file import PARQUET_INSTALL, is_parquet, parquet_available
 
-        records = atomic_open(args.records)
-        handle = records.__enter__()
-        writer = csv.writer(handle)
-        writer.writerow(("level", "policy", "replication", *RECORD_FIELDS))
-
-    def on_finish(level: float, policy: str, replication: int, rows: Any) -> None:
-        assert writer is not None
-        for row in rows.tolist():
-            writer.writerow(
-                (
-                    f"{level:g}",
-                    policy,
-                    replication,
-                    int(row[0]),
-                    *row[1:4],
-                    int(row[4]),
-                    int(row[5]),
-                )
-            )
+        if is_parquet(args.records) and not parquet_available():
+            raise UsageError(f"--records: writing Parquet needs pyarrow: {PARQUET_INSTALL}")
+        records = records_writer(args.records)
+        on_finish = records.__enter__()
 
     from engine.serve.load import LoadResult
 
@@ -319,7 +304,7 @@ def command(args: argparse.Namespace) -> int:
             plan,
             on_cell=on_cell,
             check=check,
-            on_finish=on_finish if writer is not None else None,
+            on_finish=on_finish,
         )
     except BaseException:
         close()

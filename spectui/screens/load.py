@@ -150,13 +150,11 @@ class LoadScreen(ReportsWorkerErrors, ModalScreen[None]):
 
     @work(thread=True, exclusive=True, group="load", name="Load study", exit_on_error=False)
     def _run(self, plan: Any, records: str | None) -> None:
-        import csv
         from pathlib import Path
 
         from engine.cost.models import build_cost
         from engine.serve.load import run_load
         from engine.serve.server import kv_capacity
-        from engine.serve.sim import RECORD_FIELDS
 
         worker = get_current_worker()
         cost = build_cost(self.config)
@@ -173,17 +171,10 @@ class LoadScreen(ReportsWorkerErrors, ModalScreen[None]):
             if records is None:
                 run_load(self.config, cost, plan, on_cell=on_cell, check=check)
             else:
-                from engine.core.writes import atomic_open
+                from engine.serve.records import records_writer
 
                 Path(records).parent.mkdir(parents=True, exist_ok=True)
-                with atomic_open(Path(records)) as handle:
-                    writer = csv.writer(handle)
-                    writer.writerow(("level", "policy", "replication", *RECORD_FIELDS))
-
-                    def on_finish(level: float, policy: str, rep: int, rows: Any) -> None:
-                        for row in rows.tolist():
-                            writer.writerow((f"{level:g}", policy, rep, *row))
-
+                with records_writer(Path(records)) as on_finish:
                     run_load(
                         self.config, cost, plan, on_cell=on_cell, check=check, on_finish=on_finish
                     )
