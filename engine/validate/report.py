@@ -196,7 +196,7 @@ def overhead_text(fit: OverheadFit) -> str:
     met = "met" if fit.median <= goal else "not met"
     return (
         f"from specs with one overhead per pass fitted once to all {len(fit.errors)} entries "
-        "with their own acceptance "
+        "with their own acceptance predicted by one cycle (not those under load) "
         f"(t0 = {fit.t0_us:g} us): median {percent(fit.median)} (goal <= {100 * goal:.0f} %): "
         f"{met}; {within} of {len(fit.errors)} within 10 %"
     )

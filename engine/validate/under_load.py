@@ -19,9 +19,10 @@ if TYPE_CHECKING:
     from engine.validate.table import Entry
 
 PROMPT, OUTPUT, PER_SLOT = 512, 256, 8
-# The overheads a calibrated load prediction tries (microseconds a pass): coarser than the
-# per-sequence grid, as each is a pair of simulated runs.
-LOAD_OVERHEAD_GRID_US = tuple(range(0, 3001, 50))
+# A calibrated load prediction's overhead a pass is found by bisection in [0, this] to
+# within a microsecond or so (each try is a pair of simulated runs).
+LOAD_OVERHEAD_MAX_US = 3000.0
+LOAD_OVERHEAD_STEPS = 11
 
 
 def scenario_of(entry: Entry, t0_us: float = 0.0) -> Any:
@@ -101,20 +102,27 @@ def under_load(entry: Entry, t0_us: float = 0.0) -> Prediction:
 
 def calibrated_under_load(entry: Entry, others: list[Entry]) -> Prediction:
     """``entry`` with one overhead per pass fitted to the ``others`` (its series' other load
-    entries on its hardware and target, left out of nothing else): the overhead of
-    :data:`LOAD_OVERHEAD_GRID_US` with the least median absolute error on them."""
-    import statistics
-
+    entries on its hardware and target): the overhead in [0, :data:`LOAD_OVERHEAD_MAX_US`]
+    at which their mean log error is zero, by bisection (a longer overhead slows the
+    speculating run more, which makes more passes); 0 if even none predicts too little."""
     from engine.validate.predict import Prediction
 
     usable = [e for e in others if e.tokens_per_cycle is not None]
     if not usable:
         return Prediction(None, "no other entry of its series under load")
 
-    def error(t0: float) -> float:
-        return statistics.median(
-            abs(speedup_of(e, *runs_of(e, t0)) / e.measured - 1.0) for e in usable
-        )
+    def bias(t0: float) -> float:
+        return sum(math.log(speedup_of(e, *runs_of(e, t0)) / e.measured) for e in usable)
 
-    best = min(LOAD_OVERHEAD_GRID_US, key=lambda t0: (error(t0), t0))
-    return under_load(entry, float(best))
+    low, high = 0.0, LOAD_OVERHEAD_MAX_US
+    if bias(low) <= 0.0:
+        return under_load(entry, 0.0)
+    if bias(high) >= 0.0:
+        return under_load(entry, high)
+    for _ in range(LOAD_OVERHEAD_STEPS):
+        middle = (low + high) / 2.0
+        if bias(middle) > 0.0:
+            low = middle
+        else:
+            high = middle
+    return under_load(entry, (low + high) / 2.0)

@@ -208,3 +208,18 @@ def test_a_tensor_parallel_entry_is_priced_over_its_gpus():
     cost = roofline_of(entry("sglang-4716-l33-70b-tp8"))
     assert (cost.target_run.tp, cost.draft_run.tp) == (8, 8)
     assert cost.target.id == "llama-3.3-70b" and cost.draft.id == "eagle3-llama-3.3-70b"
+
+
+def test_an_entry_under_load_is_the_simulators_closed_loop():
+    # A closed loop of 2, 4 requests of 64 tokens: the makespans of speculation off and on.
+    from engine.validate.under_load import runs_of, under_load
+
+    text = SERIES + (
+        '[[entry]]\nid = "s-c2"\nseries = "s"\nk = 3\nmean_length = 2.5\nconcurrency = 2\n'
+        "requests = 4\noutput = 64\nprompt = 100\nwall_s = 1.0\nbaseline_wall_s = 1.5\n"
+    )
+    (entry,) = parse_table(text, "t.toml")
+    off, spec = runs_of(entry)
+    assert off.summary.requests == spec.summary.requests == 4
+    assert from_specs(entry).value == pytest.approx(off.end_s / spec.end_s, rel=1e-12)
+    assert under_load(entry).value > 1.0  # 2.5 tokens a cycle on a cheap EAGLE head pays
