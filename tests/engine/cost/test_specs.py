@@ -45,7 +45,7 @@ SHIPPED_MODELS = {
     "llama-3.2-3b",
     *("llama-3.3-70b", "llama-3.1-405b", "qwen3-8b", "qwen3-235b-a22b", "deepseek-v3"),
     *("gpt-oss-120b", "mixtral-8x7b", "eagle3-llama-3.3-70b", "deepseek-v3-mtp"),
-    *("qwen3-0.6b", "llama-4-maverick"),
+    *("qwen3-0.6b", "llama-4-maverick", "minicpm3-4b", "eagle3-minicpm3-4b"),
 }
 
 GOOD_HARDWARE = """
