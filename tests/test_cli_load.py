@@ -132,7 +132,7 @@ def test_a_presets_load_table_runs_and_flags_override_it(cli):
     [
         ("rate = [1]\nmagic = 3\n", "load.magic: unknown load setting (known: rate,"),
         ("rate = [0]\n", "load.rate: must be numbers in (0, 10000]"),
-        ("rate = [1]\nconcurrency = [2]\n", "load.rate: give a rate (open loop) or a concurrency"),
+        ("rate = [1]\nconcurrency = [2]\n", "load.rate: give a rate (open loop), a concurrency (closed loop) or a trace"),
         ('rate = [1]\npolicies = ["off", "nope"]\n', "load.policies: unknown nope"),
         ('rate = ["fast"]\n', "load.rate: expected numbers"),
         ('rate = [1]\nlengths = "sharegpt"\n', "load.lengths: must be one of fixed, uniform"),
@@ -161,3 +161,52 @@ def test_records_to_parquet(cli, tmp_path):
     assert all(a <= f <= last for a, f, last in zip(
         table["arrival_s"], table["first_token_s"], table["last_token_s"], strict=True
     ))  # fmt: skip
+
+
+TRACE = "tests/fixtures/traces/azure_conv_2023_head.csv"
+
+
+def test_a_real_trace_served_faster_and_faster(cli):
+    from pathlib import Path
+
+    trace = Path(__file__).parent / "fixtures" / "traces" / "azure_conv_2023_head.csv"
+    status, out, err = cli(
+        "load", "--cost", "roofline", "--trace", str(trace), "--speeds", "1,8",
+        "--requests", "120", "--replications", "1",
+    )  # fmt: skip
+    assert status == 0, err
+    rows = [line.split() for line in out.splitlines()[1:5]]
+    assert out.splitlines()[0].split()[0] == "speed"
+    assert [(r[0], r[1]) for r in rows] == [
+        ("1", "off"),
+        ("1", "fixed"),
+        ("8", "off"),
+        ("8", "fixed"),
+    ]
+    # Eight times the arrival rate: more tokens a second, and a slower TPOT.
+    assert float(rows[2][2]) > 4 * float(rows[0][2]) and float(rows[2][6]) > float(rows[0][6])
+
+
+def test_a_trace_that_is_not_a_regular_file_is_refused_without_blocking(cli, tmp_path):
+    import os
+
+    fifo = tmp_path / "pipe.csv"
+    os.mkfifo(fifo)  # a reader that would never end
+    for path, message in ((fifo, "not a regular file"), (tmp_path, "not a regular file")):
+        status, out, err = cli("load", *FAST, "--trace", str(path))
+        assert (status, out) == (2, "") and message in err and len(err.splitlines()) == 1
+
+
+def test_a_trace_too_large_is_refused_unread(cli, tmp_path, monkeypatch):
+    import engine.serve.workload as workload
+
+    monkeypatch.setattr(workload, "TRACE_MAX_BYTES", 64)
+    path = tmp_path / "big.csv"
+    path.write_text("arrival_s,prompt_tokens,output_tokens\n" + "1,2,3\n" * 100)
+    status, _, err = cli("load", *FAST, "--trace", str(path))
+    assert status == 2 and "larger than the 64 bytes trace may be" in err
+
+
+def test_a_trace_with_a_rate_is_one_line(cli):
+    status, _, err = cli("load", *FAST, "--rate", "2", "--trace", TRACE)
+    assert status == 2 and "give a rate (open loop), a concurrency (closed loop) or a trace" in err

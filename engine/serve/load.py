@@ -78,11 +78,18 @@ class Plan:
     slo_ttft_ms: float = math.inf
     slo_tpot_ms: float = math.inf
     usd_per_gpu_hour: float = 2.0
+    # A trace file: its requests, arriving each level's times faster than recorded.
+    trace: str | None = None
+
+    @property
+    def unit(self) -> str:
+        """What a level is: a rate, a concurrency or a trace's speed."""
+        return "speed" if self.trace else "concurrency" if self.closed else "rate"
 
     def check(self) -> None:
         if not 1 <= len(self.levels) <= LEVELS_MAX:
             raise ConfigError("levels", f"give 1 to {LEVELS_MAX} levels of load")
-        for level in self.levels:
+        for level in self.levels if self.trace is None else ():
             if self.closed and not (level == int(level) and 1 <= level <= CONCURRENCY_MAX):
                 raise ConfigError("concurrency", f"must be whole numbers in [1, {CONCURRENCY_MAX}]")
             if not self.closed and not (math.isfinite(level) and 0 < level <= RATE_MAX):
@@ -104,6 +111,9 @@ class Plan:
         self.level_workload(self.levels[0]).check()
 
     def level_workload(self, level: float) -> Workload:
+        if self.trace is not None:
+            return replace(self.workload, rate=None, concurrency=None, trace=self.trace,
+                           speed=float(level))  # fmt: skip
         if self.closed:
             return replace(self.workload, rate=None, concurrency=int(level), trace=None)
         return replace(self.workload, rate=float(level), concurrency=None, trace=None)

@@ -41,6 +41,13 @@ class Setting:
 SETTINGS = (
     Setting("rate", None, "floats", "requests/s, open loop"),
     Setting("concurrency", None, "ints", "requests in the system at once, closed loop"),
+    Setting(
+        "trace",
+        None,
+        "text",
+        "a trace file (arrival_s,prompt_tokens,output_tokens) whose requests are served",
+    ),
+    Setting("speeds", (1.0,), "floats", "with a trace: its arrivals this many times faster"),
     Setting("requests", 300, "int", "requests per run"),
     Setting("cv", 1.0, "float", "coefficient of variation of the gaps (1: Poisson)"),
     Setting("lengths", "fixed", "text", f"{', '.join(LENGTHS)}"),
@@ -99,8 +106,11 @@ def plan_of(settings: dict[str, Any], config: Any) -> Plan:
     """The checked plan of ``settings`` (defaults for the missing ones) for ``config``."""
     values = {s.key: s.default for s in SETTINGS}
     values.update({key: checked(key, value) for key, value in settings.items()})
-    if (values["rate"] is None) == (values["concurrency"] is None):
-        raise ConfigError("rate", "give a rate (open loop) or a concurrency (closed loop)")
+    given = [key for key in ("rate", "concurrency", "trace") if values[key] is not None]
+    if len(given) != 1:
+        raise ConfigError(
+            "rate", "give a rate (open loop), a concurrency (closed loop) or a trace, one of them"
+        )
     if values["lengths"] not in LENGTHS:
         raise ConfigError("lengths", f"must be one of {', '.join(LENGTHS)}")
     for key in ("requests", "replications", "max_num_seqs"):
@@ -123,8 +133,15 @@ def plan_of(settings: dict[str, Any], config: Any) -> Plan:
             gpu_memory_utilization=values["gpu_memory_utilization"],
             verify_budget=values["verify_budget"],
         ),
-        levels=tuple(values["concurrency"] if closed else values["rate"]),
+        levels=tuple(
+            values["speeds"]
+            if values["trace"] is not None
+            else values["concurrency"]
+            if closed
+            else values["rate"]
+        ),
         closed=closed,
+        trace=values["trace"],
         policies=values["policies"],
         replications=values["replications"],
         seed=int(config.seed),

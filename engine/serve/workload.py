@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 RATE_MAX = 1e4  # requests a second
 CV_MAX = 10.0
+SPEED_MAX = 1000.0
 CONCURRENCY_MAX = 4096
 REQUESTS_MAX = 10_000_000
 LENGTH_MAX = 1_000_000  # tokens of a prompt or an output
@@ -81,6 +82,7 @@ class Workload:
     output: Lengths = Lengths(median=256, low=1, high=4096)
     trace: str | None = None
     warmup: float = 0.1  # the share of the first requests left out of the metrics
+    speed: float = 1.0  # a trace's arrivals come this many times faster than recorded
 
     def check(self) -> None:
         if not 1 <= self.requests <= REQUESTS_MAX:
@@ -96,6 +98,8 @@ class Workload:
                 raise ConfigError(
                     "concurrency", f"must be a whole number in [1, {CONCURRENCY_MAX}]"
                 )
+        if not (math.isfinite(self.speed) and 0.0 < self.speed <= SPEED_MAX):
+            raise ConfigError("speeds", f"must be numbers in (0, {SPEED_MAX:g}]")
         if not (math.isfinite(self.cv) and 0.0 < self.cv <= CV_MAX):
             raise ConfigError("cv", f"must be a number in (0, {CV_MAX:g}]")
         if not (math.isfinite(self.warmup) and 0.0 <= self.warmup <= 0.5):
@@ -113,7 +117,8 @@ class Workload:
         import numpy as np
 
         if self.trace is not None:
-            return read_trace(Path(self.trace), self.requests)
+            read = read_trace(Path(self.trace), self.requests)
+            return Requests(read.arrival_s / self.speed, read.prompt, read.output)
         rng = np.random.default_rng([seed, replication, 0x10AD])
         n = self.requests
         prompts = self.prompt.draw(rng, n)

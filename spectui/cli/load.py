@@ -84,7 +84,7 @@ def add_parser(sub: Any) -> None:
         )
         default = setting.default
         if isinstance(default, tuple):
-            default = ",".join(default)
+            default = ",".join(f"{v:g}" if isinstance(v, float) else str(v) for v in default)
         shown = "" if default is None or default == math.inf else f" (default: {default})"
         extra = ""
         if setting.key == "lengths":
@@ -130,12 +130,15 @@ def plan_of(args: argparse.Namespace) -> tuple[Any, Any, Any]:
         for key, value in vars(args).items()
         if key.startswith("load.") and value is not None
     }
-    if "rate" in given or "concurrency" in given:  # a level flag replaces the preset's
-        settings.pop("rate", None)
-        settings.pop("concurrency", None)
+    levels = ("rate", "concurrency", "trace")
+    if any(key in given for key in levels):  # a level flag replaces the preset's
+        for key in levels:
+            settings.pop(key, None)
     settings.update(given)
-    if "rate" not in settings and "concurrency" not in settings:
-        raise UsageError("give --rate LIST or --concurrency LIST (or a preset with [load])")
+    if not any(key in settings for key in levels):
+        raise UsageError(
+            "give --rate LIST, --concurrency LIST or --trace FILE (or a preset with [load])"
+        )
     plan = settings_plan(settings, config)
     cost = build_cost(config)
     kv_capacity(cost, plan.server)  # weights that do not fit: refused before any run
@@ -175,7 +178,7 @@ def _row_line(plan: Any, cell: Any) -> str:
 
 
 def _header(plan: Any) -> str:
-    unit = "conc" if plan.closed else "req/s"
+    unit = {"speed": "speed", "concurrency": "conc", "rate": "req/s"}[plan.unit]
     names = [f"{unit:>6} {'policy':<9}", f"{'tok/s':>12}"]
     names += [f"{name:>9}" for _, name, _ in COLUMNS[1:]]
     return " ".join(names)
@@ -223,7 +226,7 @@ def _summary_lines(config: Any, cost: Any, result: Any) -> list[str]:
     from engine.serve.schedule import best_k_by_batch, sglang_flags, trtllm_yaml, vllm_flag
 
     plan = result.plan
-    unit = "concurrency" if plan.closed else "rate"
+    unit = plan.unit
     lines = []
     for figure, words in (("throughput_tok_s", "throughput"), ("tpot_p99_ms", "p99 TPOT")):
         level = result.stops_paying(figure)

@@ -135,7 +135,7 @@ class LoadScreen(ReportsWorkerErrors, ModalScreen[None]):
             return
         self.result = LoadResult(self.plan)
         self.query_one(DataTable).clear()
-        unit = "concurrency" if self.plan.closed else "rate"
+        unit = self.plan.unit
         levels = ", ".join(f"{level:g}" for level in self.plan.levels)
         self.query_one("#load-title", Static).update(
             Text(f"Load · {unit} {levels} · {', '.join(self.plan.policies)}")
@@ -231,7 +231,7 @@ class LoadScreen(ReportsWorkerErrors, ModalScreen[None]):
 
     def _verdict(self) -> str:
         """Where speculation stops paying, and the best policy by level."""
-        unit = "concurrency" if self.plan.closed else "rate"
+        unit = self.plan.unit
         words = []
         for figure, name in (("throughput_tok_s", "throughput"), ("tpot_p99_ms", "p99 TPOT")):
             if "off" not in self.plan.policies:
@@ -252,7 +252,8 @@ class LoadScreen(ReportsWorkerErrors, ModalScreen[None]):
         plt = self.query_one(LoadChart).plt
         plt.clear_data()
         plt.clear_figure()
-        plt.xlabel(("concurrency" if self.plan.closed else "rate (req/s)") + " · t: next chart")
+        names = {"rate": "rate (req/s)", "concurrency": "concurrency", "speed": "trace speed"}
+        plt.xlabel(names[self.plan.unit] + " · t: next chart")
         plt.ylabel(label)
         for i, policy in enumerate(self.plan.policies):
             levels = [lv for lv in self.plan.levels if (lv, policy) in self.result.cells]
