@@ -132,7 +132,7 @@ def test_a_presets_load_table_runs_and_flags_override_it(cli):
     [
         ("rate = [1]\nmagic = 3\n", "load.magic: unknown load setting (known: rate,"),
         ("rate = [0]\n", "load.rate: must be numbers in (0, 10000]"),
-        ("rate = [1]\nconcurrency = [2]\n", "load.rate: give a rate (open loop), a concurrency (closed loop) or a trace"),
+        ("rate = [1]\nconcurrency = [2]\n", "load.rate: give a rate (open loop), a concurrency"),
         ('rate = [1]\npolicies = ["off", "nope"]\n', "load.policies: unknown nope"),
         ('rate = ["fast"]\n', "load.rate: expected numbers"),
         ('rate = [1]\nlengths = "sharegpt"\n', "load.lengths: must be one of fixed, uniform"),

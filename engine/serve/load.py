@@ -190,6 +190,51 @@ class LoadResult:
         return max(self.plan.policies, key=lambda p: self.cells[(level, p)].mean(figure))
 
 
+def run_cell(
+    config: Any,
+    plan: Plan,
+    level: float,
+    policy: str,
+    *,
+    cost: Any = None,
+    check: Callable[[int], None] | None = None,
+    on_finish: Callable[[float, str, int, np.ndarray], None] | None = None,
+) -> Cell:
+    """One level and policy of ``plan`` for the scenario ``config``: every replication
+    (a worker process runs this alone: ``cost`` is built when not given)."""
+    if cost is None:
+        from engine.cost.models import build_cost
+
+        cost = build_cost(config)
+    gpus = max(cost.target_run.tp, cost.target_run.ep) if hasattr(cost, "target_run") else 1
+    workload = plan.level_workload(level)
+    warmup = int(workload.warmup * workload.requests)
+    cell = Cell(level, policy)
+    for replication in range(plan.replications):
+        requests = workload.draw(plan.seed, replication)
+        outcome = simulate_load(
+            config,
+            cost,
+            requests,
+            policy,
+            plan.server,
+            closed=int(level) if plan.closed else None,
+            seed=plan.seed,
+            replication=replication,
+            warmup=warmup,
+            slo_ttft_s=plan.slo_ttft_ms / 1e3,
+            slo_tpot_s=plan.slo_tpot_ms / 1e3,
+            on_finish=(
+                None if on_finish is None else partial(on_finish, level, policy, replication)
+            ),
+            check=check,
+        )
+        figures = outcome.summary.figures(gpus, plan.usd_per_gpu_hour)
+        for name in FIGURES:
+            cell.values.setdefault(name, []).append(figures[name])
+    return cell
+
+
 def run_load(
     config: Any,
     cost: Any,
@@ -198,44 +243,30 @@ def run_load(
     on_cell: Callable[[Cell], None] | None = None,
     check: Callable[[int], None] | None = None,
     on_finish: Callable[[float, str, int, np.ndarray], None] | None = None,
+    submit: Callable[..., Any] | None = None,
 ) -> LoadResult:
     """Run every (level, policy, replication) of ``plan`` for the scenario ``config`` priced
     by ``cost``. ``on_cell`` gets each finished cell; ``check(done)`` may raise to stop (a
     cancelled run keeps its finished cells); ``on_finish(level, policy, replication, rows)``
-    receives finished requests' records."""
+    receives finished requests' records. With ``submit`` (an executor's or a Dask client's:
+    ``submit(run_cell, config, plan, level, policy)`` gives a future), the cells run there,
+    each on its own numbers, so the results do not depend on where they ran."""
     plan.check()
     result = LoadResult(plan)
-    gpus = max(cost.target_run.tp, cost.target_run.ep) if hasattr(cost, "target_run") else 1
-    for level in plan.levels:
-        workload = plan.level_workload(level)
-        warmup = int(workload.warmup * workload.requests)
-        for policy in plan.policies:
-            cell = Cell(level, policy)
-            for replication in range(plan.replications):
-                requests = workload.draw(plan.seed, replication)
-                outcome = simulate_load(
-                    config,
-                    cost,
-                    requests,
-                    policy,
-                    plan.server,
-                    closed=int(level) if plan.closed else None,
-                    seed=plan.seed,
-                    replication=replication,
-                    warmup=warmup,
-                    slo_ttft_s=plan.slo_ttft_ms / 1e3,
-                    slo_tpot_s=plan.slo_tpot_ms / 1e3,
-                    on_finish=(
-                        None
-                        if on_finish is None
-                        else partial(on_finish, level, policy, replication)
-                    ),
-                    check=check,
-                )
-                figures = outcome.summary.figures(gpus, plan.usd_per_gpu_hour)
-                for name in FIGURES:
-                    cell.values.setdefault(name, []).append(figures[name])
-            result.cells[(level, policy)] = cell
+    cells = [(level, policy) for level in plan.levels for policy in plan.policies]
+    if submit is not None and on_finish is None:
+        futures = [submit(run_cell, config, plan, level, policy) for level, policy in cells]
+        for future in futures:
+            cell = future.result()
+            result.cells[(cell.level, cell.policy)] = cell
+            if check is not None:
+                check(0)
             if on_cell is not None:
                 on_cell(cell)
+        return result
+    for level, policy in cells:
+        cell = run_cell(config, plan, level, policy, cost=cost, check=check, on_finish=on_finish)
+        result.cells[(level, policy)] = cell
+        if on_cell is not None:
+            on_cell(cell)
     return result

@@ -108,8 +108,25 @@ def add_parser(sub: Any) -> None:
             default=None,
             help=setting.help + extra + shown,
         )
+    where = load.add_argument_group("where the runs go")
+    where.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="worker processes, each running a level and policy at a time (results do not "
+        "depend on N)",
+    )
+    where.add_argument(
+        "--scheduler", metavar="ADDR", help="run on a Dask cluster: tcp://HOST:PORT or local:N"
+    )
     out = load.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print the results as one JSON object")
+    out.add_argument(
+        "--resume",
+        action="store_true",
+        help="with --csv: keep the levels and policies the file holds, run the rest",
+    )
     out.add_argument("--csv", metavar="FILE", type=Path, help="a row per level and policy")
     out.add_argument("--records", metavar="FILE", type=Path, help="a row per finished request")
 
@@ -184,31 +201,55 @@ def _header(plan: Any) -> str:
     return " ".join(names)
 
 
-def _csv_rows(result: Any) -> list[dict[str, Any]]:
+def _csv_rows(result: Any, scenario: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    from engine.core.writes import csv_cell
     from engine.serve.load import FIGURES
 
     rows = []
-    for (level, policy), cell in result.cells.items():
-        row: dict[str, Any] = {"level": level, "policy": policy}
+    order = {(lv, p): i for i, (lv, p) in enumerate(
+        (lv, p) for lv in result.plan.levels for p in result.plan.policies
+    )}  # fmt: skip
+    for (level, policy), cell in sorted(result.cells.items(), key=lambda kv: order[kv[0]]):
+        row: dict[str, Any] = {k: csv_cell(v) for k, v in (scenario or {}).items()}
+        row.update({"level": csv_cell(float(level)), "policy": policy})
         for figure in FIGURES:
-            row[figure] = cell.mean(figure)
-            row[f"{figure}_ci95"] = cell.half_width(figure)
+            row[figure] = csv_cell(cell.mean(figure))
+            row[f"{figure}_ci95"] = csv_cell(cell.half_width(figure))
         for figure in ("throughput_tok_s", "tpot_p99_ms"):  # paired against off
             diff, half = result.paired(level, policy, figure)
-            row[f"{figure}_vs_off"] = diff
-            row[f"{figure}_vs_off_ci95"] = half
+            row[f"{figure}_vs_off"] = csv_cell(diff)
+            row[f"{figure}_vs_off_ci95"] = csv_cell(half)
         rows.append(row)
     return rows
 
 
-def _write_csv(path: Path, result: Any) -> None:
+def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    """The rows (in order) as a CSV file, written whole."""
     from engine.core.writes import atomic_open
 
-    rows = _csv_rows(result)
+    if not rows:
+        return
     with atomic_open(path) as handle:
         out = csv.DictWriter(handle, fieldnames=list(rows[0]))
         out.writeheader()
         out.writerows(rows)
+
+
+def _kept_rows(path: Path | None, resume: bool) -> list[dict[str, str]]:
+    """The rows of an earlier run's CSV to keep (``--resume``), read bounded."""
+    if not resume:
+        return []
+    if path is None:
+        raise UsageError("--resume: needs --csv FILE (the file to resume)")
+    if not path.exists():
+        return []
+    from engine.core.inputs import read_input_text
+
+    text = read_input_text(path, 64 << 20, "load CSV")
+    rows = list(csv.DictReader(text.splitlines()))
+    if rows and not {"level", "policy"} <= set(rows[0]):
+        raise UsageError(f"--resume: {path} is not a spectui load CSV (no level, policy)")
+    return rows
 
 
 def _finite(value: Any) -> Any:
@@ -263,12 +304,66 @@ def _summary_lines(config: Any, cost: Any, result: Any) -> list[str]:
     return lines
 
 
+def _scenarios(args: argparse.Namespace, config: Any) -> list[tuple[dict[str, Any], Any]]:
+    """The scenarios to serve: the preset's [[grid]] (each with its grid values, the CSV's
+    first columns), else the one scenario."""
+    if not args.preset:
+        return [({}, config)]
+    from engine.presets import load_preset
+
+    preset = load_preset(args.preset)
+    if not preset.sweep.grids:
+        return [({}, config)]
+    from engine.sweep.grid import SweepSpec
+
+    given = given_fields(args)
+    keys = [k for grid in preset.sweep.grids for k in grid if k not in given]
+    keys = list(dict.fromkeys(keys))
+    base = preset.config.replace(**given)
+    configs = SweepSpec(base, preset.sweep.grids).configs()
+    return [({k: c.get(k) for k in keys}, c.replace(**given)) for c in configs]
+
+
+def _runner(args: argparse.Namespace) -> tuple[Any, Any]:
+    """(submit, close) for the runs: None in this process, a process pool's or a Dask
+    client's ``submit``."""
+    if args.scheduler:
+        from engine.sweep.cluster import DaskRunner, DaskUnavailable
+
+        runner = DaskRunner(args.scheduler)
+        try:
+            runner.start()
+        except DaskUnavailable as err:
+            raise UsageError(f"--scheduler: {err}") from None
+        return runner.client.submit, runner.close
+    if args.workers == 1:
+        return None, lambda: None
+    from engine.sweep.pool import SweepPool, check_workers
+
+    try:
+        check_workers(args.workers)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    pool = SweepPool(args.workers, start_method=None)
+    executor = pool.executor()
+    if executor is None:
+        raise UsageError(f"--workers: cannot start worker processes: {pool.problem}")
+    return executor.submit, pool.shutdown
+
+
 def command(args: argparse.Namespace) -> int:
-    from engine.serve.load import run_load
+    from engine.cost.models import build_cost
+    from engine.serve.load import LoadResult, run_load
+    from engine.serve.settings import plan_of as settings_plan
     from spectui.cli.progress import delayed_progress
 
     config, cost, plan = plan_of(args)
-    total = len(plan.levels) * len(plan.policies) * plan.replications * plan.workload.requests
+    scenarios = _scenarios(args, config)
+    kept = _kept_rows(args.csv, args.resume)
+    if args.records is not None and (args.workers != 1 or args.scheduler):
+        raise UsageError("--records: streams from one process; leave out --workers/--scheduler")
+    per_scenario = len(plan.levels) * len(plan.policies) * plan.replications
+    total = len(scenarios) * per_scenario * plan.workload.requests
     advance, close = delayed_progress(total, "load: requests")
     done_before = [0]
 
@@ -285,47 +380,117 @@ def command(args: argparse.Namespace) -> int:
             raise UsageError(f"--records: writing Parquet needs pyarrow: {PARQUET_INSTALL}")
         records = records_writer(args.records)
         on_finish = records.__enter__()
-
-    from engine.serve.load import LoadResult
-
-    printed: list[str] = []
-    finished = LoadResult(plan)  # what Ctrl-C keeps
-
-    def on_cell(cell: Any) -> None:
-        finished.cells[(cell.level, cell.policy)] = cell
-        done_before[0] += plan.replications * plan.workload.requests
-        if not args.json:
-            if not printed:
-                printed.append(_header(plan))
-                print(printed[-1])
-            print(_row_line(plan, cell), flush=True)
-
+    submit, close_runner = _runner(args)
+    rows: list[dict[str, Any]] = []  # every scenario's, in order, for the CSV
+    summaries: list[tuple[Any, Any, Any]] = []
     try:
-        result = run_load(
-            config,
-            cost,
-            plan,
-            on_cell=on_cell,
-            check=check,
-            on_finish=on_finish,
-        )
+        for values, scenario in scenarios:
+            key_cells = {k: str(v) for k, v in values.items()}
+            done_here = {
+                (float(r["level"]), r["policy"])
+                for r in kept
+                if all(r.get(k) == v for k, v in key_cells.items())
+            }
+            scenario_plan = plan if not values else settings_plan(_settings(args), scenario)
+            todo = replace_policies(scenario_plan, done_here)
+            finished = LoadResult(scenario_plan)
+            if values and not args.json:
+                print("scenario: " + ", ".join(f"{k} {v}" for k, v in values.items()))
+            printed: list[str] = []
+
+            def on_cell(cell: Any, finished: Any = finished, printed: list[str] = printed) -> None:
+                finished.cells[(cell.level, cell.policy)] = cell
+                done_before[0] += plan.replications * plan.workload.requests
+                if not args.json:
+                    if not printed:
+                        printed.append(_header(plan))
+                        print(printed[-1])
+                    print(_row_line(plan, cell), flush=True)
+
+            scenario_cost = cost if not values else build_cost(scenario)
+            try:
+                if todo is not None:
+                    run_load(
+                        scenario,
+                        scenario_cost,
+                        todo,
+                        on_cell=on_cell,
+                        check=check,
+                        on_finish=on_finish,
+                        submit=submit,
+                    )
+            finally:
+                rows.extend(_merged(finished, values, kept, key_cells))
+            summaries.append((scenario, scenario_cost, finished))
     except BaseException:
         close()
+        close_runner()
         if records is not None:  # a cancelled run leaves no records file
             records.__exit__(*sys.exc_info())
-        if args.csv and finished.cells:  # the finished cells are kept
-            _write_csv(args.csv, finished)
+        if args.csv and rows:  # the finished cells are kept
+            _write_csv(args.csv, rows)
         raise
     close()
+    close_runner()
     if records is not None:
         records.__exit__(None, None, None)
     if args.csv:
-        _write_csv(args.csv, result)
-    lines = _summary_lines(config, cost, result)
+        _write_csv(args.csv, rows)
+    lines: list[str] = []
+    for scenario, scenario_cost, result in summaries:
+        if result.levels_done():
+            lines += _summary_lines(scenario, scenario_cost, result)
+    if kept:
+        lines.append(f"kept {len(kept)} rows of {args.csv}; ran the rest")
     if args.json:
-        payload = {"config": config.to_dict(), "cells": _csv_rows(result), "summary": lines}
+        payload = {"config": config.to_dict(), "cells": rows, "summary": lines}
         print(json.dumps(_finite(payload)))
         return 0
     for line in lines:
         print(line)
     return 0
+
+
+def _settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The load settings of the preset and the flags (as :func:`plan_of` merges them)."""
+    from engine.presets import load_preset
+
+    settings = dict(load_preset(args.preset).load) if args.preset else {}
+    given = {
+        key.split(".", 1)[1]: value
+        for key, value in vars(args).items()
+        if key.startswith("load.") and value is not None
+    }
+    if any(key in given for key in ("rate", "concurrency", "trace")):
+        for key in ("rate", "concurrency", "trace"):
+            settings.pop(key, None)
+    settings.update(given)
+    return settings
+
+
+def replace_policies(plan: Any, done: set[tuple[float, str]]) -> Any:
+    """``plan`` without the (level, policy) cells already ``done`` (whole levels whose
+    policies are all done are left out; a level with some left runs them all, so that its
+    paired figures compare runs of this session); None if nothing is left."""
+    from dataclasses import replace
+
+    levels = tuple(lv for lv in plan.levels if any((lv, p) not in done for p in plan.policies))
+    return replace(plan, levels=levels) if levels else None
+
+
+def _merged(
+    finished: Any, values: dict[str, Any], kept: list[dict[str, str]], key: dict[str, str]
+) -> list[dict[str, Any]]:
+    """A scenario's CSV rows in the plan's order: this run's, else the kept file's."""
+    new = {(r["level"], r["policy"]): r for r in _csv_rows(finished, values)}
+    old = {(r["level"], r["policy"]): r for r in kept if all(r.get(k) == v for k, v in key.items())}
+    from engine.core.writes import csv_cell
+
+    out = []
+    for level in finished.plan.levels:
+        for policy in finished.plan.policies:
+            cell = (csv_cell(float(level)), policy)
+            row = new.get(cell) or old.get(cell)
+            if row is not None:
+                out.append(row)
+    return out
