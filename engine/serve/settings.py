@@ -50,7 +50,7 @@ SETTINGS = (
     Setting("speeds", (1.0,), "floats", "with a trace: its arrivals this many times faster"),
     Setting("requests", 300, "int", "requests per run"),
     Setting("cv", 1.0, "float", "coefficient of variation of the gaps (1: Poisson)"),
-    Setting("lengths", "fixed", "text", f"{', '.join(LENGTHS)}"),
+    Setting("lengths", "fixed", "text", "request lengths"),
     Setting("warmup", 0.1, "float", "share of the first requests left out"),
     Setting("max_num_seqs", 256, "int", "requests running at once"),
     Setting("max_num_batched_tokens", 8192, "int", "tokens a step"),

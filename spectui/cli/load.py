@@ -104,7 +104,7 @@ def add_parser(sub: Any) -> None:
             flag,
             dest=f"load.{setting.key}",
             type=parse,
-            metavar=_METAVARS.get(kind, "LIST"),
+            metavar="FILE" if setting.key == "trace" else _METAVARS.get(kind, "LIST"),
             default=None,
             help=setting.help + extra + shown,
         )
