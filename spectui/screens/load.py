@@ -5,8 +5,9 @@ load, one line per policy, filling as levels finish, with the level where specul
 paying marked; under it a table of every level and policy that scrolls. The load settings
 are the preset's ``[load]`` table, else :data:`DEFAULTS`. The run is a thread worker:
 Escape stops it (the finished levels stay), a second Escape closes the screen; ``r`` runs
-again; ``e`` runs again streaming a row per finished request to a CSV file in the results
-directory (written whole when the run ends; memory holds only the running requests).
+again; ``e`` (``p``) runs again streaming a row per finished request to a CSV (Parquet)
+file in the results directory (written whole when the run ends; memory holds a block of
+rows and the running requests).
 """
 
 from __future__ import annotations
@@ -96,6 +97,7 @@ class LoadScreen(ReportsWorkerErrors, ModalScreen[None]):
         Binding("t", "next_chart", "Chart"),
         Binding("r", "rerun", "Run again"),
         Binding("e", "export", "Records to CSV"),
+        Binding("p", "export_parquet", "to Parquet", show=False),
     ]
 
     def __init__(self, config: Any, settings: dict[str, Any] | None = None) -> None:
@@ -123,7 +125,7 @@ class LoadScreen(ReportsWorkerErrors, ModalScreen[None]):
 
     # ------------------------------------------------------------------ the run
 
-    def start(self, records: bool = False) -> None:
+    def start(self, records: str | None = None) -> None:
         from engine.core.config import ConfigError
         from engine.serve.load import LoadResult
         from engine.serve.settings import plan_of
@@ -144,7 +146,7 @@ class LoadScreen(ReportsWorkerErrors, ModalScreen[None]):
         path = None
         if records:
             stamp = time.strftime("%Y%m%d-%H%M%S")
-            path = str(results_dir() / f"load-records-{stamp}.csv")
+            path = str(results_dir() / f"load-records-{stamp}.{records}")
         self._status(self._progress_text(0))
         self._run(self.plan, path)
 
@@ -286,4 +288,14 @@ class LoadScreen(ReportsWorkerErrors, ModalScreen[None]):
 
     def action_export(self) -> None:
         if not self.running:
-            self.start(records=True)
+            self.start(records="csv")
+
+    def action_export_parquet(self) -> None:
+        from engine.simulate.cycles_file import parquet_available
+
+        if self.running:
+            return
+        if not parquet_available():
+            self._status("Parquet needs pyarrow: pip install 'spectui[parquet]' (e: CSV)")
+            return
+        self.start(records="parquet")

@@ -82,3 +82,16 @@ async def test_records_go_to_a_csv_file(tmp_path, monkeypatch):
     with path.open() as handle:
         rows = list(csv.DictReader(handle))
     assert len(rows) == 2 * 30 and {r["policy"] for r in rows} == {"off", "fixed"}
+
+
+async def test_records_go_to_a_parquet_file(tmp_path, monkeypatch):
+    import pyarrow.parquet as pq
+
+    monkeypatch.setattr(load_screen, "results_dir", lambda: tmp_path)
+    app = LoadHost({**SETTINGS, "rate": (4.0,)})
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: "best: 4: " in screen_text(app))
+        await pilot.press("p")
+        await until(pilot, lambda: "records written to" in screen_text(app))
+    (path,) = tmp_path.glob("load-records-*.parquet")
+    assert pq.read_table(path).num_rows == 2 * 30
