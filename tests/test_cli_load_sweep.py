@@ -89,3 +89,15 @@ def test_resume_needs_a_csv_and_records_need_one_process(cli, preset, tmp_path):
         "load", "--preset", str(preset), "--workers", "2", "--records", str(tmp_path / "r.csv")
     )
     assert status == 2 and "--records: streams from one process" in err
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (("--workers", "9999"), "--workers: 9999 is not an integer in [0, 64]"),
+        (("--scheduler", "bogus"), "'bogus' is not a scheduler address (tcp://HOST:PORT)"),
+    ],
+)
+def test_bad_runner_flags_are_one_line(cli, preset, flags, message):
+    status, out, err = cli("load", "--preset", str(preset), *flags)
+    assert (status, out) == (2, "") and message in err and len(err.splitlines()) == 1

@@ -114,8 +114,8 @@ def add_parser(sub: Any) -> None:
         type=int,
         default=1,
         metavar="N",
-        help="worker processes, each running a level and policy at a time (results do not "
-        "depend on N)",
+        help="worker processes, each running a level and policy at a time (0 or 1: none; "
+        "results do not depend on N)",
     )
     where.add_argument(
         "--scheduler", metavar="ADDR", help="run on a Dask cluster: tcp://HOST:PORT or local:N"
@@ -336,14 +336,14 @@ def _runner(args: argparse.Namespace) -> tuple[Any, Any]:
         except DaskUnavailable as err:
             raise UsageError(f"--scheduler: {err}") from None
         return runner.client.submit, runner.close
-    if args.workers == 1:
-        return None, lambda: None
     from engine.sweep.pool import SweepPool, check_workers
 
     try:
-        check_workers(args.workers)
+        check_workers(args.workers, "--workers")
     except ValueError as err:
         raise UsageError(str(err)) from None
+    if args.workers <= 1:  # 0 or 1: no processes, as for sweeps
+        return None, lambda: None
     pool = SweepPool(args.workers, start_method=None)
     executor = pool.executor()
     if executor is None:
