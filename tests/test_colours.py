@@ -210,6 +210,12 @@ async def visit_every_state(app) -> list[Cell]:
             screen.action_pane(pane)
             await pilot.pause()
             found += glyph_cells(app, f"calibrate {title}")
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.press("ctrl+l")  # the Load screen (a small study: see the test)
+        await until(pilot, lambda: "best:" in str(app.screen.query_one("#load-status").render()))
+        await settle(pilot, app)
+        found += glyph_cells(app, "load")
     return found
 
 
@@ -244,6 +250,11 @@ def test_no_glyph_is_invisible_in_any_colour_mode(no_color, monkeypatch):
         monkeypatch.setenv("NO_COLOR", "1")
     else:
         monkeypatch.delenv("NO_COLOR", raising=False)
+    # The Load screen's study kept small: one level, two policies, 20 requests.
+    from spectui.screens import load as load_screen
+
+    small = {"rate": (4.0,), "policies": ("off", "fixed"), "requests": 20, "replications": 1}
+    monkeypatch.setattr(load_screen, "DEFAULTS", small)
     # The replay is shown to its end at once (key e's action), not ticked all along.
     app = create_app("tiny", replay_autoplay=False)
     assert app.no_color is no_color
@@ -253,6 +264,7 @@ def test_no_glyph_is_invisible_in_any_colour_mode(no_color, monkeypatch):
     seen = {"start", "after a run", "toasts", "an invalid field, focused", "a sweep"}
     seen |= {"an arena", "help", "presets", "save", "save, a bad name", "confirm"}
     seen |= {f"view {view}" for view, _ in VIEWS} | {f"calibrate {title}" for _, title in PANES}
+    seen |= {"load"}
     assert seen <= states
 
     # The two borders, the Exact panel's and the acc@i box's (black on black under
