@@ -31,9 +31,11 @@ import numpy as np
 
 from engine.core.config import SpecConfig
 from engine.cost.models import build_cost
+from engine.serve.draws import mix as _mix
+from engine.serve.draws import uniforms
 from engine.serve.pricing import Pricer
 from engine.serve.server import Server
-from engine.serve.sim import _mix, simulate_load, uniforms
+from engine.serve.sim import simulate_load
 from engine.serve.workload import Lengths, Workload
 
 RATE = 10.0

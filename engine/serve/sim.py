@@ -32,6 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from engine.serve.draws import mix as _mix
+from engine.serve.draws import uniforms
 from engine.serve.metrics import Summary
 from engine.serve.policies import POLICIES, StepView
 from engine.serve.pricing import Pricer
@@ -39,30 +41,8 @@ from engine.serve.server import Server, kv_capacity
 from engine.serve.workload import Requests
 
 SEGMENT_MAX = 512
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_STEP = np.uint64(0xD1B54A32D192ED03)
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
-
 # A finished request as a record.
 RECORD_FIELDS = ("request", "arrival_s", "first_token_s", "last_token_s", "output", "chunks")
-
-
-def _mix(x: np.ndarray) -> np.ndarray:
-    """SplitMix64's finaliser, element-wise on uint64 (wrapping)."""
-    x = (x ^ (x >> np.uint64(30))) * _M1
-    x = (x ^ (x >> np.uint64(27))) * _M2
-    return x ^ (x >> np.uint64(31))
-
-
-def uniforms(key: int, ids: np.ndarray, counters: np.ndarray, stream: int) -> np.ndarray:
-    """Uniforms in [0, 1) for request ``ids`` at their ``counters``-th step (arrays that
-    broadcast), on ``stream``: the same numbers whatever else runs beside them."""
-    with np.errstate(over="ignore"):
-        x = np.uint64(key) ^ (np.asarray(ids).astype(np.uint64) * _GOLDEN)
-        x = _mix(x ^ (np.asarray(counters).astype(np.uint64) * _STEP + np.uint64(stream)))
-        x = _mix(x)
-    return (x >> np.uint64(11)).astype(np.float64) * 2.0**-53
 
 
 @dataclass

@@ -10,10 +10,11 @@ import pytest
 
 from engine.core.config import ConfigError, SpecConfig
 from engine.cost.models import build_cost
+from engine.serve.draws import uniforms
 from engine.serve.metrics import LogHistogram
 from engine.serve.policies import POLICIES, StepView
 from engine.serve.server import Server, kv_capacity
-from engine.serve.sim import simulate_load, uniforms
+from engine.serve.sim import simulate_load
 from engine.serve.workload import Lengths, Workload, read_trace
 
 
