@@ -12,6 +12,7 @@ makespans), tokens per second, or TPOT. Both runs draw the same requests and num
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -54,6 +55,7 @@ def scenario_of(entry: Entry, t0_us: float = 0.0) -> Any:
     )
 
 
+@lru_cache(maxsize=256)  # an entry's runs are the same every time: a report asks often
 def runs_of(entry: Entry, t0_us: float = 0.0) -> tuple[Any, Any]:
     """The (off, speculating) outcomes of the entry's closed loop."""
     from engine.cost.models import build_cost
