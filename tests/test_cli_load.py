@@ -8,6 +8,7 @@ import itertools
 import json
 import re
 import shlex
+from pathlib import Path
 
 import pytest
 
@@ -164,12 +165,11 @@ def test_records_to_parquet(cli, tmp_path):
 
 
 TRACE = "tests/fixtures/traces/azure_conv_2023_head.csv"
+REPO = Path(__file__).resolve().parent.parent
 
 
 def test_a_real_trace_served_faster_and_faster(cli):
-    from pathlib import Path
-
-    trace = Path(__file__).parent / "fixtures" / "traces" / "azure_conv_2023_head.csv"
+    trace = REPO / TRACE
     status, out, err = cli(
         "load", "--cost", "roofline", "--trace", str(trace), "--speeds", "1,8",
         "--requests", "120", "--replications", "1",
@@ -210,3 +210,31 @@ def test_a_trace_too_large_is_refused_unread(cli, tmp_path, monkeypatch):
 def test_a_trace_with_a_rate_is_one_line(cli):
     status, _, err = cli("load", *FAST, "--rate", "2", "--trace", TRACE)
     assert status == 2 and "give a rate (open loop), a concurrency (closed loop) or a trace" in err
+
+
+def test_a_trace_is_read_once_for_every_level_policy_and_replication(cli, monkeypatch):
+    import engine.serve.workload as workload
+
+    reads = []
+    real = workload.read_trace
+    monkeypatch.setattr(workload, "read_trace", lambda *a: reads.append(a) or real(*a))
+    status, _, err = cli(
+        "load", "--cost", "roofline", "--trace", str(REPO / TRACE), "--speeds", "1,2",
+        "--requests", "30",
+        "--replications", "2",
+    )  # fmt: skip
+    assert status == 0, err
+    assert len(reads) == 1  # 2 speeds x 2 policies x 2 replications served it
+
+
+def test_building_the_command_line_imports_no_numpy():
+    # Every start (a subcommand or the app) builds every subcommand's parser, load's too.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from spectui.cli.parser import build_parser; build_parser(); "
+        "print(sorted(m for m in ('numpy', 'pandas') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

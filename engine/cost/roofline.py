@@ -35,7 +35,7 @@ import numpy.typing as npt
 
 from engine.core.config import EFFICIENCY_MIN
 from engine.cost.base import Times, as_float, check_parameter, scalar_or_array
-from engine.cost.collectives import allreduce_s, alltoall_s
+from engine.cost.collectives import allreduce_s, alltoall_s, spread_problem
 from engine.cost.models.roofline import SKEW_MAX, TP_MAX
 from engine.cost.moe import active_params, dense_params, experts_touched
 from engine.cost.specs import HardwareSpec, ModelSpec
@@ -241,16 +241,9 @@ def _check_runs(hw: HardwareSpec, target_model: ModelSpec, target: Run, draft: R
     [0, T0_MAX_US] and the routing skew in [0, SKEW_MAX]."""
     for key, gpus in (("cost.tp", target.tp), ("cost.draft_tp", draft.tp), ("cost.ep", target.ep)):
         check_parameter(key, gpus, 1, TP_MAX, False)
-        if gpus > 1 and hw.link_bw_bytes_s is None:
-            raise ValueError(
-                f"{key}: {hw.id} has no link between GPUs in its spec file (link_bw_bytes_s): "
-                "spreading a model over GPUs needs one"
-            )
-    if target.ep > 1 and (target_model.experts or 0) < target.ep:
-        raise ValueError(
-            f"cost.ep: {target_model.id} has {target_model.experts or 'no'} routed experts: "
-            f"expert parallelism over {target.ep} GPUs needs an MoE target with as many"
-        )
+    problem = spread_problem(hw, target_model, target.tp, draft.tp, target.ep)
+    if problem is not None:
+        raise ValueError(f"{problem[0]}: {problem[1]}")
     check_parameter("cost.draft_overhead_us", draft.overhead_us, 0.0, T0_MAX_US, False)
     check_parameter("target_run.overhead_us", target.overhead_us, 0.0, T0_MAX_US, False)
     check_parameter("cost.expert_skew", target.expert_skew, 0.0, SKEW_MAX, False)

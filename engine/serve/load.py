@@ -57,6 +57,16 @@ FIGURES = {
     "usd_per_m_tokens": False,
 }
 
+# The figures a table of a load study shows, with their headers and formats.
+COLUMNS = (
+    ("throughput_tok_s", "tok/s", "{:.0f}"),
+    ("ttft_p50_ms", "TTFT p50", "{:.1f}"),
+    ("ttft_p99_ms", "p99", "{:.1f}"),
+    ("tpot_p50_ms", "TPOT p50", "{:.2f}"),
+    ("tpot_p99_ms", "p99", "{:.2f}"),
+    ("goodput_req_s", "goodput", "{:.2f}"),
+)
+
 
 def half_width(values: np.ndarray) -> float:
     """The 95 % Student-t half-width of the mean of ``values`` (nan for one value)."""
@@ -184,6 +194,22 @@ class LoadResult:
             if not any(wins):
                 return level
         return None
+
+    def verdicts(self) -> list[str]:
+        """Where speculation stops paying, in throughput and in p99 TPOT, in words ("pays in
+        throughput at every level run", "stops paying in p99 TPOT at rate 8"); none
+        without speculation off to compare with."""
+        if "off" not in self.plan.policies:
+            return []
+        words = []
+        for figure, name in (("throughput_tok_s", "throughput"), ("tpot_p99_ms", "p99 TPOT")):
+            level = self.stops_paying(figure)
+            words.append(
+                f"pays in {name} at every level run"
+                if level is None
+                else f"stops paying in {name} at {self.plan.unit} {level:g}"
+            )
+        return words
 
     def best_policy(self, level: float) -> str:
         """The policy with the most goodput at ``level`` when SLOs are set, else the most

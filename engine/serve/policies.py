@@ -22,12 +22,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from engine.core.fields import schedule_k
-from engine.core.kernel import cycle_times
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# numpy is imported inside the policies: the command line lists them (spectui load --help)
+# without it, as every subcommand's parser is built at each start.
 
 
 @dataclass(frozen=True)
@@ -45,7 +48,7 @@ class StepView:
     tax_us: float
 
 
-Chooser = Callable[[StepView], np.ndarray]
+Chooser = Callable[[StepView], "np.ndarray"]
 
 
 @dataclass(frozen=True)
@@ -92,16 +95,22 @@ def register(
 
 @register("off", "speculation off: k = 0, plain decoding")
 def _off(view: StepView) -> np.ndarray:
+    import numpy as np
+
     return np.zeros(view.contexts.size, dtype=np.int64)
 
 
 @register("fixed", "the scenario's K for every request")
 def _fixed(view: StepView) -> np.ndarray:
+    import numpy as np
+
     return np.full(view.contexts.size, view.config.k, dtype=np.int64)
 
 
 @register("schedule", "k by the current batch size (policy.schedule)")
 def _schedule(view: StepView) -> np.ndarray:
+    import numpy as np
+
     k = schedule_k(view.config.schedule, int(view.contexts.size))
     return np.full(view.contexts.size, k, dtype=np.int64)
 
@@ -109,6 +118,8 @@ def _schedule(view: StepView) -> np.ndarray:
 def expected_tokens(survival: np.ndarray, mix: np.ndarray | None = None) -> np.ndarray:
     """Expected tokens a cycle of k drafts gives, k = 0..k_max: ``sum_{j<=k} S_j`` (the
     bonus token is S_0 = 1), averaged over the regimes' weights ``mix``."""
+    import numpy as np
+
     tokens = np.cumsum(survival, axis=-1)
     if tokens.ndim == 1:
         return tokens
@@ -126,6 +137,10 @@ GOODPUT_CONTEXT_STEP = 256
     context_step=GOODPUT_CONTEXT_STEP,
 )
 def _goodput(view: StepView) -> np.ndarray:
+    import numpy as np
+
+    from engine.core.kernel import cycle_times
+
     batch = int(view.contexts.size)
     k_max = min(int(view.config.k_max), view.survival.shape[1] - 1)
     ks = np.arange(k_max + 1, dtype=np.float64)
@@ -144,6 +159,8 @@ def _goodput(view: StepView) -> np.ndarray:
     reads_regimes=True,
 )
 def _budget(view: StepView) -> np.ndarray:
+    import numpy as np
+
     batch = int(view.contexts.size)
     k_max = min(int(view.config.k_max), view.survival.shape[1] - 1)
     budget = min(view.verify_budget, batch * k_max)

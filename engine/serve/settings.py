@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.core.fields import ConfigError
-from engine.serve.load import Plan
 from engine.serve.server import Server
 from engine.serve.workload import Lengths, Workload
+
+if TYPE_CHECKING:
+    from engine.serve.load import Plan
 
 # Lengths by name: the scenario's own (prompt_len and tokens_per_seq), half to 1.5 times
 # them, or the lognormal fit to the Azure LLM inference trace 2023, conversation
@@ -104,6 +106,8 @@ def checked(key: str, value: Any) -> Any:
 
 def plan_of(settings: dict[str, Any], config: Any) -> Plan:
     """The checked plan of ``settings`` (defaults for the missing ones) for ``config``."""
+    from engine.serve.load import Plan
+
     values = {s.key: s.default for s in SETTINGS}
     values.update({key: checked(key, value) for key, value in settings.items()})
     given = [key for key in ("rate", "concurrency", "trace") if values[key] is not None]

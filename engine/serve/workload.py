@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -117,7 +118,7 @@ class Workload:
         import numpy as np
 
         if self.trace is not None:
-            read = read_trace(Path(self.trace), self.requests)
+            read = _trace_once(Path(self.trace), self.requests)
             return Requests(read.arrival_s / self.speed, read.prompt, read.output)
         rng = np.random.default_rng([seed, replication, 0x10AD])
         n = self.requests
@@ -142,6 +143,23 @@ class Requests:
 
     def __len__(self) -> int:
         return int(self.prompt.size)
+
+
+def _trace_once(path: Path, limit: int) -> Requests:
+    """:func:`read_trace`, read once while the file stays the same (every level, policy and
+    replication of a study serves it)."""
+    import os
+
+    try:
+        info = os.stat(path)
+    except OSError:
+        return read_trace(path, limit)  # which says what is wrong, in one line
+    return _cached_trace(str(path), limit, info.st_mtime_ns, info.st_size, info.st_ino)
+
+
+@lru_cache(maxsize=2)
+def _cached_trace(path: str, limit: int, *stamp: int) -> Requests:
+    return read_trace(Path(path), limit)
 
 
 def read_trace(path: Path, limit: int) -> Requests:

@@ -53,29 +53,31 @@ def context_of(entry: Entry) -> int:
     return DEFAULT_CONTEXT
 
 
-def roofline_of(entry: Entry) -> RooflineCost:
-    """The engine's ``roofline`` cost model for the entry's hardware, target and draft."""
-    from engine.core.config import SpecConfig
-    from engine.cost.models import build_cost
-
+def scenario_fields(entry: Entry) -> dict[str, object]:
+    """The roofline scenario's fields of ``entry``: its hardware, target, draft and batch,
+    and how the models run (``tp``, ``draft_tp``, ``ep``, the target's formats)."""
     runs = {
         f"cost.{name}": entry.values[name]
         for name in ("tp", "draft_tp", "ep", "weight_dtype", "compute_dtype")
         if name in entry.values
     }
-    scenario = SpecConfig().replace(
-        **{
-            "cost.model": "roofline",
-            "cost.gpu": entry.hardware,
-            "cost.target": entry.target,
-            "cost.draft": entry.draft or entry.target,
-            "batch_size": entry.batch or 1,
-            **runs,
-        }
-    )
+    return {
+        "cost.model": "roofline",
+        "cost.gpu": entry.hardware,
+        "cost.target": entry.target,
+        "cost.draft": entry.draft or entry.target,
+        "batch_size": entry.batch or 1,
+        **runs,
+    }
+
+
+def roofline_of(entry: Entry) -> RooflineCost:
+    """The engine's ``roofline`` cost model for the entry's hardware, target and draft."""
+    from engine.core.config import SpecConfig
+    from engine.cost.models import build_cost
     from engine.cost.roofline import RooflineCost
 
-    cost = build_cost(scenario)
+    cost = build_cost(SpecConfig().replace(**scenario_fields(entry)))
     assert isinstance(cost, RooflineCost)
     return cost
 

@@ -31,26 +31,17 @@ def scenario_of(entry: Entry, t0_us: float = 0.0) -> Any:
     K, and the constant acceptance rate of its mean acceptance length."""
     from engine.acceptance.fitting import rate_from_mean_length
     from engine.core.config import SpecConfig
+    from engine.validate.predict import scenario_fields
 
-    runs = {
-        f"cost.{name}": entry.values[name]
-        for name in ("tp", "draft_tp", "ep", "weight_dtype", "compute_dtype")
-        if name in entry.values
-    }
     k = int(entry.k)
-    tokens = entry.tokens_per_cycle or 1.0
     return SpecConfig().replace(
         **{
-            "cost.model": "roofline",
-            "cost.gpu": entry.hardware,
-            "cost.target": entry.target,
-            "cost.draft": entry.draft or entry.target,
+            **scenario_fields(entry),
             "cost.t0_us": t0_us,
             "draft_model": "fixed",
-            "acceptance_rate": rate_from_mean_length(tokens, k),
+            "acceptance_rate": rate_from_mean_length(entry.tokens_per_cycle or 1.0, k),
             "k": max(k, 1),
             "tail": "clamp",
-            **runs,
         }
     )
 

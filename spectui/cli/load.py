@@ -135,24 +135,12 @@ def plan_of(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     """(scenario, cost model, plan) from the preset and the flags; ConfigError names a bad
     value."""
     from engine.cost.models import build_cost
-    from engine.presets import load_preset
     from engine.serve.server import kv_capacity
     from engine.serve.settings import plan_of as settings_plan
 
-    preset = load_preset(args.preset) if args.preset else None
     config = base_config(args).replace(**given_fields(args))
-    settings = dict(preset.load) if preset is not None else {}
-    given = {
-        key.split(".", 1)[1]: value
-        for key, value in vars(args).items()
-        if key.startswith("load.") and value is not None
-    }
-    levels = ("rate", "concurrency", "trace")
-    if any(key in given for key in levels):  # a level flag replaces the preset's
-        for key in levels:
-            settings.pop(key, None)
-    settings.update(given)
-    if not any(key in settings for key in levels):
+    settings = _settings(args)
+    if not any(key in settings for key in LEVELS):
         raise UsageError(
             "give --rate LIST, --concurrency LIST or --trace FILE (or a preset with [load])"
         )
@@ -160,16 +148,6 @@ def plan_of(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     cost = build_cost(config)
     kv_capacity(cost, plan.server)  # weights that do not fit: refused before any run
     return config, cost, plan
-
-
-COLUMNS = (
-    ("throughput_tok_s", "tok/s", "{:.0f}"),
-    ("ttft_p50_ms", "TTFT p50", "{:.1f}"),
-    ("ttft_p99_ms", "p99", "{:.1f}"),
-    ("tpot_p50_ms", "TPOT p50", "{:.2f}"),
-    ("tpot_p99_ms", "p99", "{:.2f}"),
-    ("goodput_req_s", "goodput", "{:.2f}"),
-)
 
 
 def _cell_text(cell: Any, figure: str, fmt: str) -> str:
@@ -184,7 +162,9 @@ def _cell_text(cell: Any, figure: str, fmt: str) -> str:
     )
 
 
-def _row_line(plan: Any, cell: Any) -> str:
+def _row_line(cell: Any) -> str:
+    from engine.serve.load import COLUMNS
+
     level = f"{cell.level:g}"
     cells = [f"{level:>6} {cell.policy:<9}"]
     cells += [
@@ -195,6 +175,8 @@ def _row_line(plan: Any, cell: Any) -> str:
 
 
 def _header(plan: Any) -> str:
+    from engine.serve.load import COLUMNS
+
     unit = {"speed": "speed", "concurrency": "conc", "rate": "req/s"}[plan.unit]
     names = [f"{unit:>6} {'policy':<9}", f"{'tok/s':>12}"]
     names += [f"{name:>9}" for _, name, _ in COLUMNS[1:]]
@@ -268,15 +250,7 @@ def _summary_lines(config: Any, cost: Any, result: Any) -> list[str]:
 
     plan = result.plan
     unit = plan.unit
-    lines = []
-    for figure, words in (("throughput_tok_s", "throughput"), ("tpot_p99_ms", "p99 TPOT")):
-        level = result.stops_paying(figure)
-        if "off" not in plan.policies:
-            break
-        if level is None:
-            lines.append(f"speculation pays in {words} at every level run")
-        else:
-            lines.append(f"speculation stops paying in {words} at {unit} {level:g}")
+    lines = [f"speculation {words}" for words in result.verdicts()]
     if "off" in plan.policies and len(plan.policies) > 1:
         lines.append("throughput over speculation off, paired on the same requests (95 %):")
         for level in result.levels_done():
@@ -359,6 +333,7 @@ def command(args: argparse.Namespace) -> int:
 
     config, cost, plan = plan_of(args)
     scenarios = _scenarios(args, config)
+    settings = _settings(args)  # each scenario's plan: the same settings, its own fields
     kept = _kept_rows(args.csv, args.resume)
     if args.records is not None and (args.workers != 1 or args.scheduler):
         raise UsageError("--records: streams from one process; leave out --workers/--scheduler")
@@ -391,8 +366,8 @@ def command(args: argparse.Namespace) -> int:
                 for r in kept
                 if all(r.get(k) == v for k, v in key_cells.items())
             }
-            scenario_plan = plan if not values else settings_plan(_settings(args), scenario)
-            todo = replace_policies(scenario_plan, done_here)
+            scenario_plan = plan if not values else settings_plan(settings, scenario)
+            todo = remaining_levels(scenario_plan, done_here)
             finished = LoadResult(scenario_plan)
             if values and not args.json:
                 print("scenario: " + ", ".join(f"{k} {v}" for k, v in values.items()))
@@ -405,7 +380,7 @@ def command(args: argparse.Namespace) -> int:
                     if not printed:
                         printed.append(_header(plan))
                         print(printed[-1])
-                    print(_row_line(plan, cell), flush=True)
+                    print(_row_line(cell), flush=True)
 
             scenario_cost = cost if not values else build_cost(scenario)
             try:
@@ -451,8 +426,12 @@ def command(args: argparse.Namespace) -> int:
     return 0
 
 
+LEVELS = ("rate", "concurrency", "trace")  # the settings that give the levels of load
+
+
 def _settings(args: argparse.Namespace) -> dict[str, Any]:
-    """The load settings of the preset and the flags (as :func:`plan_of` merges them)."""
+    """The load settings: the preset's ``[load]`` table, then the flags given (a level
+    flag replaces the preset's levels, whichever kind they are)."""
     from engine.presets import load_preset
 
     settings = dict(load_preset(args.preset).load) if args.preset else {}
@@ -461,14 +440,14 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
         for key, value in vars(args).items()
         if key.startswith("load.") and value is not None
     }
-    if any(key in given for key in ("rate", "concurrency", "trace")):
-        for key in ("rate", "concurrency", "trace"):
+    if any(key in given for key in LEVELS):
+        for key in LEVELS:
             settings.pop(key, None)
     settings.update(given)
     return settings
 
 
-def replace_policies(plan: Any, done: set[tuple[float, str]]) -> Any:
+def remaining_levels(plan: Any, done: set[tuple[float, str]]) -> Any:
     """``plan`` without the (level, policy) cells already ``done`` (whole levels whose
     policies are all done are left out; a level with some left runs them all, so that its
     paired figures compare runs of this session); None if nothing is left."""

@@ -26,6 +26,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 from textual.worker import get_current_worker
 
+from engine.serve.load import COLUMNS
 from spectui.widgets.common import ReportsWorkerErrors, results_dir
 from spectui.widgets.footer import KeysFooter
 from spectui.widgets.plot import Plot
@@ -119,7 +120,7 @@ class LoadScreen(ReportsWorkerErrors, ModalScreen[None]):
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
-        for name in ("level", "policy", "tok/s", "TTFT p50", "p99", "TPOT p50", "p99", "goodput"):
+        for name in ("level", "policy", *(header for _, header, _ in COLUMNS)):
             table.add_column(name)
         self.start()
 
@@ -191,14 +192,7 @@ class LoadScreen(ReportsWorkerErrors, ModalScreen[None]):
         self.result.cells[(cell.level, cell.policy)] = cell
         table = self.query_one(DataTable)
         row = [f"{cell.level:g}", cell.policy]
-        for figure, fmt in (
-            ("throughput_tok_s", "{:.0f}"),
-            ("ttft_p50_ms", "{:.1f}"),
-            ("ttft_p99_ms", "{:.1f}"),
-            ("tpot_p50_ms", "{:.2f}"),
-            ("tpot_p99_ms", "{:.2f}"),
-            ("goodput_req_s", "{:.2f}"),
-        ):
+        for figure, _, fmt in COLUMNS:
             value = cell.mean(figure)
             row.append(fmt.format(value) if math.isfinite(value) else "-")
         table.add_row(*row)
@@ -233,17 +227,7 @@ class LoadScreen(ReportsWorkerErrors, ModalScreen[None]):
 
     def _verdict(self) -> str:
         """Where speculation stops paying, and the best policy by level."""
-        unit = self.plan.unit
-        words = []
-        for figure, name in (("throughput_tok_s", "throughput"), ("tpot_p99_ms", "p99 TPOT")):
-            if "off" not in self.plan.policies:
-                break
-            level = self.result.stops_paying(figure)
-            words.append(
-                f"pays in {name} at every level"
-                if level is None
-                else f"stops paying in {name} at {unit} {level:g}"
-            )
+        words = self.result.verdicts()
         best = ", ".join(
             f"{level:g}: {self.result.best_policy(level)}" for level in self.result.levels_done()
         )

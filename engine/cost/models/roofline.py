@@ -3,6 +3,7 @@ the additive form (docs/model.md, "Cost models")."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -224,24 +225,15 @@ def check_links(config: Any) -> None:
             "cost.compute_dtype",
             f"{hardware.id} has no {config.compute_dtype} peak in its spec file ({peak}): use bf16",
         )
-    for key, gpus in spread:
-        if gpus > 1 and hardware.link_bw_bytes_s is None:
-            raise ConfigError(
-                key,
-                f"{hardware.id} has no link between GPUs in its spec file "
-                "(link_bw_bytes_s): spreading a model over GPUs needs one",
-            )
-    if config.ep > 1:
-        try:
+    from engine.cost.collectives import spread_problem
+
+    target = None
+    if config.ep > 1:  # an unreadable target is reported by cost.target when the cost is built
+        with contextlib.suppress(SpecError):
             target = get_model(config.target)
-        except SpecError:
-            return  # reported by cost.target when the cost is built
-        if (target.experts or 0) < config.ep:
-            raise ConfigError(
-                "cost.ep",
-                f"{target.id} has {target.experts or 'no'} routed experts: expert parallelism "
-                f"over {config.ep} GPUs needs an MoE target with as many",
-            )
+    problem = spread_problem(hardware, target, config.tp, config.draft_tp, config.ep)
+    if problem is not None:
+        raise ConfigError(*problem)
 
 
 def _runs(config: SpecConfig, hardware: HardwareSpec) -> dict[str, Any]:

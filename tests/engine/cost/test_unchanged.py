@@ -5,11 +5,9 @@ digest of its cycle-cost table, recorded before the change (tests/fixtures/prese
 
 from __future__ import annotations
 
-import hashlib
+import importlib.util
 import json
 from pathlib import Path
-
-import numpy as np
 
 from engine.core.config import SpecConfig
 from engine.core.kernel import cycle_costs
@@ -17,22 +15,15 @@ from engine.core.kernel import cycle_costs
 FIXTURE = Path(__file__).parents[2] / "fixtures" / "presets" / "prices.json"
 
 
-def digest(costs) -> str:
-    """The recording script's digest: every array of the table and its figures, bit for bit."""
-    h = hashlib.sha256()
-    for a in (costs.k, costs.draft_us, costs.verify_us, costs.cycle_us, costs.step_us):
-        h.update(np.ascontiguousarray(a).tobytes())
-    for x in (
-        costs.baseline_us,
-        costs.limit_draft_us,
-        costs.limit_verify_us,
-        costs.limit_cycle_us,
-        costs.limit_step_us,
-        costs.cost_ratio,
-    ):
-        h.update(float(x).hex().encode())
-    h.update(str(costs.bound).encode())
-    return h.hexdigest()[:16]
+def _recording_script():
+    spec = importlib.util.spec_from_file_location("record", FIXTURE.parent / "record.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+digest = _recording_script().digest  # the recording's digest, the one definition
 
 
 def test_every_shipped_cost_setting_prices_its_cycles_as_before():
