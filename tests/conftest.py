@@ -51,6 +51,17 @@ def _no_animations(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(constants, "TEXTUAL_ANIMATIONS", "none")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Under xdist, the controller compiles the serving simulator's step loop before the
+    workers start (about 5 s on a clean clone), so they load it from numba's cache instead
+    of each compiling it at once."""
+    if hasattr(config, "workerinput") or not config.getoption("numprocesses", None):
+        return
+    from engine.serve.compiled import warm
+
+    warm()
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_teardown() -> None:
     """After each test, its garbage is collected and what is left (modules, caches, module

@@ -55,7 +55,9 @@ Chooser = Callable[[StepView], "np.ndarray"]
 class LoadPolicy:
     """A registered load policy: ``steady`` when its choice depends only on the batch size
     and the requests' regimes (not their contexts), so that the simulator may keep it over
-    a run of decode steps; ``reads_regimes`` when it depends on the regimes."""
+    a run of decode steps; ``reads_regimes`` when it depends on the regimes; ``by_count``
+    when it gives every decoder the same k, from their count alone (the simulator then
+    tabulates it and runs its compiled loop, engine.serve.stepper)."""
 
     name: str
     description: str
@@ -63,6 +65,7 @@ class LoadPolicy:
     steady: bool
     reads_regimes: bool
     context_step: int = 0  # a choice by context reads it in steps of this many tokens
+    by_count: bool = False
 
 
 def context_bucket(contexts: np.ndarray, step: int) -> float:
@@ -81,33 +84,36 @@ def register(
     steady: bool = True,
     reads_regimes: bool = False,
     context_step: int = 0,
+    by_count: bool = False,
 ) -> Callable[[Chooser], Chooser]:
     """Register a load policy under ``name`` (one line of ``description``)."""
 
     def add(choose: Chooser) -> Chooser:
         if name in POLICIES:
             raise ValueError(f"load policy {name!r} is already registered")
-        POLICIES[name] = LoadPolicy(name, description, choose, steady, reads_regimes, context_step)
+        POLICIES[name] = LoadPolicy(
+            name, description, choose, steady, reads_regimes, context_step, by_count
+        )
         return choose
 
     return add
 
 
-@register("off", "speculation off: k = 0, plain decoding")
+@register("off", "speculation off: k = 0, plain decoding", by_count=True)
 def _off(view: StepView) -> np.ndarray:
     import numpy as np
 
     return np.zeros(view.contexts.size, dtype=np.int64)
 
 
-@register("fixed", "the scenario's K for every request")
+@register("fixed", "the scenario's K for every request", by_count=True)
 def _fixed(view: StepView) -> np.ndarray:
     import numpy as np
 
     return np.full(view.contexts.size, view.config.k, dtype=np.int64)
 
 
-@register("schedule", "k by the current batch size (policy.schedule)")
+@register("schedule", "k by the current batch size (policy.schedule)", by_count=True)
 def _schedule(view: StepView) -> np.ndarray:
     import numpy as np
 

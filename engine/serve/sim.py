@@ -35,9 +35,10 @@ import numpy as np
 from engine.serve.draws import mix as _mix
 from engine.serve.draws import uniforms
 from engine.serve.metrics import Summary
-from engine.serve.policies import POLICIES, StepView
+from engine.serve.policies import POLICIES
 from engine.serve.pricing import Pricer
 from engine.serve.server import Server, kv_capacity
+from engine.serve.state import _Run, _Running, _Waiting
 from engine.serve.workload import Requests
 
 SEGMENT_MAX = 512
@@ -46,113 +47,11 @@ RECORD_FIELDS = ("request", "arrival_s", "first_token_s", "last_token_s", "outpu
 
 
 @dataclass
-class _Waiting:
-    """A request that waits: fresh, or preempted with its progress."""
-
-    rid: int
-    done: int = 0
-    first_s: float = math.nan
-    chunks: int = 0
-    regime: int = -1  # -1: not drawn yet
-    counter: int = 0
-
-
-@dataclass
 class Outcome:
     """What a run gives: the summary of its measured requests, and its last time."""
 
     summary: Summary
     end_s: float
-
-
-_INT_FIELDS = ("rid", "prefill", "ctx", "done", "out", "chunks", "regime", "counter")
-
-
-class _Running:
-    """The running requests, one entry per array, in admission order."""
-
-    def __init__(self) -> None:
-        empty = np.zeros(0, dtype=np.int64)
-        self.rid = self.prefill = self.ctx = self.done = empty
-        self.out = self.chunks = self.regime = self.counter = empty
-        self.first = np.zeros(0)
-        self.arrival = np.zeros(0)
-
-    def __len__(self) -> int:
-        return int(self.rid.size)
-
-    def add(self, w: _Waiting, prefill: int, ctx: int, out: int, arrival: float) -> None:
-        values = (w.rid, prefill, ctx, w.done, out, w.chunks, w.regime, w.counter)
-        for name, value in zip(_INT_FIELDS, values, strict=True):
-            setattr(self, name, np.append(getattr(self, name), value))
-        self.first = np.append(self.first, w.first_s)
-        self.arrival = np.append(self.arrival, arrival)
-
-    def keep(self, mask: np.ndarray) -> None:
-        for name in (*_INT_FIELDS, "first", "arrival"):
-            setattr(self, name, getattr(self, name)[mask])
-
-
-@dataclass
-class _Run:
-    """One run's fixed inputs."""
-
-    config: Any
-    cost: Any
-    requests: Requests
-    server: Server
-    policy: str
-    key: int
-    survival: np.ndarray
-    stay: float
-    mix_cdf: np.ndarray
-    capacity: float
-    tax_us: float
-    warmup: int
-    pricer: Pricer
-    arrival_of: np.ndarray  # each request's arrival (a closed loop's set as it arrives)
-
-    @property
-    def spec_on(self) -> bool:
-        return self.policy != "off"
-
-    def choose(self, run: _Running, decoding: np.ndarray) -> np.ndarray:
-        """The policy's k for the decoders (a clamped tail drafts no more than needed)."""
-        k = np.zeros(len(run), dtype=np.int64)
-        if not decoding.any():
-            return k
-        view = StepView(
-            run.ctx[decoding],
-            run.regime[decoding],
-            self.survival,
-            self.cost,
-            self.config,
-            self.server.verify_budget,
-            self.tax_us,
-        )
-        picked = np.minimum(POLICIES[self.policy].choose(view), self.survival.shape[1] - 1)
-        if self.config.tail != "full":
-            picked = np.minimum(picked, run.out[decoding] - run.done[decoding] - 1)
-        k[decoding] = np.maximum(picked, 0)
-        return k
-
-    def accepted(self, run: _Running, rows: np.ndarray, k: np.ndarray, steps: int) -> np.ndarray:
-        """Accepted drafts of decoders ``rows`` over their next ``steps`` steps (rows x
-        steps): #{j <= k : u < S_j} for one uniform per request and step."""
-        counters = run.counter[rows][:, None] + np.arange(steps)[None, :]
-        u = uniforms(self.key, run.rid[rows][:, None], counters, 1)
-        if self.survival.shape[0] == 1:  # one regime: S_j > u for the first hits of j
-            hits = np.searchsorted(-self.survival[0, 1:], -u, side="left")
-        else:
-            surv = self.survival[run.regime[rows]]  # rows x (k_max + 1)
-            hits = (u[:, :, None] < surv[:, None, 1:]).sum(axis=2)
-        return np.minimum(hits, k[:, None])
-
-    def regime_of(self, rid: int) -> int:
-        if self.mix_cdf.size == 1:
-            return 0
-        u = uniforms(self.key, np.array([rid]), np.array([0]), 4)
-        return int(np.searchsorted(self.mix_cdf, u, side="right")[0])
 
 
 def simulate_load(
@@ -171,13 +70,16 @@ def simulate_load(
     on_finish: Callable[[np.ndarray], None] | None = None,
     check: Callable[[int], None] | None = None,
     segments: bool = True,
+    compiled: bool = True,
 ) -> Outcome:
     """Serve ``requests`` with ``policy`` (a name of :data:`POLICIES`) on ``server``:
     ``closed`` requests in the system at once (a closed loop; arrivals follow finishes),
     else at their arrival times. Requests before index ``warmup`` are left out of the
     summary. ``on_finish(rows)`` receives each step's finished requests as rows of
     :data:`RECORD_FIELDS` (stream them: the run keeps none); ``check(done)`` is called as
-    requests finish (it may raise to stop). ``segments=False`` steps one at a time."""
+    requests finish (it may raise to stop). A policy that tabulates (``by_count``) runs the
+    compiled loop (engine.serve.stepper) unless ``compiled=False``; ``segments=False``
+    steps one at a time."""
     from engine.core.parts import ACCEPTANCE
 
     k_cap = max(int(config.k), int(getattr(config, "k_max", config.k)), 1)
@@ -204,9 +106,17 @@ def simulate_load(
     )
     # Segments need a choice that holds while the batch does, and one regime (a hidden
     # regime moves step by step).
+    summary = Summary()
+    if compiled and POLICIES[policy].by_count:
+        from engine.serve.compiled import run_compiled
+
+        end = run_compiled(
+            r, r.k_table(), closed, summary, (slo_ttft_s, slo_tpot_s), on_finish, check
+        )
+        summary.flush()
+        return Outcome(summary, end)
     steady = POLICIES[policy].steady and r.survival.shape[0] == 1
     n = len(requests)
-    summary = Summary()
     run = _Running()
     waiting: deque[_Waiting] = deque()
     arrival_of = r.arrival_of

@@ -1,0 +1,204 @@
+"""Runs of the compiled step loop (engine.serve.stepper): its state set up, its stops
+answered (lines and prices from :class:`engine.serve.pricing.Pricer`, finished requests'
+rows to the summary and the caller) and its figures handed back."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from engine.serve.stepper import (
+    ACC,
+    ASK_KEY,
+    BATCH_TIME,
+    BUSY,
+    CHUNK,
+    CTX,
+    DONE,
+    FINISHED,
+    FLOAT_STATE,
+    FLUSH_ROWS,
+    HAVE_PRICE,
+    INT_STATE,
+    KV_TIME,
+    NEED_LINE,
+    NEED_PRICE,
+    NEXT,
+    NFIN,
+    NRUN,
+    PREEMPT,
+    PREFILL,
+    PRICE,
+    ROW_COLUMNS,
+    RUN_COLUMNS,
+    SPEC,
+    STEPS,
+    STUCK,
+    TIME,
+    K,
+    key_parts,
+    put_line,
+    step_loop,
+)
+
+_KINDS = ("verify", "draft")
+
+
+def run_compiled(
+    r: Any,
+    k_table: np.ndarray,
+    closed: int | None,
+    summary: Any,
+    slo: tuple[float, float],
+    on_finish: Callable[[np.ndarray], None] | None,
+    check: Callable[[int], None] | None,
+) -> float:
+    """Run ``r`` (an ``engine.serve.sim._Run``) through :func:`step_loop`, answering its
+    stops; its figures go to ``summary``. Returns the last step's end."""
+    requests = r.requests
+    n = len(requests)
+    seqs = r.server.max_num_seqs
+    ints = np.zeros(INT_STATE, dtype=np.int64)
+    floats = np.zeros(FLOAT_STATE)
+    if closed is not None:
+        ints[NEXT] = min(closed, n)
+    run = np.zeros((seqs, RUN_COLUMNS), dtype=np.int64)
+    stack = np.zeros((seqs, RUN_COLUMNS), dtype=np.int64)
+    first, arrival_run, stack_first = np.zeros(seqs), np.zeros(seqs), np.zeros(seqs)
+    rows = np.zeros((FLUSH_ROWS + seqs, ROW_COLUMNS))
+    lines = _Lines()
+    pricer = r.pricer
+    tax = r.tax_us if r.spec_on else 0.0
+    arrival = np.array(r.arrival_of, dtype=np.float64)
+    while True:
+        why = step_loop(
+            ints,
+            floats,
+            run,
+            first,
+            arrival_run,
+            stack,
+            stack_first,
+            rows,
+            arrival,
+            np.asarray(requests.prompt, dtype=np.int64),
+            np.asarray(requests.output, dtype=np.int64),
+            k_table,
+            r.survival,
+            r.mix_cdf,
+            lines.keys,
+            lines.values,
+            np.uint64(r.key),
+            float(r.stay),
+            float(r.capacity),
+            float(tax),
+            int(r.warmup),
+            seqs,
+            r.server.max_num_batched_tokens,
+            r.server.prefill,
+            r.config.tail == "full",
+            pricer.parallel,
+            closed is not None,
+        )
+        if why == NEED_LINE:
+            key = int(ints[ASK_KEY])
+            kind, width, batch = key_parts(key)
+            line = (
+                pricer._line(_KINDS[kind], width / batch if kind == 0 else width, batch)
+                if pricer.affine
+                else None
+            )
+            lines.put(key, line if line is not None else (math.nan, math.nan))
+        elif why == NEED_PRICE:
+            floats[PRICE] = _step_price(pricer, run[: ints[NRUN]], tax)
+            ints[HAVE_PRICE] = 1
+        elif why == STUCK:
+            raise RuntimeError("no request could be scheduled (the KV cache is too small)")
+        else:
+            _drain(rows[: ints[NFIN]].copy(), r.warmup, summary, slo, on_finish)
+            ints[NFIN] = 0
+            if check is not None:
+                check(int(ints[FINISHED]))
+            if why == DONE:
+                break
+    summary.steps += int(ints[STEPS])
+    summary.preemptions += int(ints[PREEMPT])
+    summary.spec_tokens += int(ints[SPEC])
+    summary.accepted_tokens += int(ints[ACC])
+    summary.busy_s += float(floats[BUSY])
+    summary.batch_time += float(floats[BATCH_TIME])
+    summary.kv_time += float(floats[KV_TIME])
+    return float(floats[TIME])
+
+
+def warm() -> None:
+    """Compile the loop (or load it from numba's cache) with a run of a few requests."""
+    from engine.core.config import SpecConfig
+    from engine.cost.models import build_cost
+    from engine.serve.server import Server
+    from engine.serve.sim import simulate_load
+    from engine.serve.workload import Workload
+
+    config = SpecConfig().replace(**{"cost.model": "roofline"})
+    simulate_load(config, build_cost(config), Workload(requests=4).draw(0, 0), "fixed", Server())
+
+
+class _Lines:
+    """The lines given to the loop: an open-addressing table, at most half full."""
+
+    def __init__(self, size: int = 1024) -> None:
+        self.keys = np.full(size, -1, dtype=np.int64)
+        self.values = np.zeros((size, 2))
+        self.count = 0
+
+    def put(self, key: int, line: tuple[float, float]) -> None:
+        if 2 * (self.count + 1) > self.keys.size:
+            old_keys, old_values = self.keys, self.values
+            self.__init__(2 * old_keys.size)  # type: ignore[misc]
+            for slot in np.flatnonzero(old_keys >= 0):
+                self.put(int(old_keys[slot]), (old_values[slot, 0], old_values[slot, 1]))
+        put_line(self.keys, self.values, key, line[0], line[1])
+        self.count += 1
+
+
+def _step_price(pricer: Any, run: np.ndarray, tax: float) -> float:
+    """A step's price from the cost model directly (Pricer.step, as sim._step calls it)."""
+    decoding = run[:, PREFILL] == 0
+    contexts = run[:, CTX].astype(np.float64)
+    tokens = int((run[decoding, K] + 1).sum() + run[:, CHUNK].sum())
+    return float(
+        pricer.step(
+            run[decoding, K],
+            contexts[decoding][:, None],
+            tokens,
+            len(run),
+            np.array([contexts.mean()]),
+            tax,
+        )[0]
+    )
+
+
+def _drain(
+    rows: np.ndarray,
+    warmup: int,
+    summary: Any,
+    slo: tuple[float, float],
+    on_finish: Callable[[np.ndarray], None] | None,
+) -> None:
+    """Finished requests' rows to the summary (those after the warm-up) and the caller."""
+    if not len(rows):
+        return
+    measured = rows[rows[:, 0] >= warmup]
+    summary.add_requests(
+        measured[:, 1],
+        measured[:, 2],
+        measured[:, 3],
+        measured[:, 4].astype(np.int64),
+        measured[:, 5].astype(np.int64),
+        *slo,
+    )
+    if on_finish is not None:
+        on_finish(rows)

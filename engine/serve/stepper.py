@@ -1,0 +1,393 @@
+"""The serving simulator's step loop, compiled (numba): the scheduler of
+:mod:`engine.serve.sim`, one step at a time, for a policy whose k depends only on how many
+requests decode (``off``, ``fixed``, ``schedule``: :attr:`LoadPolicy.by_count`).
+
+It gives, number for number, what ``simulate_load(..., segments=False)`` gives: the same
+scheduler rules, the same draws (:mod:`engine.serve.draws`, bit for bit) and the same
+prices. Prices stay with :class:`engine.serve.pricing.Pricer`: the loop holds the affine
+lines it has been given, keyed by pass, width and batch, and stops to ask for one it has
+not (:data:`NEED_LINE`), or for a whole step's price where a cost model is not affine in
+the context (:data:`NEED_PRICE`). It also stops when finished requests fill a block
+(:data:`FLUSH`), so the caller adds them up, streams them and may cancel, and resumes
+where it stopped: all of its state is in the arrays it is given. Memory is bounded by the
+running requests (``max_num_seqs``), not by the number of requests.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from engine.serve.draws import _GOLDEN, _M1, _M2, _STEP
+
+# Why the loop stopped.
+DONE, NEED_LINE, NEED_PRICE, FLUSH, STUCK = 0, 1, 2, 3, 4
+# Integer state.
+NEXT, FRESH, FINISHED, NRUN, NPRE, STEPS, PREEMPT, SPEC, ACC, NFIN = range(10)
+PHASE, ASK_KEY, HAVE_PRICE = 10, 11, 12
+INT_STATE = 13
+# Float state.
+TIME, BUSY, BATCH_TIME, KV_TIME, PRICE = range(5)
+FLOAT_STATE = 5
+# Running requests' integer columns, and the preempted requests' (a stack).
+RID, PREFILL, CTX, DONE_TOKENS, OUT, CHUNKS, REGIME, COUNTER, K, CHUNK = range(10)
+RUN_COLUMNS = 10
+# A finished request's row: RECORD_FIELDS of engine.serve.sim.
+ROW_COLUMNS = 6
+FLUSH_ROWS = 1024
+# A pass's key in the lines: kind (0 verify: width = the step's tokens; 1 draft: width =
+# draft passes), width and batch.
+BATCH_BITS = 13  # max_num_seqs <= 4096 < 2**13
+WIDTH_BITS = 24
+
+
+@njit(cache=True)
+def line_key(kind: int, width: int, batch: int) -> int:
+    return (kind << (WIDTH_BITS + BATCH_BITS)) | (width << BATCH_BITS) | batch
+
+
+def key_parts(key: int) -> tuple[int, int, int]:
+    return (
+        key >> (WIDTH_BITS + BATCH_BITS),
+        (key >> BATCH_BITS) & ((1 << WIDTH_BITS) - 1),
+        key & ((1 << BATCH_BITS) - 1),
+    )
+
+
+@njit(cache=True, inline="always")
+def _mix(x: np.uint64) -> np.uint64:
+    x = (x ^ (x >> np.uint64(30))) * _M1
+    x = (x ^ (x >> np.uint64(27))) * _M2
+    return x ^ (x >> np.uint64(31))
+
+
+@njit(cache=True, inline="always")
+def _uniform(key: np.uint64, rid: np.int64, counter: np.int64, stream: np.int64) -> float:
+    x = key ^ (np.uint64(rid) * _GOLDEN)
+    x = _mix(x ^ (np.uint64(counter) * _STEP + np.uint64(stream)))
+    x = _mix(x)
+    return float(x >> np.uint64(11)) * 2.0**-53
+
+
+@njit(cache=True, inline="always")
+def _count_le(cdf: np.ndarray, u: float) -> int:
+    """``searchsorted(cdf, u, side="right")``."""
+    n = 0
+    while n < cdf.size and cdf[n] <= u:
+        n += 1
+    return n
+
+
+@njit(cache=True)
+def _choose(run, n, k_table, tail_full, budget):  # type: ignore[no-untyped-def]
+    """The policy's k for the decoders (clamped at the tail), cut to the step's budget
+    longest first, as ``_Run.choose`` and ``_fit_budget`` do."""
+    decoders = 0
+    for i in range(n):
+        decoders += run[i, PREFILL] == 0
+    total = 0
+    for i in range(n):
+        k = 0
+        if run[i, PREFILL] == 0:
+            k = k_table[decoders]
+            if not tail_full:
+                k = min(k, run[i, OUT] - run[i, DONE_TOKENS] - 1)
+            k = max(k, 0)
+            total += k + 1
+        run[i, K] = k
+    # Cutting the first longest draft by one until the tokens fit cuts the longest level
+    # in admission order, then the next level.
+    while total > budget:
+        top = 0
+        for i in range(n):
+            if run[i, PREFILL] == 0 and run[i, K] > top:
+                top = run[i, K]
+        if top == 0:
+            break
+        for i in range(n):
+            if total <= budget:
+                break
+            if run[i, PREFILL] == 0 and run[i, K] == top:
+                run[i, K] -= 1
+                total -= 1
+
+
+@njit(cache=True, inline="always")
+def _slot(keys, key):  # type: ignore[no-untyped-def]
+    """Where ``key`` is in the open-addressing table ``keys``, or the empty slot it takes."""
+    mask = keys.size - 1
+    h = int((np.uint64(key) * _GOLDEN) >> np.uint64(40)) & mask
+    while keys[h] != key and keys[h] != -1:
+        h = (h + 1) & mask
+    return h
+
+
+@njit(cache=True)
+def put_line(keys, values, key, a, s):  # type: ignore[no-untyped-def]
+    h = _slot(keys, key)
+    keys[h] = key
+    values[h, 0] = a
+    values[h, 1] = s
+
+
+@njit(cache=True)
+def _line(keys, values, key, ints):  # type: ignore[no-untyped-def]
+    """A pass's line, or a stop to ask for it (nan: not affine, priced per step)."""
+    h = _slot(keys, key)
+    if keys[h] == key:
+        return values[h, 0], values[h, 1]
+    ints[ASK_KEY] = key
+    return np.nan, np.nan
+
+
+@njit(cache=True)
+def _price(run, n, keys, values, ints, parallel, tax):  # type: ignore[no-untyped-def]
+    """The step's microseconds (Pricer.step), or -1.0 with ASK_KEY set (a line to give),
+    or -2.0 (a step to price)."""
+    ints[ASK_KEY] = -1
+    direct = False
+    ctx_sum, tokens, decoders, longest, shortest = 0, 0, 0, 0, 1 << 62
+    for i in range(n):
+        ctx_sum += run[i, CTX]
+        tokens += run[i, CHUNK]
+        if run[i, PREFILL] == 0:
+            tokens += run[i, K] + 1
+            decoders += 1
+            longest = max(longest, run[i, K])
+            shortest = min(shortest, run[i, K])
+    draft = 0.0
+    if decoders and longest > 0:
+        if parallel or shortest == longest:
+            dsum = 0
+            for i in range(n):
+                if run[i, PREFILL] == 0:
+                    dsum += run[i, CTX]
+            a, s = _line(keys, values, line_key(1, longest, decoders), ints)
+            if ints[ASK_KEY] >= 0:
+                return -1.0
+            draft = a + s * (dsum / decoders)
+            direct |= np.isnan(a)
+        else:
+            done = 0
+            while True:
+                level = longest + 1  # the next level above done
+                for i in range(n):
+                    if run[i, PREFILL] == 0 and done < run[i, K] < level:
+                        level = run[i, K]
+                if level > longest:
+                    break
+                rows, dsum = 0, 0
+                for i in range(n):
+                    if run[i, PREFILL] == 0 and run[i, K] >= level:
+                        rows += 1
+                        dsum += run[i, CTX]
+                a, s = _line(keys, values, line_key(1, level - done, rows), ints)
+                if ints[ASK_KEY] >= 0:
+                    return -1.0
+                draft = draft + (a + s * (dsum / rows))
+                direct |= np.isnan(a)
+                done = level
+    a, s = _line(keys, values, line_key(0, tokens, n), ints)
+    if ints[ASK_KEY] >= 0:
+        return -1.0
+    if direct or np.isnan(a):
+        return -2.0
+    return draft + (a + s * (ctx_sum / n)) + tax
+
+
+@njit(cache=True)
+def step_loop(  # type: ignore[no-untyped-def]
+    ints,
+    floats,
+    run,
+    first,
+    arrival_run,
+    stack,
+    stack_first,
+    rows,
+    arrival,
+    prompt,
+    output,
+    k_table,
+    survival,
+    mix_cdf,
+    keys,
+    values,
+    key,
+    stay,
+    capacity,
+    tax,
+    warmup,
+    max_num_seqs,
+    budget,
+    prefill_on,
+    tail_full,
+    parallel,
+    closed,
+):
+    """Run until every request has finished (DONE) or a stop (module docstring)."""
+    n_req = arrival.size
+    kcap = survival.shape[1] - 1
+    while ints[FINISHED] < n_req:
+        if ints[PHASE] == 0:
+            t = floats[TIME]
+            if not closed:
+                while ints[NEXT] < n_req and arrival[ints[NEXT]] <= t:
+                    ints[NEXT] += 1
+                waiting = ints[NPRE] > 0 or ints[FRESH] < ints[NEXT]
+                if ints[NRUN] == 0 and not waiting:
+                    floats[TIME] = arrival[ints[NEXT]]
+                    continue
+            # The step's composition: k, prefill chunks, preemption, admission (_step).
+            n = ints[NRUN]
+            _choose(run, n, k_table, tail_full, budget)
+            need, ctx_sum, chunk_sum = 0, 0, 0
+            for i in range(n):
+                ctx_sum += run[i, CTX]
+                if run[i, PREFILL] == 0:
+                    need += run[i, K] + 1
+            left = budget - need
+            for i in range(n):
+                run[i, CHUNK] = 0
+                if run[i, PREFILL] > 0:
+                    run[i, CHUNK] = min(run[i, PREFILL], max(left, 0))
+                    left -= run[i, CHUNK]
+                    chunk_sum += run[i, CHUNK]
+            while n > 0 and float(ctx_sum + need + chunk_sum) > capacity:
+                last = n - 1
+                p = ints[NPRE]
+                for c in range(RUN_COLUMNS):
+                    stack[p, c] = run[last, c]
+                stack_first[p] = first[last]
+                ints[NPRE] = p + 1
+                ints[PREEMPT] += run[last, RID] >= warmup
+                ctx_sum -= run[last, CTX]
+                chunk_sum -= run[last, CHUNK]
+                if run[last, PREFILL] == 0:
+                    need -= run[last, K] + 1
+                n = last
+            used = float(ctx_sum + need + chunk_sum)
+            admitted_decoding = False
+            while (ints[NPRE] > 0 or ints[FRESH] < ints[NEXT]) and n < max_num_seqs and left > 0:
+                if ints[NPRE] > 0:
+                    p = ints[NPRE] - 1
+                    rid, done_tokens = stack[p, RID], stack[p, DONE_TOKENS]
+                else:
+                    rid, done_tokens = ints[FRESH], 0
+                context = prompt[rid] + done_tokens
+                pre = max(context, 1) if prefill_on else 0
+                take = min(pre, left)
+                if used + (take if pre else context + 1) > capacity:
+                    break
+                if ints[NPRE] > 0:
+                    for c in range(RUN_COLUMNS):
+                        run[n, c] = stack[p, c]
+                    first[n] = stack_first[p]
+                    ints[NPRE] = p
+                else:
+                    ints[FRESH] += 1
+                    run[n, RID], run[n, DONE_TOKENS], run[n, CHUNKS] = rid, 0, 0
+                    run[n, COUNTER] = 0
+                    regime = 0
+                    if mix_cdf.size > 1:
+                        regime = _count_le(mix_cdf, _uniform(key, rid, 0, 4))
+                    run[n, REGIME] = regime
+                    first[n] = np.nan
+                run[n, PREFILL] = pre
+                run[n, CTX] = 0 if pre else context
+                run[n, OUT] = output[rid]
+                run[n, K] = 0
+                run[n, CHUNK] = take
+                arrival_run[n] = arrival[rid]
+                admitted_decoding |= pre == 0
+                left -= take if pre else 1
+                used += take if pre else context + 1
+                n += 1
+            ints[NRUN] = n
+            if n == 0:
+                if not closed and ints[NEXT] < n_req:
+                    floats[TIME] = max(t, arrival[ints[NEXT]])
+                    continue
+                return STUCK
+            if admitted_decoding:
+                _choose(run, n, k_table, tail_full, budget)
+            ints[PHASE] = 1
+        # Price the step (a stop here resumes at the price).
+        n = ints[NRUN]
+        if ints[HAVE_PRICE]:
+            micros = floats[PRICE]
+            ints[HAVE_PRICE] = 0
+        else:
+            micros = _price(run, n, keys, values, ints, parallel, tax)
+            if micros == -1.0:
+                return NEED_LINE
+            if micros == -2.0:
+                return NEED_PRICE
+        ints[PHASE] = 0
+        dt = micros * 1e-6
+        # Draws, tokens, times.
+        t = floats[TIME] + dt
+        ctx_total = 0
+        for i in range(n):
+            gained = 0
+            if run[i, PREFILL] == 0:
+                rid, counter, k = run[i, RID], run[i, COUNTER], run[i, K]
+                u = _uniform(key, rid, counter, 1)
+                g = run[i, REGIME]
+                hits = 0
+                for j in range(1, kcap + 1):
+                    hits += u < survival[g, j]
+                accepted = min(hits, k)
+                gained = min(accepted + 1, run[i, OUT] - run[i, DONE_TOKENS])
+                if rid >= warmup:
+                    ints[SPEC] += k
+                    ints[ACC] += accepted
+                if stay < 1.0 and _uniform(key, rid, counter, 2) >= stay:
+                    run[i, REGIME] = _count_le(mix_cdf, _uniform(key, rid, counter, 3))
+                run[i, COUNTER] = counter + 1
+                run[i, CTX] += gained
+            elif run[i, CHUNK] > 0:
+                run[i, PREFILL] -= run[i, CHUNK]
+                run[i, CTX] += run[i, CHUNK]
+                if run[i, PREFILL] == 0:
+                    gained = 1
+            if gained > 0:
+                run[i, DONE_TOKENS] += gained
+                run[i, CHUNKS] += 1
+                if np.isnan(first[i]):
+                    first[i] = t
+            ctx_total += run[i, CTX]
+        floats[TIME] = t
+        ints[STEPS] += 1
+        floats[BUSY] += dt
+        floats[BATCH_TIME] += n * dt
+        if capacity < np.inf:
+            floats[KV_TIME] += float(ctx_total) / capacity * dt
+        # Finished requests leave (their rows kept for the caller); a closed loop's next
+        # request arrives now.
+        kept = 0
+        for i in range(n):
+            if run[i, DONE_TOKENS] >= run[i, OUT]:
+                row = ints[NFIN]
+                rows[row, 0] = run[i, RID]
+                rows[row, 1] = arrival_run[i]
+                rows[row, 2] = first[i]
+                rows[row, 3] = t
+                rows[row, 4] = run[i, OUT]
+                rows[row, 5] = run[i, CHUNKS]
+                ints[NFIN] = row + 1
+                ints[FINISHED] += 1
+                if closed and ints[NEXT] < n_req:
+                    arrival[ints[NEXT]] = t
+                    ints[NEXT] += 1
+            else:
+                if kept != i:
+                    for c in range(RUN_COLUMNS):
+                        run[kept, c] = run[i, c]
+                    first[kept] = first[i]
+                    arrival_run[kept] = arrival_run[i]
+                kept += 1
+        ints[NRUN] = kept
+        if kept < n and ints[NFIN] + max_num_seqs > rows.shape[0]:
+            return FLUSH
+    return DONE

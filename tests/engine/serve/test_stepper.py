@@ -1,0 +1,141 @@
+"""The compiled step loop (engine.serve.stepper) gives, number for number, what the
+simulator's numpy steps give one at a time: the same requests finish at the same times,
+with the same summary, whatever stops it makes to ask for prices or hand over rows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engine.core.config import SpecConfig
+from engine.cost.models import build_cost
+from engine.serve import compiled, stepper
+from engine.serve.server import Server
+from engine.serve.sim import _fit_budget, simulate_load
+from engine.serve.workload import Lengths, Workload
+
+WORKLOAD = Workload(
+    requests=150,
+    rate=12.0,
+    prompt=Lengths("uniform", low=50, high=3000),
+    output=Lengths("uniform", low=20, high=400),
+)
+
+
+def served(config, policy, server, closed=None, workload=WORKLOAD, **how):
+    rows = []
+    outcome = simulate_load(
+        config,
+        build_cost(config),
+        workload.draw(4, 1),
+        policy,
+        server,
+        closed=closed,
+        seed=4,
+        replication=1,
+        warmup=30,  # the first ones are preempted too, and not counted
+        on_finish=rows.append,
+        **how,
+    )
+    table = np.concatenate(rows)
+    return table[np.argsort(table[:, 0], kind="stable")], outcome
+
+
+SUMMED = ("steps", "preemptions", "spec_tokens", "accepted_tokens", "busy_s", "kv_time")
+
+CASES = {
+    "clamped tails": ({"tail": "clamp"}, "fixed", {}),
+    "a schedule by batch": (
+        {"tail": "full", "policy.schedule": "1:5,8:3,16:1"},
+        "schedule",
+        {},
+    ),
+    "off": ({}, "off", {}),
+    "a small KV cache": ({"k": 3}, "fixed", {"gpu_memory_utilization": 0.27, "reserve_gb": 0.0}),
+    "parallel drafting": ({"cost.drafting": "parallel", "k": 6}, "fixed", {}),
+    "the max form (priced step by step)": ({"cost.model": "roofline_max"}, "fixed", {}),
+    "no prefill, no KV limit": ({}, "fixed", {"prefill": False, "kv_limit": False}),
+    "a token budget that cuts drafts": ({"k": 6}, "fixed", {"max_num_batched_tokens": 60}),
+    "hidden regimes": (
+        {"draft_model": "markov", "acceptance.stay": 0.8, "k": 5},
+        "fixed",
+        {},
+    ),
+}
+
+
+@pytest.mark.parametrize("closed", [None, 16], ids=["open loop", "closed loop"])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_compiled_loop_is_the_numpy_steps(case, closed):
+    fields, policy, limits = CASES[case]
+    config = SpecConfig().replace(
+        **{"cost.model": "roofline", "acceptance_rate": 0.75, "k": 4, **fields}
+    )
+    server = Server(max_num_seqs=48, **limits)
+    slow, slow_out = served(config, policy, server, closed, segments=False, compiled=False)
+    fast, fast_out = served(config, policy, server, closed)
+    assert len(fast) == WORKLOAD.requests
+    assert np.array_equal(fast, slow, equal_nan=True)  # who, when, tokens, chunks: exactly
+    assert fast_out.end_s == slow_out.end_s
+    for name in SUMMED:
+        assert getattr(fast_out.summary, name) == getattr(slow_out.summary, name), name
+    if case == "a small KV cache":
+        assert slow_out.summary.preemptions > 0
+    if case == "a token budget that cuts drafts" and closed:  # 16 decoders want 112 tokens
+        assert fast_out.summary.spec_tokens < 6 * 0.9 * fast_out.summary.batch_time / (
+            fast_out.summary.busy_s / fast_out.summary.steps
+        )
+
+
+def test_rows_are_handed_over_a_block_at_a_time(monkeypatch):
+    """A run longer than a block stops to hand rows over (progress and cancel) and resumes
+    where it stopped."""
+    monkeypatch.setattr(compiled, "FLUSH_ROWS", 7)
+    seen = []
+    config = SpecConfig().replace(**{"cost.model": "roofline", "k": 3})
+    rows, _ = served(config, "fixed", Server(max_num_seqs=8), check=seen.append)
+    whole, _ = served(config, "fixed", Server(max_num_seqs=8), compiled=False, segments=False)
+    assert np.array_equal(rows, whole, equal_nan=True)
+    assert len(seen) >= WORKLOAD.requests // (7 + 8)
+    assert seen == sorted(seen) and seen[-1] == WORKLOAD.requests
+
+
+def test_a_cancel_stops_the_compiled_loop():
+    class Stop(Exception):
+        pass
+
+    def check(done):
+        if done >= 20:
+            raise Stop
+
+    config = SpecConfig().replace(**{"cost.model": "roofline", "k": 3})
+    with pytest.raises(Stop):
+        served(config, "fixed", Server(), check=check)
+
+
+def test_a_kv_cache_too_small_for_any_request_is_an_error():
+    config = SpecConfig().replace(**{"cost.model": "roofline"})
+    workload = Workload(requests=3, concurrency=1, prompt=Lengths(median=10**6, high=10**6))
+    server = Server(gpu_memory_utilization=0.3, reserve_gb=0.0, prefill=False)
+    with pytest.raises(RuntimeError, match="no request could be scheduled"):
+        served(config, "fixed", server, closed=1, workload=workload)
+
+
+def test_drafts_are_cut_to_the_budget_as_the_numpy_steps_cut_them():
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        n = int(rng.integers(1, 30))
+        run = np.zeros((n, stepper.RUN_COLUMNS), dtype=np.int64)
+        run[:, stepper.PREFILL] = rng.integers(0, 3, n) * (rng.random(n) < 0.3)
+        run[:, stepper.OUT] = rng.integers(1, 12, n)
+        run[:, stepper.DONE_TOKENS] = rng.integers(0, run[:, stepper.OUT])
+        table = rng.integers(0, 9, n + 1)
+        tail_full = bool(rng.random() < 0.5)
+        budget = int(rng.integers(n, 8 * n))
+        stepper._choose(run, n, table, tail_full, budget)
+        decoding = run[:, stepper.PREFILL] == 0
+        k = np.where(decoding, table[decoding.sum()], 0)
+        if not tail_full:
+            k = np.minimum(k, run[:, stepper.OUT] - run[:, stepper.DONE_TOKENS] - 1)
+        expected = _fit_budget(np.maximum(k, 0) * decoding, decoding, budget)
+        assert run[:, stepper.K].tolist() == expected.tolist()
