@@ -44,12 +44,11 @@ from engine.serve.stepper import (
     step_loop,
 )
 
-_KINDS = ("verify", "draft")
+_KINDS = ("verify", "draft", "k")
 
 
 def run_compiled(
     r: Any,
-    k_table: np.ndarray,
     closed: int | None,
     summary: Any,
     slo: tuple[float, float],
@@ -86,7 +85,7 @@ def run_compiled(
             arrival,
             np.asarray(requests.prompt, dtype=np.int64),
             np.asarray(requests.output, dtype=np.int64),
-            k_table,
+            int(r.context_step),
             r.survival,
             r.mix_cdf,
             lines.keys,
@@ -106,6 +105,9 @@ def run_compiled(
         if why == NEED_LINE:
             key = int(ints[ASK_KEY])
             kind, width, batch = key_parts(key)
+            if kind == 2:
+                lines.put(key, (float(r.uniform_choice(batch, width)), 0.0))
+                continue
             line = (
                 pricer._line(_KINDS[kind], width / batch if kind == 0 else width, batch)
                 if pricer.affine

@@ -77,9 +77,10 @@ def simulate_load(
     else at their arrival times. Requests before index ``warmup`` are left out of the
     summary. ``on_finish(rows)`` receives each step's finished requests as rows of
     :data:`RECORD_FIELDS` (stream them: the run keeps none); ``check(done)`` is called as
-    requests finish (it may raise to stop). A policy that tabulates (``by_count``) runs the
-    compiled loop (engine.serve.stepper) unless ``compiled=False``; ``segments=False``
-    steps one at a time."""
+    requests finish (it may raise to stop). A policy that gives every decoder the same k
+    (``uniform``; with one regime, if it reads them) runs the compiled loop
+    (engine.serve.stepper) unless ``compiled=False``; ``segments=False`` steps one at a
+    time."""
     from engine.core.parts import ACCEPTANCE
 
     k_cap = max(int(config.k), int(getattr(config, "k_max", config.k)), 1)
@@ -107,12 +108,11 @@ def simulate_load(
     # Segments need a choice that holds while the batch does, and one regime (a hidden
     # regime moves step by step).
     summary = Summary()
-    if compiled and POLICIES[policy].by_count:
+    chosen = POLICIES[policy]
+    if compiled and chosen.uniform and (r.survival.shape[0] == 1 or not chosen.reads_regimes):
         from engine.serve.compiled import run_compiled
 
-        end = run_compiled(
-            r, r.k_table(), closed, summary, (slo_ttft_s, slo_tpot_s), on_finish, check
-        )
+        end = run_compiled(r, closed, summary, (slo_ttft_s, slo_tpot_s), on_finish, check)
         summary.flush()
         return Outcome(summary, end)
     steady = POLICIES[policy].steady and r.survival.shape[0] == 1

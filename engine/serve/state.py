@@ -111,22 +111,24 @@ class _Run:
             hits = (u[:, :, None] < surv[:, None, 1:]).sum(axis=2)
         return np.minimum(hits, k[:, None])
 
-    def k_table(self) -> np.ndarray:
-        """A ``by_count`` policy's k for each count of decoders (0..max_num_seqs)."""
-        cap = self.survival.shape[1] - 1
-        table = np.zeros(self.server.max_num_seqs + 1, dtype=np.int64)
-        for count in range(1, table.size):
-            view = StepView(
-                np.zeros(count),
-                np.zeros(count, dtype=np.int64),
-                self.survival,
-                self.cost,
-                self.config,
-                self.server.verify_budget,
-                self.tax_us,
-            )
-            table[count] = min(int(POLICIES[self.policy].choose(view)[0]), cap)
-        return table
+    @property
+    def context_step(self) -> int:
+        return POLICIES[self.policy].context_step
+
+    def uniform_choice(self, count: int, bucket: int) -> int:
+        """A ``uniform`` policy's k for ``count`` decoders whose mean context is in step
+        ``bucket`` (of ``context_step`` tokens), clamped to the drafts tabulated."""
+        step = self.context_step
+        view = StepView(
+            np.full(count, (bucket + 0.5) * step if step else 0.0),
+            np.zeros(count, dtype=np.int64),
+            self.survival,
+            self.cost,
+            self.config,
+            self.server.verify_budget,
+            self.tax_us,
+        )
+        return min(int(POLICIES[self.policy].choose(view)[0]), self.survival.shape[1] - 1)
 
     def regime_of(self, rid: int) -> int:
         if self.mix_cdf.size == 1:

@@ -1,16 +1,19 @@
 """The serving simulator's step loop, compiled (numba): the scheduler of
-:mod:`engine.serve.sim`, one step at a time, for a policy whose k depends only on how many
-requests decode (``off``, ``fixed``, ``schedule``: :attr:`LoadPolicy.by_count`).
+:mod:`engine.serve.sim`, one step at a time, for a policy that gives every decoder the
+same k (:attr:`engine.serve.policies.LoadPolicy.uniform`: ``off``, ``fixed``,
+``schedule`` and, with one acceptance regime, ``goodput``).
 
 It gives, number for number, what ``simulate_load(..., segments=False)`` gives: the same
 scheduler rules, the same draws (:mod:`engine.serve.draws`, bit for bit) and the same
 prices. Prices stay with :class:`engine.serve.pricing.Pricer`: the loop holds the affine
 lines it has been given, keyed by pass, width and batch, and stops to ask for one it has
 not (:data:`NEED_LINE`), or for a whole step's price where a cost model is not affine in
-the context (:data:`NEED_PRICE`). It also stops when finished requests fill a block
-(:data:`FLUSH`), so the caller adds them up, streams them and may cancel, and resumes
-where it stopped: all of its state is in the arrays it is given. Memory is bounded by the
-running requests (``max_num_seqs``), not by the number of requests.
+the context (:data:`NEED_PRICE`). It asks for the policy's k the same way, once for each
+count of decoders (and mean context's step, for a policy that reads it). It also stops
+when finished requests fill a block (:data:`FLUSH`), so the caller adds them up, streams
+them and may cancel, and resumes where it stopped: all of its state is in the arrays it
+is given. Its memory is the running requests' (``max_num_seqs``), whatever the number of
+requests.
 """
 
 from __future__ import annotations
@@ -35,8 +38,9 @@ RUN_COLUMNS = 10
 # A finished request's row: RECORD_FIELDS of engine.serve.sim.
 ROW_COLUMNS = 6
 FLUSH_ROWS = 1024
-# A pass's key in the lines: kind (0 verify: width = the step's tokens; 1 draft: width =
-# draft passes), width and batch.
+# A key in the lines: kind (0 verify: width = the step's tokens; 1 draft: width = draft
+# passes; 2 the policy's k, its line (k, 0): width = the mean context's step), width and
+# batch (the count of decoders for a k).
 BATCH_BITS = 13  # max_num_seqs <= 4096 < 2**13
 WIDTH_BITS = 24
 
@@ -79,17 +83,27 @@ def _count_le(cdf: np.ndarray, u: float) -> int:
 
 
 @njit(cache=True)
-def _choose(run, n, k_table, tail_full, budget):  # type: ignore[no-untyped-def]
+def _choose(run, n, keys, values, ints, context_step, tail_full, budget):  # type: ignore[no-untyped-def]
     """The policy's k for the decoders (clamped at the tail), cut to the step's budget
-    longest first, as ``_Run.choose`` and ``_fit_budget`` do."""
-    decoders = 0
+    longest first, as ``_Run.choose`` and ``_fit_budget`` do; False with ASK_KEY set when
+    the policy's choice for this count of decoders (and mean context) is not known yet."""
+    decoders, dsum = 0, 0
     for i in range(n):
-        decoders += run[i, PREFILL] == 0
+        if run[i, PREFILL] == 0:
+            decoders += 1
+            dsum += run[i, CTX]
+    choice = 0
+    if decoders:
+        bucket = int(np.floor(dsum / decoders / context_step)) if context_step else 0
+        ints[ASK_KEY] = -1
+        choice = int(_line(keys, values, line_key(2, bucket, decoders), ints)[0])
+        if ints[ASK_KEY] >= 0:
+            return False
     total = 0
     for i in range(n):
         k = 0
         if run[i, PREFILL] == 0:
-            k = k_table[decoders]
+            k = choice
             if not tail_full:
                 k = min(k, run[i, OUT] - run[i, DONE_TOKENS] - 1)
             k = max(k, 0)
@@ -110,6 +124,7 @@ def _choose(run, n, k_table, tail_full, budget):  # type: ignore[no-untyped-def]
             if run[i, PREFILL] == 0 and run[i, K] == top:
                 run[i, K] -= 1
                 total -= 1
+    return True
 
 
 @njit(cache=True, inline="always")
@@ -208,7 +223,7 @@ def step_loop(  # type: ignore[no-untyped-def]
     arrival,
     prompt,
     output,
-    k_table,
+    context_step,
     survival,
     mix_cdf,
     keys,
@@ -240,7 +255,8 @@ def step_loop(  # type: ignore[no-untyped-def]
                     continue
             # The step's composition: k, prefill chunks, preemption, admission (_step).
             n = ints[NRUN]
-            _choose(run, n, k_table, tail_full, budget)
+            if not _choose(run, n, keys, values, ints, context_step, tail_full, budget):
+                return NEED_LINE
             need, ctx_sum, chunk_sum = 0, 0, 0
             for i in range(n):
                 ctx_sum += run[i, CTX]
@@ -309,11 +325,13 @@ def step_loop(  # type: ignore[no-untyped-def]
                     floats[TIME] = max(t, arrival[ints[NEXT]])
                     continue
                 return STUCK
-            if admitted_decoding:
-                _choose(run, n, k_table, tail_full, budget)
+            ints[PHASE] = 2 if admitted_decoding else 1
+        n = ints[NRUN]
+        if ints[PHASE] == 2:  # requests went straight into decoding: choose again
+            if not _choose(run, n, keys, values, ints, context_step, tail_full, budget):
+                return NEED_LINE
             ints[PHASE] = 1
         # Price the step (a stop here resumes at the price).
-        n = ints[NRUN]
         if ints[HAVE_PRICE]:
             micros = floats[PRICE]
             ints[HAVE_PRICE] = 0

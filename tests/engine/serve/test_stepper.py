@@ -56,6 +56,11 @@ CASES = {
     "the max form (priced step by step)": ({"cost.model": "roofline_max"}, "fixed", {}),
     "no prefill, no KV limit": ({}, "fixed", {"prefill": False, "kv_limit": False}),
     "a token budget that cuts drafts": ({"k": 6}, "fixed", {"max_num_batched_tokens": 60}),
+    "goodput by context": (
+        {"policy.k_max": 8, "cost.draft": "eagle-llama-3.1-8b"},
+        "goodput",
+        {},
+    ),
     "hidden regimes": (
         {"draft_model": "markov", "acceptance.stay": 0.8, "k": 5},
         "fixed",
@@ -130,12 +135,32 @@ def test_drafts_are_cut_to_the_budget_as_the_numpy_steps_cut_them():
         run[:, stepper.OUT] = rng.integers(1, 12, n)
         run[:, stepper.DONE_TOKENS] = rng.integers(0, run[:, stepper.OUT])
         table = rng.integers(0, 9, n + 1)
+        lines = compiled._Lines()
+        for count in range(1, n + 1):
+            lines.put(stepper.line_key(2, 0, count), (float(table[count]), 0.0))
         tail_full = bool(rng.random() < 0.5)
         budget = int(rng.integers(n, 8 * n))
-        stepper._choose(run, n, table, tail_full, budget)
+        ints = np.zeros(stepper.INT_STATE, dtype=np.int64)
+        assert stepper._choose(run, n, lines.keys, lines.values, ints, 0, tail_full, budget)
         decoding = run[:, stepper.PREFILL] == 0
         k = np.where(decoding, table[decoding.sum()], 0)
         if not tail_full:
             k = np.minimum(k, run[:, stepper.OUT] - run[:, stepper.DONE_TOKENS] - 1)
         expected = _fit_budget(np.maximum(k, 0) * decoding, decoding, budget)
         assert run[:, stepper.K].tolist() == expected.tolist()
+
+
+def test_a_policy_that_reads_the_context_is_asked_at_the_decoders_mean_contexts_step():
+    """Two decoders at contexts 1,000 and 2,000 (mean 1,500: step 5 of 256 tokens) and a
+    request in prefill: the loop stops to ask for the k of 2 decoders in step 5."""
+    run = np.zeros((3, stepper.RUN_COLUMNS), dtype=np.int64)
+    run[:, stepper.CTX] = [1000, 2000, 40]
+    run[:, stepper.PREFILL] = [0, 0, 300]
+    run[:, stepper.OUT] = 50
+    lines = compiled._Lines()
+    ints = np.zeros(stepper.INT_STATE, dtype=np.int64)
+    assert not stepper._choose(run, 3, lines.keys, lines.values, ints, 256, True, 100)
+    assert stepper.key_parts(int(ints[stepper.ASK_KEY])) == (2, 5, 2)
+    lines.put(int(ints[stepper.ASK_KEY]), (3.0, 0.0))
+    assert stepper._choose(run, 3, lines.keys, lines.values, ints, 256, True, 100)
+    assert run[:, stepper.K].tolist() == [3, 3, 0]
