@@ -66,12 +66,18 @@ def run_compiled(
         ints[NEXT] = min(closed, n)
     run = np.zeros((seqs, RUN_COLUMNS), dtype=np.int64)
     stack = np.zeros((seqs, RUN_COLUMNS), dtype=np.int64)
-    first, arrival_run, stack_first = np.zeros(seqs), np.zeros(seqs), np.zeros(seqs)
+    first, arrival_run = np.zeros(seqs), np.zeros(seqs)
+    stack_first, stack_arrival = np.zeros(seqs), np.zeros(seqs)
     rows = np.zeros((FLUSH_ROWS + seqs, ROW_COLUMNS))
     lines = _Lines()
     pricer = r.pricer
     tax = r.tax_us if r.spec_on else 0.0
-    arrival = np.array(r.arrival_of, dtype=np.float64)
+    # A closed loop's waiting requests' arrivals, in a ring (its first ones arrive at 0).
+    arrival = (
+        np.zeros(max(min(closed, n), 1))
+        if closed is not None
+        else np.asarray(requests.arrival_s, dtype=np.float64)
+    )
     while True:
         why = step_loop(
             ints,
@@ -81,6 +87,7 @@ def run_compiled(
             arrival_run,
             stack,
             stack_first,
+            stack_arrival,
             rows,
             arrival,
             np.asarray(requests.prompt, dtype=np.int64),
@@ -106,7 +113,8 @@ def run_compiled(
             key = int(ints[ASK_KEY])
             kind, width, batch = key_parts(key)
             if kind == 2:
-                lines.put(key, (float(r.uniform_choice(batch, width)), 0.0))
+                base, extra = r.split_choice(batch, width)
+                lines.put(key, (float(base), float(extra)))
                 continue
             line = (
                 pricer._line(_KINDS[kind], width / batch if kind == 0 else width, batch)

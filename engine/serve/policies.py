@@ -55,10 +55,11 @@ Chooser = Callable[[StepView], "np.ndarray"]
 class LoadPolicy:
     """A registered load policy: ``steady`` when its choice depends only on the batch size
     and the requests' regimes (not their contexts), so that the simulator may keep it over
-    a run of decode steps; ``reads_regimes`` when it depends on the regimes; ``uniform``
-    when it gives every decoder the same k, from their count (and, with ``context_step``,
-    their mean context; with ``reads_regimes``, their regimes) alone: the simulator then
-    runs its compiled loop (engine.serve.stepper), asking it once for each count and step."""
+    a run of decode steps; ``reads_regimes`` when it depends on the regimes; ``by_count``
+    when the i-th decoder's k depends only on i and the count of decoders (and, with
+    ``context_step``, their mean context; with ``reads_regimes``, their regimes), as
+    ``base + 1`` for the first ``extra`` and ``base`` for the others: the simulator then runs
+    its compiled loop (engine.serve.stepper), asking once for each count and step."""
 
     name: str
     description: str
@@ -66,7 +67,7 @@ class LoadPolicy:
     steady: bool
     reads_regimes: bool
     context_step: int = 0  # a choice by context reads it in steps of this many tokens
-    uniform: bool = False
+    by_count: bool = False
 
 
 def context_bucket(contexts: np.ndarray, step: int) -> float:
@@ -85,7 +86,7 @@ def register(
     steady: bool = True,
     reads_regimes: bool = False,
     context_step: int = 0,
-    uniform: bool = False,
+    by_count: bool = False,
 ) -> Callable[[Chooser], Chooser]:
     """Register a load policy under ``name`` (one line of ``description``)."""
 
@@ -93,28 +94,28 @@ def register(
         if name in POLICIES:
             raise ValueError(f"load policy {name!r} is already registered")
         POLICIES[name] = LoadPolicy(
-            name, description, choose, steady, reads_regimes, context_step, uniform
+            name, description, choose, steady, reads_regimes, context_step, by_count
         )
         return choose
 
     return add
 
 
-@register("off", "speculation off: k = 0, plain decoding", uniform=True)
+@register("off", "speculation off: k = 0, plain decoding", by_count=True)
 def _off(view: StepView) -> np.ndarray:
     import numpy as np
 
     return np.zeros(view.contexts.size, dtype=np.int64)
 
 
-@register("fixed", "the scenario's K for every request", uniform=True)
+@register("fixed", "the scenario's K for every request", by_count=True)
 def _fixed(view: StepView) -> np.ndarray:
     import numpy as np
 
     return np.full(view.contexts.size, view.config.k, dtype=np.int64)
 
 
-@register("schedule", "k by the current batch size (policy.schedule)", uniform=True)
+@register("schedule", "k by the current batch size (policy.schedule)", by_count=True)
 def _schedule(view: StepView) -> np.ndarray:
     import numpy as np
 
@@ -142,7 +143,7 @@ GOODPUT_CONTEXT_STEP = 256
     "the k with the most expected tokens per step time at this batch",
     reads_regimes=True,
     context_step=GOODPUT_CONTEXT_STEP,
-    uniform=True,
+    by_count=True,
 )
 def _goodput(view: StepView) -> np.ndarray:
     import numpy as np
@@ -165,6 +166,7 @@ def _goodput(view: StepView) -> np.ndarray:
     "budget",
     "adaptive verification: a step's draft tokens capped at verify_budget",
     reads_regimes=True,
+    by_count=True,  # with one regime: the budget dealt a position at a time, in order
 )
 def _budget(view: StepView) -> np.ndarray:
     import numpy as np

@@ -77,8 +77,8 @@ def simulate_load(
     else at their arrival times. Requests before index ``warmup`` are left out of the
     summary. ``on_finish(rows)`` receives each step's finished requests as rows of
     :data:`RECORD_FIELDS` (stream them: the run keeps none); ``check(done)`` is called as
-    requests finish (it may raise to stop). A policy that gives every decoder the same k
-    (``uniform``; with one regime, if it reads them) runs the compiled loop
+    requests finish (it may raise to stop). A policy that gives each decoder a k by its
+    rank and their count (``by_count``; with one regime, if it reads them) runs the compiled loop
     (engine.serve.stepper) unless ``compiled=False``; ``segments=False`` steps one at a
     time."""
     from engine.core.parts import ACCEPTANCE
@@ -100,16 +100,12 @@ def simulate_load(
         tax_us=float(getattr(cost, "spec_overhead_us", 0.0)),
         warmup=warmup,
         pricer=Pricer(cost),
-        # A closed loop's arrivals are set as requests finish; its first ones arrive at 0.
-        arrival_of=(
-            np.zeros(len(requests)) if closed is not None else requests.arrival_s.astype(np.float64)
-        ),
     )
     # Segments need a choice that holds while the batch does, and one regime (a hidden
     # regime moves step by step).
     summary = Summary()
     chosen = POLICIES[policy]
-    if compiled and chosen.uniform and (r.survival.shape[0] == 1 or not chosen.reads_regimes):
+    if compiled and chosen.by_count and (r.survival.shape[0] == 1 or not chosen.reads_regimes):
         from engine.serve.compiled import run_compiled
 
         end = run_compiled(r, closed, summary, (slo_ttft_s, slo_tpot_s), on_finish, check)
@@ -119,17 +115,20 @@ def simulate_load(
     n = len(requests)
     run = _Running()
     waiting: deque[_Waiting] = deque()
-    arrival_of = r.arrival_of
+    # An open loop's requests arrive at their times; a closed loop's first ones at 0, the
+    # others as requests finish (a waiting request holds its arrival: nothing is kept by
+    # request).
+    arrival_of = requests.arrival_s
     next_rid = 0
     if closed is not None:
         for _ in range(min(closed, n)):
-            waiting.append(_Waiting(next_rid))
+            waiting.append(_Waiting(next_rid, arrival=0.0))
             next_rid += 1
     t, finished, last_dt = 0.0, 0, 0.0
     while finished < n:
         if closed is None:
             while next_rid < n and arrival_of[next_rid] <= t:
-                waiting.append(_Waiting(next_rid))
+                waiting.append(_Waiting(next_rid, arrival=float(arrival_of[next_rid])))
                 next_rid += 1
             if not len(run) and not waiting:
                 t = float(arrival_of[next_rid])
@@ -166,8 +165,7 @@ def simulate_load(
             if closed is not None:
                 for _ in range(count):
                     if next_rid < n:
-                        arrival_of[next_rid] = t
-                        waiting.append(_Waiting(next_rid))
+                        waiting.append(_Waiting(next_rid, arrival=t))
                         next_rid += 1
             if check is not None:
                 check(finished)
@@ -314,6 +312,7 @@ def _step(
                 int(run.chunks[last]),
                 int(run.regime[last]),
                 int(run.counter[last]),
+                float(run.arrival[last]),
             )
         )
         summary.preemptions += int(run.rid[last] >= r.warmup)
@@ -340,7 +339,7 @@ def _step(
             prefill,
             0 if prefill else context,
             int(r.requests.output[head.rid]),
-            float(r.arrival_of[head.rid]),
+            head.arrival,
         )
         k, need = np.append(k, 0), np.append(need, 0 if prefill else 1)
         chunk, decoding = np.append(chunk, take), np.append(decoding, not prefill)

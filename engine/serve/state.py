@@ -26,6 +26,7 @@ class _Waiting:
     chunks: int = 0
     regime: int = -1  # -1: not drawn yet
     counter: int = 0
+    arrival: float = 0.0
 
 
 _INT_FIELDS = ("rid", "prefill", "ctx", "done", "out", "chunks", "regime", "counter")
@@ -73,7 +74,6 @@ class _Run:
     tax_us: float
     warmup: int
     pricer: Pricer
-    arrival_of: np.ndarray  # each request's arrival (a closed loop's set as it arrives)
 
     @property
     def spec_on(self) -> bool:
@@ -115,9 +115,10 @@ class _Run:
     def context_step(self) -> int:
         return POLICIES[self.policy].context_step
 
-    def uniform_choice(self, count: int, bucket: int) -> int:
-        """A ``uniform`` policy's k for ``count`` decoders whose mean context is in step
-        ``bucket`` (of ``context_step`` tokens), clamped to the drafts tabulated."""
+    def split_choice(self, count: int, bucket: int) -> tuple[int, int]:
+        """A ``by_count`` policy's k for ``count`` decoders whose mean context is in step
+        ``bucket`` (of ``context_step`` tokens), clamped to the drafts tabulated, as
+        (base, extra): the first ``extra`` decoders draft ``base + 1``, the others ``base``."""
         step = self.context_step
         view = StepView(
             np.full(count, (bucket + 0.5) * step if step else 0.0),
@@ -128,7 +129,11 @@ class _Run:
             self.server.verify_budget,
             self.tax_us,
         )
-        return min(int(POLICIES[self.policy].choose(view)[0]), self.survival.shape[1] - 1)
+        k = np.minimum(POLICIES[self.policy].choose(view), self.survival.shape[1] - 1)
+        base, extra = int(k.min()), int((k > k.min()).sum())
+        if not np.array_equal(k, base + (np.arange(count) < extra)):
+            raise ValueError(f"load policy {self.policy!r} is not by_count: it gave {k}")
+        return base, extra
 
     def regime_of(self, rid: int) -> int:
         if self.mix_cdf.size == 1:

@@ -1,7 +1,8 @@
 """The serving simulator's step loop, compiled (numba): the scheduler of
-:mod:`engine.serve.sim`, one step at a time, for a policy that gives every decoder the
-same k (:attr:`engine.serve.policies.LoadPolicy.uniform`: ``off``, ``fixed``,
-``schedule`` and, with one acceptance regime, ``goodput``).
+:mod:`engine.serve.sim`, one step at a time, for a policy that gives each decoder a k by
+its rank and their count (:attr:`engine.serve.policies.LoadPolicy.by_count`:
+``off``, ``fixed``, ``schedule`` and, with one acceptance regime, ``goodput`` and
+``budget``).
 
 It gives, number for number, what ``simulate_load(..., segments=False)`` gives: the same
 scheduler rules, the same draws (:mod:`engine.serve.draws`, bit for bit) and the same
@@ -39,8 +40,8 @@ RUN_COLUMNS = 10
 ROW_COLUMNS = 6
 FLUSH_ROWS = 1024
 # A key in the lines: kind (0 verify: width = the step's tokens; 1 draft: width = draft
-# passes; 2 the policy's k, its line (k, 0): width = the mean context's step), width and
-# batch (the count of decoders for a k).
+# passes; 2 the policy's k, its line (base, extra): the first extra decoders draft base + 1,
+# the others base; width = the mean context's step), width and batch (decoders for a k).
 BATCH_BITS = 13  # max_num_seqs <= 4096 < 2**13
 WIDTH_BITS = 24
 
@@ -92,18 +93,20 @@ def _choose(run, n, keys, values, ints, context_step, tail_full, budget):  # typ
         if run[i, PREFILL] == 0:
             decoders += 1
             dsum += run[i, CTX]
-    choice = 0
+    base, extra = 0, 0
     if decoders:
         bucket = int(np.floor(dsum / decoders / context_step)) if context_step else 0
         ints[ASK_KEY] = -1
-        choice = int(_line(keys, values, line_key(2, bucket, decoders), ints)[0])
+        a, b = _line(keys, values, line_key(2, bucket, decoders), ints)
         if ints[ASK_KEY] >= 0:
             return False
-    total = 0
+        base, extra = int(a), int(b)
+    total, rank = 0, 0
     for i in range(n):
         k = 0
         if run[i, PREFILL] == 0:
-            k = choice
+            k = base + (rank < extra)
+            rank += 1
             if not tail_full:
                 k = min(k, run[i, OUT] - run[i, DONE_TOKENS] - 1)
             k = max(k, 0)
@@ -219,6 +222,7 @@ def step_loop(  # type: ignore[no-untyped-def]
     arrival_run,
     stack,
     stack_first,
+    stack_arrival,
     rows,
     arrival,
     prompt,
@@ -240,8 +244,10 @@ def step_loop(  # type: ignore[no-untyped-def]
     parallel,
     closed,
 ):
-    """Run until every request has finished (DONE) or a stop (module docstring)."""
-    n_req = arrival.size
+    """Run until every request has finished (DONE) or a stop (module docstring).
+    ``arrival``: an open loop's arrival times, or a closed loop's ring of the waiting
+    requests' (request ``i`` at ``i % size``: at most ``closed`` wait)."""
+    n_req = prompt.size
     kcap = survival.shape[1] - 1
     while ints[FINISHED] < n_req:
         if ints[PHASE] == 0:
@@ -275,6 +281,7 @@ def step_loop(  # type: ignore[no-untyped-def]
                 for c in range(RUN_COLUMNS):
                     stack[p, c] = run[last, c]
                 stack_first[p] = first[last]
+                stack_arrival[p] = arrival_run[last]
                 ints[NPRE] = p + 1
                 ints[PREEMPT] += run[last, RID] >= warmup
                 ctx_sum -= run[last, CTX]
@@ -299,6 +306,7 @@ def step_loop(  # type: ignore[no-untyped-def]
                     for c in range(RUN_COLUMNS):
                         run[n, c] = stack[p, c]
                     first[n] = stack_first[p]
+                    arrival_run[n] = stack_arrival[p]
                     ints[NPRE] = p
                 else:
                     ints[FRESH] += 1
@@ -309,12 +317,12 @@ def step_loop(  # type: ignore[no-untyped-def]
                         regime = _count_le(mix_cdf, _uniform(key, rid, 0, 4))
                     run[n, REGIME] = regime
                     first[n] = np.nan
+                    arrival_run[n] = arrival[rid % arrival.size]
                 run[n, PREFILL] = pre
                 run[n, CTX] = 0 if pre else context
                 run[n, OUT] = output[rid]
                 run[n, K] = 0
                 run[n, CHUNK] = take
-                arrival_run[n] = arrival[rid]
                 admitted_decoding |= pre == 0
                 left -= take if pre else 1
                 used += take if pre else context + 1
@@ -396,7 +404,7 @@ def step_loop(  # type: ignore[no-untyped-def]
                 ints[NFIN] = row + 1
                 ints[FINISHED] += 1
                 if closed and ints[NEXT] < n_req:
-                    arrival[ints[NEXT]] = t
+                    arrival[ints[NEXT] % arrival.size] = t
                     ints[NEXT] += 1
             else:
                 if kept != i:

@@ -61,6 +61,7 @@ CASES = {
         "goodput",
         {},
     ),
+    "a verify budget": ({"policy.k_max": 6}, "budget", {"verify_budget": 10}),
     "hidden regimes": (
         {"draft_model": "markov", "acceptance.stay": 0.8, "k": 5},
         "fixed",
@@ -161,6 +162,19 @@ def test_a_policy_that_reads_the_context_is_asked_at_the_decoders_mean_contexts_
     ints = np.zeros(stepper.INT_STATE, dtype=np.int64)
     assert not stepper._choose(run, 3, lines.keys, lines.values, ints, 256, True, 100)
     assert stepper.key_parts(int(ints[stepper.ASK_KEY])) == (2, 5, 2)
-    lines.put(int(ints[stepper.ASK_KEY]), (3.0, 0.0))
+    lines.put(int(ints[stepper.ASK_KEY]), (3.0, 1.0))  # the first decoder drafts one more
     assert stepper._choose(run, 3, lines.keys, lines.values, ints, 256, True, 100)
-    assert run[:, stepper.K].tolist() == [3, 3, 0]
+    assert run[:, stepper.K].tolist() == [4, 3, 0]
+
+
+def test_a_policy_registered_by_count_that_is_not_is_refused(monkeypatch):
+    from engine.serve import policies
+
+    def odd(view):
+        return np.arange(view.contexts.size) % 2  # 0, 1, 0, 1: not a prefix of ones
+
+    fake = policies.LoadPolicy("odd", "k by parity", odd, True, False, 0, True)
+    monkeypatch.setitem(policies.POLICIES, "odd", fake)
+    config = SpecConfig().replace(**{"cost.model": "roofline"})
+    with pytest.raises(ValueError, match="'odd' is not by_count"):
+        served(config, "odd", Server(), closed=4)
