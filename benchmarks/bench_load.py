@@ -28,7 +28,9 @@ import resource
 import sys
 import time
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -98,9 +100,9 @@ def lean_loop(config: SpecConfig, cost: object, requests: object) -> tuple[float
     k = int(config.k)
     surv = np.cumprod([config.acceptance_rate] * k).tolist()
     key = int(_mix(np.array([1 * 1_000_003 + 0], dtype=np.uint64))[0])
-    arrival = requests.arrival_s.tolist()  # type: ignore[attr-defined]
-    prompt = requests.prompt.tolist()  # type: ignore[attr-defined]
-    output = requests.output.tolist()  # type: ignore[attr-defined]
+    arrival = requests.arrival_s.tolist()
+    prompt = requests.prompt.tolist()
+    output = requests.output.tolist()
     n = len(arrival)
     running: list[list[int]] = []  # [rid, prefill left, ctx, done, counter]
     waiting: list[int] = []
@@ -168,7 +170,7 @@ def _check_draws() -> None:
     )
 
 
-def best_of(runs: int, work) -> tuple[float, object]:  # type: ignore[no-untyped-def]
+def best_of(runs: int, work: Callable[[], Any]) -> tuple[float, Any]:
     """The shortest of ``runs`` timings of ``work()``, and its result."""
     best, result = math.inf, None
     for _ in range(runs):
@@ -192,19 +194,19 @@ def main() -> None:
     for rate in (RATE, 60.0):
         requests = trace(args.lean_requests, rate=rate)[1]
         fast, outcome = best_of(
-            3, lambda: simulate_load(config, cost, requests, "fixed", Server(), seed=1)
+            3, lambda r=requests: simulate_load(config, cost, r, "fixed", Server(), seed=1)
         )
-        lean, (end, steps) = best_of(1, lambda: lean_loop(config, cost, requests))
-        batch = outcome.summary.figures(1, 2.0)["mean_batch"]  # type: ignore[attr-defined]
+        lean, (end, steps) = best_of(1, lambda r=requests: lean_loop(config, cost, r))
+        batch = outcome.summary.figures(1, 2.0)["mean_batch"]
         print(
             f"{args.lean_requests:,} requests at {rate:g}/s (mean batch {batch:.0f}), fixed "
             f"K 4: simulator {fast:.3f} s, lean loop {lean:.2f} s, ratio {lean / fast:.0f}x"
         )
         print(
-            f"  both end at {outcome.end_s:.6f} s and {end:.6f} s of traffic, "  # type: ignore[attr-defined]
-            f"{outcome.summary.steps:,} and {steps:,} steps"  # type: ignore[attr-defined]
+            f"  both end at {outcome.end_s:.6f} s and {end:.6f} s of traffic, "
+            f"{outcome.summary.steps:,} and {steps:,} steps"
         )
-        assert outcome.end_s == end  # type: ignore[attr-defined]
+        assert outcome.end_s == end
 
     # 2. An hour of traffic, under each policy.
     requests = trace(args.requests)[1]
@@ -212,12 +214,13 @@ def main() -> None:
     for policy in ("fixed", "off", "goodput", "budget"):
         scenario_ = goodput if policy in ("goodput", "budget") else config
         elapsed, outcome = best_of(
-            1, lambda: simulate_load(scenario_, cost, requests, policy, Server(), seed=1)
+            1,
+            lambda c=scenario_, p=policy: simulate_load(c, cost, requests, p, Server(), seed=1),
         )
-        figures = outcome.summary.figures(1, 2.0)  # type: ignore[attr-defined]
+        figures = outcome.summary.figures(1, 2.0)
         print(
-            f"{args.requests:,} requests ({outcome.end_s / 3600:.2f} h of traffic), "  # type: ignore[attr-defined]
-            f"{policy}: {elapsed:.2f} s, {outcome.summary.steps:,} steps, mean batch "  # type: ignore[attr-defined]
+            f"{args.requests:,} requests ({outcome.end_s / 3600:.2f} h of traffic), "
+            f"{policy}: {elapsed:.2f} s, {outcome.summary.steps:,} steps, mean batch "
             f"{figures['mean_batch']:.1f}, TPOT p50 {figures['tpot_p50_ms']:.2f} ms "
             "(goal for a fixed K: under 5 s)"
         )

@@ -266,3 +266,25 @@ def test_sweep_scale_generated_grids(scale: ModuleType, tmp_path: Path) -> None:
     # None: the whole study (46,080 configurations, counted without making each one)
     whole = scale.regime_copy(tmp_path / "unused.toml", None)
     assert load_preset(str(whole)).size() == 46_080
+
+
+def test_the_load_benchmarks_lean_loop_is_the_same_simulation() -> None:
+    """benchmarks/bench_load.py's plain-Python loop, the baseline of the serving simulator's
+    speed, simulates what the simulator does: the same steps, ending at the same time to the
+    last bit, at a light and a heavy load; and its plain-Python draws are the simulator's."""
+    spec = importlib.util.spec_from_file_location("bench_load", REPO / "benchmarks/bench_load.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    from engine.cost.models import build_cost
+    from engine.serve.server import Server
+    from engine.serve.sim import simulate_load
+
+    module._check_draws()
+    config = module.scenario()
+    cost = build_cost(config)
+    for rate in (10.0, 60.0):
+        requests = module.trace(300, rate=rate)[1]
+        outcome = simulate_load(config, cost, requests, "fixed", Server(), seed=1)
+        end, steps = module.lean_loop(config, cost, requests)
+        assert (end, steps) == (outcome.end_s, outcome.summary.steps)
