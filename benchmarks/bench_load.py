@@ -225,6 +225,16 @@ def main() -> None:
             "(goal for a fixed K: under 5 s)"
         )
 
+    # 2b. The numpy steps (the path of a policy that reads hidden regimes), for scale.
+    elapsed, outcome = best_of(
+        1,
+        lambda: simulate_load(config, cost, requests, "fixed", Server(), seed=1, compiled=False),
+    )
+    print(
+        f"{args.requests:,} requests, fixed, in numpy (compiled=False): {elapsed:.2f} s, "
+        f"{outcome.summary.steps:,} steps"
+    )
+
     # 3. Memory against the number of requests (the simulation; the drawn requests it
     # reads are 24 bytes each, an arrival time and two lengths).
     for n in (args.requests // 10, args.requests, args.requests * 10):

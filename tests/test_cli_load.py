@@ -44,6 +44,12 @@ def test_the_table_verdicts_and_schedules(cli):
     assert all(a[1] + 1 == b[0] for a, b in itertools.pairwise(ranges))
     assert config["num_speculative_tokens"] == max(k for _, _, k in ranges)
     assert "draft_len_schedule: {" in out and "SGLang (batch 1): --speculative-num-steps" in out
+    # By batch size and context: five-item entries, shell-quoted as well.
+    wide = next(line for line in lines if line.startswith("vLLM by batch size and context"))
+    flag, value = shlex.split(wide.split("): ", 1)[1])
+    entries = json.loads(value)["num_speculative_tokens_per_batch_size"]
+    assert flag == "--speculative-config" and {len(e) for e in entries} == {5}
+    assert entries[0][:4] == [1, entries[0][1], 0, 1023]
 
 
 def test_csv_json_and_records(cli, tmp_path):

@@ -4,9 +4,12 @@ under load").
 At each batch size the best k is the one with the most expected tokens per unit of step
 time (the ``goodput`` policy's rule) at a mean context, from the scenario's acceptance and
 cost model. The schedule is written as vLLM's ``num_speculative_tokens_per_batch_size``
-(``[[low, high, k], ...]`` ranges of batch sizes), TensorRT-LLM's ``draft_len_schedule``
-(batch-size thresholds to draft lengths) and, for SGLang, which has no schedule, the flags
-of the best k at batch 1.
+(``[[low, high, k], ...]`` ranges of batch sizes, vllm-project/vllm PR 32374), TensorRT-LLM's
+``draft_len_schedule`` (batch-size thresholds to draft lengths) and, for SGLang, which has
+no schedule, the flags of the best k at batch 1. By batch size and context, it is written in
+the form vllm-project/vllm RFC 48627 and PR 48944 propose for the same setting (open when
+written): entries ``[batch_low, batch_high, context_low, context_high, k]``, context ranges
+doubling from 1,024 tokens to the workload's longest context, each priced at its middle.
 """
 
 from __future__ import annotations
@@ -43,12 +46,47 @@ def best_k_by_batch(
     return ranges
 
 
-def vllm_flag(ranges: list[tuple[int, int, int]], method: str = "eagle") -> str:
+def context_ranges(longest: int) -> list[tuple[int, int]]:
+    """Inclusive context ranges 0-1023, 1024-2047, 2048-4095, ... up to one that holds
+    ``longest`` tokens."""
+    ranges, low, high = [], 0, 1024
+    while True:
+        ranges.append((low, high - 1))
+        if high > longest:
+            return ranges
+        low, high = high, 2 * high
+
+
+def best_k_by_batch_and_context(
+    config: Any, cost: Any, batches: int, longest: int, k_max: int
+) -> list[tuple[int, int, int, int, int]]:
+    """Entries ``(batch_low, batch_high, context_low, context_high, k)``: for each context
+    range of :func:`context_ranges` (priced at its middle), its batch ranges sharing their
+    best k; neighbouring context ranges with the same batch ranges are merged."""
+    table: list[tuple[int, int, list[tuple[int, int, int]]]] = []
+    for low, high in context_ranges(longest):
+        ranges = best_k_by_batch(config, cost, batches, (low + high) / 2, k_max)
+        if table and table[-1][2] == ranges:
+            table[-1] = (table[-1][0], high, ranges)
+        else:
+            table.append((low, high, ranges))
+    return [
+        (b_low, b_high, c_low, c_high, k)
+        for c_low, c_high, ranges in table
+        for b_low, b_high, k in ranges
+    ]
+
+
+def vllm_flag(
+    ranges: list[tuple[int, int, int]] | list[tuple[int, int, int, int, int]],
+    method: str = "eagle",
+) -> str:
     """``--speculative-config`` for vLLM, shell-quoted: the largest k as
-    ``num_speculative_tokens`` and the ranges as ``num_speculative_tokens_per_batch_size``."""
+    ``num_speculative_tokens`` and the ranges as ``num_speculative_tokens_per_batch_size``
+    (by batch size, or by batch size and context)."""
     config = {
         "method": method,
-        "num_speculative_tokens": max(k for _, _, k in ranges),
+        "num_speculative_tokens": max(entry[-1] for entry in ranges),
         "num_speculative_tokens_per_batch_size": [list(r) for r in ranges],
     }
     return f"--speculative-config {shlex.quote(json.dumps(config))}"

@@ -112,6 +112,17 @@ class Workload:
     def closed(self) -> bool:
         return self.trace is None and self.concurrency is not None
 
+    def longest_context(self) -> int:
+        """The longest prompt and output a request of this workload may have, together."""
+        if self.trace is not None:
+            read = _trace_once(Path(self.trace), self.requests)
+            return int((read.prompt + read.output).max())
+
+        def longest(lengths: Lengths) -> int:
+            return lengths.median if lengths.dist == "fixed" else lengths.high
+
+        return longest(self.prompt) + longest(self.output)
+
     def draw(self, seed: int, replication: int) -> Requests:
         """The requests of replication ``replication``: arrival times (open loop; zeros for
         a closed loop, whose arrivals the simulator times), prompt and output lengths."""

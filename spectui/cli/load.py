@@ -246,7 +246,13 @@ def _finite(value: Any) -> Any:
 
 
 def _summary_lines(config: Any, cost: Any, result: Any) -> list[str]:
-    from engine.serve.schedule import best_k_by_batch, sglang_flags, trtllm_yaml, vllm_flag
+    from engine.serve.schedule import (
+        best_k_by_batch,
+        best_k_by_batch_and_context,
+        sglang_flags,
+        trtllm_yaml,
+        vllm_flag,
+    )
 
     plan = result.plan
     unit = plan.unit
@@ -272,6 +278,12 @@ def _summary_lines(config: Any, cost: Any, result: Any) -> list[str]:
     text = ", ".join(f"{lo}-{hi}: {k}" if lo != hi else f"{lo}: {k}" for lo, hi, k in ranges)
     lines.append(f"best k by batch size (cost model, context {context:g}): {text}")
     lines.append(f"vLLM: {vllm_flag(ranges)}")
+    longest = plan.workload.longest_context()
+    by_context = best_k_by_batch_and_context(config, cost, plan.server.max_num_seqs, longest, k_max)
+    lines.append(
+        f"vLLM by batch size and context (to {longest:,} tokens; the form proposed in "
+        f"vllm-project/vllm PR 48944): {vllm_flag(by_context)}"
+    )
     lines.append("TensorRT-LLM (extra_llm_api_options):")
     lines.extend(f"  {line}" for line in trtllm_yaml(ranges).splitlines())
     lines.append(f"SGLang (batch 1): {sglang_flags(ranges[0][2])}")

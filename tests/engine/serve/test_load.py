@@ -3,6 +3,7 @@ speculation stops paying, the best policy, the best k by batch size."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -11,7 +12,13 @@ import pytest
 from engine.core.config import SpecConfig
 from engine.cost.models import build_cost
 from engine.serve.load import Cell, LoadResult, Plan, half_width, run_load
-from engine.serve.schedule import best_k_by_batch, trtllm_yaml, vllm_flag
+from engine.serve.schedule import (
+    best_k_by_batch,
+    best_k_by_batch_and_context,
+    context_ranges,
+    trtllm_yaml,
+    vllm_flag,
+)
 from engine.serve.server import Server
 from engine.serve.workload import Lengths, Workload
 
@@ -75,3 +82,33 @@ def test_the_best_k_falls_with_the_batch_and_is_written_for_each_engine():
     assert trtllm_yaml(ranges).splitlines()[1] == f"  max_draft_len: {ks[0]}"
     rising = [(1, 1, 1), (2, 256, 4)]
     assert trtllm_yaml(rising).startswith("# TensorRT-LLM: not expressible")
+
+
+def test_the_best_k_by_batch_and_context_rises_with_the_context_at_a_large_batch():
+    """At batch 256 the KV read grows with the context while the weights' read does not:
+    the verify pass is more memory-bound, and drafting pays for more tokens (MagicDec's
+    argument, vllm-project/vllm RFC 48627)."""
+    assert context_ranges(15_050) == [
+        (0, 1023),
+        (1024, 2047),
+        (2048, 4095),
+        (4096, 8191),
+        (8192, 16383),
+    ]
+    assert context_ranges(1023) == [(0, 1023)]
+    config = SpecConfig().replace(
+        **{"cost.model": "roofline", "acceptance_rate": 0.8, "cost.draft": "eagle-llama-3.1-8b"}
+    )
+    table = best_k_by_batch_and_context(config, build_cost(config), 256, 15_050, 8)
+    contexts = sorted({(c_low, c_high) for _, _, c_low, c_high, _ in table})
+    assert contexts[0][0] == 0 and contexts[-1][1] == 16383
+    for c_low, c_high in contexts:  # each context range covers batch sizes 1..256 once
+        rows = [
+            (b_low, b_high) for b_low, b_high, lo, hi, _ in table if (lo, hi) == (c_low, c_high)
+        ]
+        assert rows[0][0] == 1 and rows[-1][1] == 256
+        assert all(b == a + 1 for (_, a), (b, _) in itertools.pairwise(rows))
+    at_256 = [k for _, b_high, _, _, k in table if b_high == 256]
+    assert at_256 == sorted(at_256) and at_256[-1] > at_256[0]
+    flag = vllm_flag(table)
+    assert '"num_speculative_tokens_per_batch_size": [[1, ' in flag and ", 0, 1023, " in flag
