@@ -43,7 +43,7 @@ def _cell(row: Row, method: str) -> str:
 
 def _setup(row: Row) -> str:
     e = row.entry
-    return f"{e.hardware} x{e.gpus or 1}, {e.target}, {e.method}, {e.shape_text}, batch {e.batch}"
+    return f"{e.hardware} x{e.gpus or 1}, {e.target}, {e.method}, {e.shape_text}, {e.batch_text}"
 
 
 def _ids_text(rows: Sequence[Row], method_errors: bool = True) -> str:

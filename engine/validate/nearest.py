@@ -53,6 +53,6 @@ def nearest_text(config: Any) -> str | None:
         return None
     e = row.entry
     return (
-        f"nearest validated: {e.id} ({e.shape_text}, batch {e.batch}): default roofline "
+        f"nearest validated: {e.id} ({e.shape_text}, {e.batch_text}): default roofline "
         f"{percent(row.error('specs'), signed=True)} ({row.verdict('specs')})"
     )

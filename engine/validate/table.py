@@ -152,6 +152,13 @@ class Entry:
             return f"tree {self.verify_width}"
         return f"K={self.k}" if self.k is not None else "-"
 
+    @property
+    def batch_text(self) -> str:
+        """``batch 4``, or ``concurrency 10`` for a measurement under load."""
+        if self.concurrency is not None:
+            return f"concurrency {self.concurrency}"
+        return f"batch {self.batch}"
+
 
 def _check(where: str, name: str, value: Any) -> Any:
     kind = FIELDS.get(name)
