@@ -21,12 +21,19 @@ from engine.serve.stepper import (
     FINISHED,
     FLOAT_STATE,
     FLUSH_ROWS,
+    FRESH,
+    FRESH_BASE,
+    FRESH_LEN,
     HAVE_PRICE,
     INT_STATE,
     KV_TIME,
+    NEED_FRESH,
     NEED_LINE,
+    NEED_NEXT,
     NEED_PRICE,
     NEXT,
+    NEXT_BASE,
+    NEXT_LEN,
     NFIN,
     NRUN,
     PREEMPT,
@@ -73,11 +80,8 @@ def run_compiled(
     pricer = r.pricer
     tax = r.tax_us if r.spec_on else 0.0
     # A closed loop's waiting requests' arrivals, in a ring (its first ones arrive at 0).
-    arrival = (
-        np.zeros(max(min(closed, n), 1))
-        if closed is not None
-        else np.asarray(requests.arrival_s, dtype=np.float64)
-    )
+    ring = np.zeros(max(min(closed, n), 1) if closed is not None else 1)
+    windows = _Windows(requests)
     while True:
         why = step_loop(
             ints,
@@ -89,9 +93,10 @@ def run_compiled(
             stack_first,
             stack_arrival,
             rows,
-            arrival,
-            np.asarray(requests.prompt, dtype=np.int64),
-            np.asarray(requests.output, dtype=np.int64),
+            ring,
+            windows.next_arrival,
+            *windows.fresh,
+            n,
             int(r.context_step),
             r.survival,
             r.mix_cdf,
@@ -125,6 +130,10 @@ def run_compiled(
         elif why == NEED_PRICE:
             floats[PRICE] = _step_price(pricer, run[: ints[NRUN]], tax)
             ints[HAVE_PRICE] = 1
+        elif why == NEED_NEXT:
+            windows.move_next(ints)
+        elif why == NEED_FRESH:
+            windows.move_fresh(ints)
         elif why == STUCK:
             raise RuntimeError("no request could be scheduled (the KV cache is too small)")
         else:
@@ -154,6 +163,39 @@ def warm() -> None:
 
     config = SpecConfig().replace(**{"cost.model": "roofline"})
     simulate_load(config, build_cost(config), Workload(requests=4).draw(0, 0), "fixed", Server())
+
+
+class _Windows:
+    """The requests the loop reads, a block at a time (Requests.blocks): the arrivals it
+    scans (from NEXT_BASE), and the fresh requests it may admit (from FRESH_BASE)."""
+
+    def __init__(self, requests: Any) -> None:
+        self._next = requests.blocks()
+        self._fresh = requests.blocks()
+        self.next_arrival = np.zeros(1)
+        empty = np.zeros(0, dtype=np.int64)
+        self.fresh: tuple[np.ndarray, np.ndarray, np.ndarray] = (np.zeros(0), empty, empty)
+
+    def move_next(self, ints: np.ndarray) -> None:
+        """The next block of arrivals, after those the loop has scanned."""
+        arrival = next(self._next)[0]
+        self.next_arrival = np.ascontiguousarray(arrival, dtype=np.float64)
+        ints[NEXT_BASE] += ints[NEXT_LEN]
+        ints[NEXT_LEN] = arrival.size
+
+    def move_fresh(self, ints: np.ndarray) -> None:
+        """The fresh requests from the first not admitted yet, and the next block."""
+        start = int(ints[FRESH] - ints[FRESH_BASE])
+        block = next(self._fresh)
+        arrival, prompt, output = (
+            np.concatenate((kept[start:], new)).astype(dtype, copy=False)
+            for kept, new, dtype in zip(
+                self.fresh, block, (np.float64, np.int64, np.int64), strict=True
+            )
+        )
+        self.fresh = (arrival, prompt, output)
+        ints[FRESH_BASE] = ints[FRESH]
+        ints[FRESH_LEN] = prompt.size
 
 
 class _Lines:

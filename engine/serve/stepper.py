@@ -25,17 +25,20 @@ from numba import njit
 from engine.serve.draws import _GOLDEN, _M1, _M2, _STEP
 
 # Why the loop stopped.
-DONE, NEED_LINE, NEED_PRICE, FLUSH, STUCK = 0, 1, 2, 3, 4
+DONE, NEED_LINE, NEED_PRICE, FLUSH, STUCK, NEED_NEXT, NEED_FRESH = range(7)
 # Integer state.
 NEXT, FRESH, FINISHED, NRUN, NPRE, STEPS, PREEMPT, SPEC, ACC, NFIN = range(10)
 PHASE, ASK_KEY, HAVE_PRICE = 10, 11, 12
-INT_STATE = 13
+# The requests' windows: the arrivals from NEXT_BASE (NEXT_LEN of them), and the arrivals,
+# prompts and outputs from FRESH_BASE (FRESH_LEN).
+NEXT_BASE, NEXT_LEN, FRESH_BASE, FRESH_LEN = 13, 14, 15, 16
+INT_STATE = 17
 # Float state.
 TIME, BUSY, BATCH_TIME, KV_TIME, PRICE = range(5)
 FLOAT_STATE = 5
 # Running requests' integer columns, and the preempted requests' (a stack).
-RID, PREFILL, CTX, DONE_TOKENS, OUT, CHUNKS, REGIME, COUNTER, K, CHUNK = range(10)
-RUN_COLUMNS = 10
+RID, PREFILL, CTX, DONE_TOKENS, OUT, CHUNKS, REGIME, COUNTER, K, CHUNK, PROMPT = range(11)
+RUN_COLUMNS = 11
 # A finished request's row: RECORD_FIELDS of engine.serve.sim.
 ROW_COLUMNS = 6
 FLUSH_ROWS = 1024
@@ -224,9 +227,12 @@ def step_loop(  # type: ignore[no-untyped-def]
     stack_first,
     stack_arrival,
     rows,
-    arrival,
-    prompt,
-    output,
+    ring,
+    next_arrival,
+    fresh_arrival,
+    fresh_prompt,
+    fresh_output,
+    n_req,
     context_step,
     survival,
     mix_cdf,
@@ -244,21 +250,30 @@ def step_loop(  # type: ignore[no-untyped-def]
     parallel,
     closed,
 ):
-    """Run until every request has finished (DONE) or a stop (module docstring).
-    ``arrival``: an open loop's arrival times, or a closed loop's ring of the waiting
-    requests' (request ``i`` at ``i % size``: at most ``closed`` wait)."""
-    n_req = prompt.size
+    """Run until every request has finished (DONE) or a stop (module docstring). The
+    requests are read through windows the caller moves on when asked (NEED_NEXT: the next
+    arrivals; NEED_FRESH: the fresh requests this step may admit), so that none is held
+    whole; ``ring``: a closed loop's waiting requests' arrivals (request ``i`` at
+    ``i % size``: at most ``closed`` wait)."""
     kcap = survival.shape[1] - 1
     while ints[FINISHED] < n_req:
         if ints[PHASE] == 0:
             t = floats[TIME]
             if not closed:
-                while ints[NEXT] < n_req and arrival[ints[NEXT]] <= t:
+                while ints[NEXT] < n_req:
+                    j = ints[NEXT] - ints[NEXT_BASE]
+                    if j >= ints[NEXT_LEN]:
+                        return NEED_NEXT
+                    if next_arrival[j] > t:
+                        break
                     ints[NEXT] += 1
                 waiting = ints[NPRE] > 0 or ints[FRESH] < ints[NEXT]
                 if ints[NRUN] == 0 and not waiting:
-                    floats[TIME] = arrival[ints[NEXT]]
+                    floats[TIME] = next_arrival[ints[NEXT] - ints[NEXT_BASE]]
                     continue
+            # The fresh requests this step may admit are in their window.
+            if ints[FRESH_BASE] + ints[FRESH_LEN] < min(ints[NEXT], ints[FRESH] + max_num_seqs):
+                return NEED_FRESH
             # The step's composition: k, prefill chunks, preemption, admission (_step).
             n = ints[NRUN]
             if not _choose(run, n, keys, values, ints, context_step, tail_full, budget):
@@ -294,10 +309,15 @@ def step_loop(  # type: ignore[no-untyped-def]
             while (ints[NPRE] > 0 or ints[FRESH] < ints[NEXT]) and n < max_num_seqs and left > 0:
                 if ints[NPRE] > 0:
                     p = ints[NPRE] - 1
-                    rid, done_tokens = stack[p, RID], stack[p, DONE_TOKENS]
+                    rid, done_tokens, prompt = (
+                        stack[p, RID],
+                        stack[p, DONE_TOKENS],
+                        stack[p, PROMPT],
+                    )
                 else:
                     rid, done_tokens = ints[FRESH], 0
-                context = prompt[rid] + done_tokens
+                    prompt = fresh_prompt[rid - ints[FRESH_BASE]]
+                context = prompt + done_tokens
                 pre = max(context, 1) if prefill_on else 0
                 take = min(pre, left)
                 if used + (take if pre else context + 1) > capacity:
@@ -309,18 +329,19 @@ def step_loop(  # type: ignore[no-untyped-def]
                     arrival_run[n] = stack_arrival[p]
                     ints[NPRE] = p
                 else:
+                    w = rid - ints[FRESH_BASE]
                     ints[FRESH] += 1
                     run[n, RID], run[n, DONE_TOKENS], run[n, CHUNKS] = rid, 0, 0
+                    run[n, PROMPT], run[n, OUT] = prompt, fresh_output[w]
                     run[n, COUNTER] = 0
                     regime = 0
                     if mix_cdf.size > 1:
                         regime = _count_le(mix_cdf, _uniform(key, rid, 0, 4))
                     run[n, REGIME] = regime
                     first[n] = np.nan
-                    arrival_run[n] = arrival[rid % arrival.size]
+                    arrival_run[n] = ring[rid % ring.size] if closed else fresh_arrival[w]
                 run[n, PREFILL] = pre
                 run[n, CTX] = 0 if pre else context
-                run[n, OUT] = output[rid]
                 run[n, K] = 0
                 run[n, CHUNK] = take
                 admitted_decoding |= pre == 0
@@ -330,7 +351,7 @@ def step_loop(  # type: ignore[no-untyped-def]
             ints[NRUN] = n
             if n == 0:
                 if not closed and ints[NEXT] < n_req:
-                    floats[TIME] = max(t, arrival[ints[NEXT]])
+                    floats[TIME] = max(t, next_arrival[ints[NEXT] - ints[NEXT_BASE]])
                     continue
                 return STUCK
             ints[PHASE] = 2 if admitted_decoding else 1
@@ -404,7 +425,7 @@ def step_loop(  # type: ignore[no-untyped-def]
                 ints[NFIN] = row + 1
                 ints[FINISHED] += 1
                 if closed and ints[NEXT] < n_req:
-                    arrival[ints[NEXT] % arrival.size] = t
+                    ring[ints[NEXT] % ring.size] = t
                     ints[NEXT] += 1
             else:
                 if kept != i:

@@ -13,8 +13,10 @@ so every policy sees the same requests (common random numbers).
 from __future__ import annotations
 
 import math
+from array import array
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -125,35 +127,101 @@ class Workload:
 
     def draw(self, seed: int, replication: int) -> Requests:
         """The requests of replication ``replication``: arrival times (open loop; zeros for
-        a closed loop, whose arrivals the simulator times), prompt and output lengths."""
+        a closed loop, whose arrivals the simulator times), prompt and output lengths. Each
+        of the three comes from its own generator seeded by (seed, replication), a block at
+        a time: the blocks make the same requests as one draw of them all."""
         import numpy as np
 
         if self.trace is not None:
             read = _trace_once(Path(self.trace), self.requests)
-            return Requests(read.arrival_s / self.speed, read.prompt, read.output)
-        rng = np.random.default_rng([seed, replication, 0x10AD])
+            return Requests.of(read.arrival_s, read.prompt, read.output, 1.0 / self.speed)
         n = self.requests
-        prompts = self.prompt.draw(rng, n)
-        outputs = self.output.draw(rng, n)
-        if self.closed:
-            return Requests(np.zeros(n), prompts, outputs)
-        assert self.rate is not None
-        shape = 1.0 / self.cv**2
-        gaps = rng.gamma(shape, 1.0 / (shape * self.rate), size=n)
-        gaps[0] = 0.0
-        return Requests(np.cumsum(gaps), prompts, outputs)
+        closed, rate, shape = self.closed, self.rate, 1.0 / self.cv**2
+
+        def blocks() -> Iterator[Block]:
+            streams = np.random.SeedSequence([seed, replication, 0x10AD]).spawn(3)
+            prompts, outputs, gaps = (np.random.default_rng(s) for s in streams)
+            last = 0.0
+            for start in range(0, n, BLOCK):
+                size = min(BLOCK, n - start)
+                prompt = self.prompt.draw(prompts, size)
+                output = self.output.draw(outputs, size)
+                if closed:
+                    yield np.zeros(size), prompt, output
+                    continue
+                assert rate is not None
+                gap = gaps.gamma(shape, 1.0 / (shape * rate), size=size)
+                if start == 0:
+                    gap[0] = 0.0
+                arrival = np.cumsum(np.concatenate(([last], gap)))[1:]  # added in order
+                last = float(arrival[-1])
+                yield arrival, prompt, output
+
+        return Requests(n, blocks)
 
 
-@dataclass(frozen=True)
+# Requests are drawn and read this many at a time.
+BLOCK = 4096
+Block = tuple["np.ndarray", "np.ndarray", "np.ndarray"]
+
+
 class Requests:
-    """Arrival times in seconds and prompt and output lengths in tokens, by request."""
+    """The requests of one run: arrival times in seconds, prompt and output lengths in
+    tokens, by request. Read a block at a time (:meth:`blocks`: the compiled simulator's
+    memory then does not grow with the number of requests), or whole (the arrays, made on
+    first use)."""
 
-    arrival_s: np.ndarray
-    prompt: np.ndarray
-    output: np.ndarray
+    def __init__(self, count: int, blocks: Callable[[], Iterator[Block]]) -> None:
+        self._count = count
+        self._blocks = blocks
+
+    @classmethod
+    def of(
+        cls, arrival_s: np.ndarray, prompt: np.ndarray, output: np.ndarray, scale: float = 1.0
+    ) -> Requests:
+        """Requests from whole arrays (arrival times multiplied by ``scale``)."""
+
+        def blocks() -> Iterator[Block]:
+            for start in range(0, int(prompt.size), BLOCK):
+                end = start + BLOCK
+                arrival = arrival_s[start:end]
+                yield (
+                    (arrival * scale if scale != 1.0 else arrival),
+                    prompt[start:end],
+                    output[start:end],
+                )
+
+        return cls(int(prompt.size), blocks)
 
     def __len__(self) -> int:
-        return int(self.prompt.size)
+        return self._count
+
+    def blocks(self) -> Iterator[Block]:
+        """(arrival_s, prompt, output) blocks of at most :data:`BLOCK` requests, in order."""
+        return self._blocks()
+
+    @cached_property
+    def _whole(self) -> Block:
+        import numpy as np
+
+        parts = list(self.blocks())
+        return (
+            np.concatenate([p[0] for p in parts]).astype(np.float64, copy=False),
+            np.concatenate([p[1] for p in parts]).astype(np.int64, copy=False),
+            np.concatenate([p[2] for p in parts]).astype(np.int64, copy=False),
+        )
+
+    @property
+    def arrival_s(self) -> np.ndarray:
+        return self._whole[0]
+
+    @property
+    def prompt(self) -> np.ndarray:
+        return self._whole[1]
+
+    @property
+    def output(self) -> np.ndarray:
+        return self._whole[2]
 
 
 def _trace_once(path: Path, limit: int) -> Requests:
@@ -193,12 +261,13 @@ def read_trace(path: Path, limit: int) -> Requests:
         raise ConfigError(
             "trace", f"{path}: line 1 must be the header arrival_s,prompt_tokens,output_tokens"
         )
-    rows: list[tuple[float, int, int]] = []
+    # Three packed columns (24 bytes a row), not a list of tuples.
+    rows_arrival, rows_prompt, rows_output = array("d"), array("q"), array("q")
     last = 0.0
     for number, line in enumerate(lines[1:], start=2):
         if not line.strip():
             continue
-        if len(rows) >= min(limit, TRACE_ROWS_MAX):
+        if len(rows_arrival) >= min(limit, TRACE_ROWS_MAX):
             break
         cells = line.split(",")
         try:
@@ -221,10 +290,14 @@ def read_trace(path: Path, limit: int) -> Requests:
                 f"{path}: line {number}: tokens must be whole numbers in [0 or 1, {LENGTH_MAX:,}]",
             )
         last = arrival
-        rows.append((arrival, prompt, output))
-    if not rows:
+        rows_arrival.append(arrival)
+        rows_prompt.append(prompt)
+        rows_output.append(output)
+    if not rows_arrival:
         raise ConfigError("trace", f"{path}: no requests after the header")
-    table = np.array(rows, dtype=np.float64)
-    return Requests(
-        table[:, 0] - table[0, 0], table[:, 1].astype(np.int64), table[:, 2].astype(np.int64)
+    arrivals = np.frombuffer(rows_arrival, dtype=np.float64)
+    return Requests.of(
+        arrivals - arrivals[0],
+        np.frombuffer(rows_prompt, dtype=np.int64),
+        np.frombuffer(rows_output, dtype=np.int64),
     )

@@ -178,3 +178,31 @@ def test_a_policy_registered_by_count_that_is_not_is_refused(monkeypatch):
     config = SpecConfig().replace(**{"cost.model": "roofline"})
     with pytest.raises(ValueError, match="'odd' is not by_count"):
         served(config, "odd", Server(), closed=4)
+
+
+@pytest.mark.parametrize("closed", [None, 16], ids=["open loop", "closed loop"])
+def test_requests_read_a_few_at_a_time_give_the_same_run(monkeypatch, closed):
+    """The loop reads the requests through windows a block long, moved on as it scans the
+    arrivals and admits requests: with blocks of 7 requests (a window refilled mid-queue,
+    preempted requests from blocks long gone), the same run as the numpy steps, and the same
+    requests as blocks of 4,096."""
+    from engine.serve import workload as workload_module
+
+    config = SpecConfig().replace(**{"cost.model": "roofline", "k": 3})
+    server = Server(max_num_seqs=48, gpu_memory_utilization=0.27, reserve_gb=0.0)
+    whole = WORKLOAD.draw(4, 1)
+    assert whole.prompt.size == WORKLOAD.requests  # drawn now, in blocks of 4,096
+    slow, slow_out = served(config, "fixed", server, closed, segments=False, compiled=False)
+    monkeypatch.setattr(workload_module, "BLOCK", 7)
+    assert [b[0].size for b in WORKLOAD.draw(4, 1).blocks()][:2] == [7, 7]
+    small = WORKLOAD.draw(4, 1)
+    for mine, theirs in zip(
+        (small.arrival_s, small.prompt, small.output),
+        (whole.arrival_s, whole.prompt, whole.output),
+        strict=True,
+    ):
+        assert np.array_equal(mine, theirs)
+    fast, fast_out = served(config, "fixed", server, closed)
+    assert np.array_equal(fast, slow, equal_nan=True)
+    assert fast_out.end_s == slow_out.end_s
+    assert fast_out.summary.preemptions == slow_out.summary.preemptions > 0
