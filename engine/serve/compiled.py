@@ -76,7 +76,7 @@ def run_compiled(
     first, arrival_run = np.zeros(seqs), np.zeros(seqs)
     stack_first, stack_arrival = np.zeros(seqs), np.zeros(seqs)
     rows = np.zeros((FLUSH_ROWS + seqs, ROW_COLUMNS))
-    lines = _Lines()
+    lines = _Lines(most=max(LINES_MAX, r.survival.shape[1] + 2))
     pricer = r.pricer
     tax = r.tax_us if r.spec_on else 0.0
     # A closed loop's waiting requests' arrivals, in a ring (its first ones arrive at 0).
@@ -198,18 +198,28 @@ class _Windows:
         ints[FRESH_LEN] = prompt.size
 
 
+# The most lines the loop holds (a prefill chunk's tokens make a new verify line): a full
+# table is emptied, and the loop asks again for those it meets. It holds at least the lines
+# of one step (a policy's k, a draft pass a level, the verify pass), or it would ask forever.
+LINES_MAX = 1 << 16
+
+
 class _Lines:
     """The lines given to the loop: an open-addressing table, at most half full."""
 
-    def __init__(self, size: int = 1024) -> None:
+    def __init__(self, size: int = 1024, most: int = LINES_MAX) -> None:
         self.keys = np.full(size, -1, dtype=np.int64)
         self.values = np.zeros((size, 2))
         self.count = 0
+        self.most = most
 
     def put(self, key: int, line: tuple[float, float]) -> None:
+        if self.count >= self.most:
+            self.keys.fill(-1)
+            self.count = 0
         if 2 * (self.count + 1) > self.keys.size:
             old_keys, old_values = self.keys, self.values
-            self.__init__(2 * old_keys.size)  # type: ignore[misc]
+            self.__init__(2 * old_keys.size, self.most)  # type: ignore[misc]
             for slot in np.flatnonzero(old_keys >= 0):
                 self.put(int(old_keys[slot]), (old_values[slot, 0], old_values[slot, 1]))
         put_line(self.keys, self.values, key, line[0], line[1])

@@ -6,8 +6,9 @@ shape ``1/cv^2``: clustered for ``cv > 1``, regular for ``cv < 1``), or at the t
 trace file. Closed loop: ``concurrency`` requests are in the system at once, a new one
 arriving when one finishes (``vllm bench serve --max-concurrency``). Lengths are fixed,
 uniform on [min, max], lognormal (median and sigma of the natural log, clipped to
-[min, max]) or the trace's. Draws come from one generator seeded by (seed, replication),
-so every policy sees the same requests (common random numbers).
+[min, max]) or the trace's. Prompts, outputs and gaps come from three generators seeded
+by (seed, replication), so every policy sees the same requests (common random numbers),
+drawn a block at a time as the simulator reads them.
 """
 
 from __future__ import annotations

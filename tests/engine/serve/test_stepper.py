@@ -206,3 +206,21 @@ def test_requests_read_a_few_at_a_time_give_the_same_run(monkeypatch, closed):
     assert np.array_equal(fast, slow, equal_nan=True)
     assert fast_out.end_s == slow_out.end_s
     assert fast_out.summary.preemptions == slow_out.summary.preemptions > 0
+
+
+def test_a_full_table_of_lines_is_emptied_and_the_loop_asks_again(monkeypatch):
+    """The loop's lines are a cache of bounded size: emptied when full, the run is the same.
+    Here after 6 of them, the most a step of K 3 may need (its k, three draft passes when
+    clamped tails draft 1, 2 and 3, and the verify pass): the floor it is given."""
+    monkeypatch.setattr(compiled, "LINES_MAX", 0)
+    table = compiled._Lines(size=8, most=5)
+    for key in range(40):
+        table.put(key, (1.0, 0.0))
+        assert (table.keys >= 0).sum() == table.count <= 5 and table.keys.size <= 16
+    config = SpecConfig().replace(**{"cost.model": "roofline", "k": 3, "tail": "clamp"})
+    rows, outcome = served(config, "fixed", Server(max_num_seqs=8))
+    whole, whole_out = served(
+        config, "fixed", Server(max_num_seqs=8), compiled=False, segments=False
+    )
+    assert np.array_equal(rows, whole, equal_nan=True)
+    assert outcome.end_s == whole_out.end_s
