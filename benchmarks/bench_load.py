@@ -225,6 +225,21 @@ def main() -> None:
             "(goal for a fixed K: under 5 s)"
         )
 
+    # 2a. The same hour with lognormal lengths (the Azure conversation fit): each new
+    # prefill width asks the cost model for a verify line.
+    from engine.serve.settings import AZURE_CONV
+
+    azure = Workload(
+        requests=args.requests, rate=RATE, prompt=AZURE_CONV["prompt"], output=AZURE_CONV["output"]
+    )
+    elapsed, outcome = best_of(
+        1, lambda: simulate_load(config, cost, azure.draw(1, 0), "fixed", Server(), seed=1)
+    )
+    print(
+        f"{args.requests:,} requests, fixed, azure-conv lengths: {elapsed:.2f} s, "
+        f"{outcome.summary.steps:,} steps"
+    )
+
     # 2b. The numpy steps (the path of a policy that reads hidden regimes), for scale.
     elapsed, outcome = best_of(
         1,
@@ -235,15 +250,25 @@ def main() -> None:
         f"{outcome.summary.steps:,} steps"
     )
 
-    # 3. Memory against the number of requests (the simulation; the drawn requests it
-    # reads are 24 bytes each, an arrival time and two lengths).
-    for n in (args.requests // 10, args.requests, args.requests * 10):
-        requests = trace(n)[1]
-        tracemalloc.start()
-        simulate_load(config, cost, requests, "fixed", Server(), seed=1)
-        _, peak = tracemalloc.get_traced_memory()
-        tracemalloc.stop()
-        print(f"heap peak of a run of {n:,} requests: {peak / 2**20:.2f} MiB (tracemalloc)")
+    # 3. Memory against the number of requests: the run draws them a block at a time.
+    # Fixed lengths, and lognormal ones (the Azure conversation fit: a new prefill length
+    # makes a new verify line, which the loop's bounded caches hold).
+    lengths = {
+        "fixed lengths": (Lengths(median=512), Lengths(median=300)),
+        "azure-conv lengths": (AZURE_CONV["prompt"], AZURE_CONV["output"]),
+    }
+    for name, (prompt, output) in lengths.items():
+        for n in (args.requests // 10, args.requests, args.requests * 10):
+            workload = Workload(requests=n, rate=RATE, prompt=prompt, output=output)
+            requests = workload.draw(1, 0)
+            tracemalloc.start()
+            simulate_load(config, cost, requests, "fixed", Server(), seed=1)
+            _, peak = tracemalloc.get_traced_memory()
+            tracemalloc.stop()
+            print(
+                f"heap peak of a run of {n:,} requests, {name}: {peak / 2**20:.2f} MiB "
+                "(tracemalloc, the requests' drawing included)"
+            )
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak RSS {rss:.0f} MiB (process)")
 

@@ -201,7 +201,7 @@ class _Windows:
 # The most lines the loop holds (a prefill chunk's tokens make a new verify line): a full
 # table is emptied, and the loop asks again for those it meets. It holds at least the lines
 # of one step (a policy's k, a draft pass a level, the verify pass), or it would ask forever.
-LINES_MAX = 1 << 16
+LINES_MAX = 1 << 14
 
 
 class _Lines:

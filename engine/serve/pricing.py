@@ -21,7 +21,7 @@ import numpy as np
 
 # Contexts at which affinity is tested and the line fitted.
 _L1, _L2 = 10_000.0, 37_000.0
-_CACHE_MAX = 1 << 16  # lines kept (a full cache is emptied)
+_CACHE_MAX = 1 << 12  # lines kept (a full cache is emptied)
 
 
 class Pricer:

@@ -134,17 +134,17 @@ def simulate_load(
                 t = float(arrival_of[next_rid])
                 continue
         next_arrival = float(arrival_of[next_rid]) if closed is None and next_rid < n else math.inf
+        moved = None
         if (
             segments
             and steady
             and len(run)
             and not run.prefill.any()
             and not np.isnan(run.first).any()
-            and not _admissible(r, run, waiting)
         ):
-            moved = _segment(r, run, summary, t, next_arrival, last_dt)
-        else:
-            moved = None
+            k = r.choose(run, np.ones(len(run), dtype=bool))  # asked once for both
+            if not _admissible(r, run, waiting, k):
+                moved = _segment(r, run, k, summary, t, next_arrival, last_dt)
         if moved is None:
             moved = _step(r, run, waiting, summary, t)
             if moved is None:  # nothing could run
@@ -173,8 +173,8 @@ def simulate_load(
     return Outcome(summary, t)
 
 
-def _admissible(r: _Run, run: _Running, waiting: deque[_Waiting]) -> bool:
-    """Whether the head of the queue could join the batch now."""
+def _admissible(r: _Run, run: _Running, waiting: deque[_Waiting], k: np.ndarray) -> bool:
+    """Whether the head of the queue could join the batch now, whose decoders draft ``k``."""
     if not waiting or len(run) >= r.server.max_num_seqs:
         return False
     if math.isinf(r.capacity):
@@ -182,7 +182,6 @@ def _admissible(r: _Run, run: _Running, waiting: deque[_Waiting]) -> bool:
     head = waiting[0]
     context = int(r.requests.prompt[head.rid]) + head.done
     first = min(max(context, 1), r.server.max_num_batched_tokens) if r.server.prefill else context
-    k = r.choose(run, np.ones(len(run), dtype=bool))
     return float(run.ctx.sum() + (k + 1).sum()) + first <= r.capacity
 
 
@@ -215,13 +214,19 @@ def _finish(
 
 
 def _segment(
-    r: _Run, run: _Running, summary: Summary, t: float, next_arrival: float, last_dt: float
+    r: _Run,
+    run: _Running,
+    k: np.ndarray,
+    summary: Summary,
+    t: float,
+    next_arrival: float,
+    last_dt: float,
 ) -> tuple[float, int] | None:
-    """Up to :data:`SEGMENT_MAX` decode steps at once (module docstring); None if not even
-    one can run this way (a clamped tail, a full KV cache)."""
+    """Up to :data:`SEGMENT_MAX` decode steps at once (module docstring), the decoders
+    drafting ``k``; None if not even one can run this way (a clamped tail, a full KV
+    cache)."""
     b = len(run)
     rows = np.arange(b)
-    k = r.choose(run, np.ones(b, dtype=bool))
     need = int((k + 1).sum())
     if need > r.server.max_num_batched_tokens:
         return None
