@@ -20,6 +20,7 @@ BUILT_IN = (
     "beta_round",
     "markov",
     "confidence",
+    "distribution",
 )
 for _module in BUILT_IN:
     importlib.import_module(f"{__name__}.{_module}")

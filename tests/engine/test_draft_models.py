@@ -16,6 +16,7 @@ def test_registry_and_reads():
         "beta_round",
         "markov",
         "confidence",
+        "distribution",
     }
     assert get_model("fixed").reads == ("acceptance_rate",)
     assert set(get_model("position_decay").reads) == {"decay_base", "decay_factor"}

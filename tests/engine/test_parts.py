@@ -52,6 +52,7 @@ def test_the_registries_hold_the_built_in_parts_in_their_order():
         "beta_round",
         "markov",
         "confidence",
+        "distribution",
     )
     assert COST.names() == ("linear", "roofline", "roofline_max", "table")
     assert POLICY.names() == ("fixed", "hf_heuristic", "threshold", "goodput", "schedule", "oracle")

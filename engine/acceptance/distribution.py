@@ -1,0 +1,175 @@
+"""distribution: acceptance computed from target and draft distributions over a vocabulary
+(engine.acceptance.rules; docs/model.md, "Acceptance from distributions").
+
+The family: a cycle is easy or hard (hard with P = ``hard_frac``, for all its positions);
+each difficulty has ``family_size`` targets (contexts), Zipf over ``vocab`` tokens, whose
+entropies are the difficulty's (``entropy_easy``, ``entropy_hard`` bits) times
+``exp(0.15 z)`` for a standard normal z per context (from a fixed seed: the family is the
+same every run). The draft is the target with a mismatch (``mismatch``: temperature, noise
+or truncation, of ``mismatch_size``), which grows with depth: at position i it is
+``mismatch_size x (1 + mismatch_growth (i - 1))`` (truncation keeps that many times fewer
+tokens). Both sides sample after ``temperature``, ``top_k``, ``top_p`` and ``min_p``; the
+``accept_rule`` decides (rules.RULES).
+
+Position i's acceptance in difficulty g is the mean over its contexts of the rule's
+acceptance probability (computed, not sampled); the cycle's survival is
+``P(n >= j) = sum_g P(g) prod_{i <= j} a_{g,i}``, so the conditional rates need not fall
+geometrically (a cycle that got far is more likely easy).
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from engine.acceptance.base import AcceptanceModel
+from engine.core.config import field
+from engine.core.fields import ConfigError
+from engine.core.parts import ACCEPTANCE
+
+if TYPE_CHECKING:
+    import numpy as np
+
+RULES = ("rejection", "one_hot", "exact_match", "greedy", "typical")
+MISMATCHES = ("temperature", "noise", "truncation")
+VOCAB_MAX = 1 << 18
+CONTEXTS_MAX = 4096
+JITTER = 0.15  # the log-sd of a context's entropy around its difficulty's
+FAMILY_SEED = 0xD157
+
+
+def _field(key: str, default: Any, label: str, help: str, **spec: Any) -> Any:
+    return field(f"acceptance.{key}", default, label=label, help=f"distribution: {help}",
+                 seed_key=True, **spec)  # fmt: skip
+
+
+@ACCEPTANCE.register
+class FromDistributions(AcceptanceModel):
+    name = "distribution"
+    description = (
+        "acceptance computed from Zipf target and mismatched draft distributions, by rule "
+        "(rejection, one_hot, exact_match, greedy, typical), after temperature and top-k/p"
+    )
+    fields = (
+        _field("accept_rule", "rejection", "rule", "the acceptance rule", kind="choice",
+               choices=RULES),
+        _field("vocab", 32000, "vocab", "tokens in the vocabulary", kind="int", low=2,
+               high=VOCAB_MAX),
+        _field("entropy_easy", 1.5, "H easy", "an easy context's target entropy (bits)",
+               kind="number", low=0.01, high=18.0),
+        _field("entropy_hard", 5.0, "H hard", "a hard context's target entropy (bits)",
+               kind="number", low=0.01, high=18.0),
+        _field("hard_frac", 0.3, "hard frac", "P(a cycle is hard)", kind="prob"),
+        _field("mismatch", "temperature", "mismatch", "how the draft differs from the target",
+               kind="choice", choices=MISMATCHES),
+        _field("mismatch_size", 1.3, "mismatch", "the draft's temperature ratio (> 0), its "
+               "logits' noise sd (<= 20) or the tokens it keeps (>= 1)", kind="number",
+               low=0.0, high=float(VOCAB_MAX)),
+        _field("mismatch_growth", 0.0, "growth", "the mismatch's growth per position",
+               kind="number", low=0.0, high=10.0),
+        _field("temperature", 1.0, "temp", "sampling temperature of both sides (0: argmax)",
+               kind="number", low=0.0, high=10.0),
+        _field("top_k", 0, "top k", "keep the k most probable tokens (0: off)", kind="int",
+               low=0, high=VOCAB_MAX),
+        _field("top_p", 1.0, "top p", "keep the smallest set holding this mass (1: off)",
+               kind="number", low=0.0, high=1.0, low_open=True),
+        _field("min_p", 0.0, "min p", "drop tokens below min_p x the top one's probability",
+               kind="number", low=0.0, high=0.99),
+        _field("family_size", 64, "contexts", "contexts of each difficulty", kind="int", low=1,
+               high=CONTEXTS_MAX),
+    )  # fmt: skip
+
+    def position_probs(self, config: Any, k: int) -> np.ndarray:
+        import numpy as np
+
+        survival = self.survival(config, k)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rates = np.where(survival[:-1] > 0, survival[1:] / survival[:-1], 0.0)
+        return np.clip(rates, 0.0, 1.0)
+
+    def survival(self, config: Any, k: int) -> np.ndarray:
+        """``P(n >= j)``, j = 0..k, of the family (module docstring)."""
+        import numpy as np
+
+        check(config)
+        weights = (1.0 - config.hard_frac, config.hard_frac)
+        out = np.zeros(k + 1)
+        for g, weight in enumerate(weights):
+            if weight == 0.0:
+                continue
+            rates = [position_rate(_family(config), g, i) for i in range(1, k + 1)]
+            out += weight * np.concatenate(([1.0], np.cumprod(rates)))
+        return out
+
+
+def check(config: Any) -> None:
+    """The cross-field bounds a field's own range cannot state, in one line each."""
+    most = math.log2(config.vocab)
+    for key, value in (
+        ("entropy_easy", config.entropy_easy),
+        ("entropy_hard", config.entropy_hard),
+    ):
+        if value >= most:
+            raise ConfigError(
+                f"acceptance.{key}",
+                f"must be below log2(vocab) = {most:.4g} bits (the entropy of a uniform "
+                f"target over {config.vocab} tokens)",
+            )
+    size = config.mismatch_size
+    if config.mismatch == "temperature" and not 0.05 <= size <= 20.0:
+        raise ConfigError("acceptance.mismatch_size", "a temperature ratio must be in [0.05, 20]")
+    if config.mismatch == "noise" and not size <= 20.0:
+        raise ConfigError("acceptance.mismatch_size", "a noise sd must be in [0, 20]")
+    if config.mismatch == "truncation" and not (1 <= size <= config.vocab and size == int(size)):
+        raise ConfigError(
+            "acceptance.mismatch_size",
+            f"the tokens a truncated draft keeps must be a whole number in [1, {config.vocab}]",
+        )
+    if config.top_k > config.vocab:
+        raise ConfigError("acceptance.top_k", f"must be at most vocab ({config.vocab})")
+
+
+def _family(config: Any) -> tuple[Any, ...]:
+    return (
+        int(config.vocab),
+        float(config.entropy_easy),
+        float(config.entropy_hard),
+        str(config.mismatch),
+        float(config.mismatch_size),
+        float(config.mismatch_growth),
+        str(config.accept_rule),
+        float(config.temperature),
+        int(config.top_k),
+        float(config.top_p),
+        float(config.min_p),
+        int(config.family_size),
+    )
+
+
+@lru_cache(maxsize=4096)
+def position_rate(family: tuple[Any, ...], difficulty: int, position: int) -> float:
+    """Position ``position``'s mean acceptance over the ``difficulty``'s contexts (0 easy,
+    1 hard) of ``family`` (:func:`_family`'s fields)."""
+    import numpy as np
+
+    from engine.acceptance import rules as d
+
+    vocab, h_easy, h_hard, mismatch, size, growth, rule, temp, top_k, top_p, min_p, n = family
+    rng = np.random.default_rng([FAMILY_SEED, difficulty, vocab, n])
+    entropy = (h_easy, h_hard)[difficulty] * np.exp(JITTER * rng.standard_normal(n))
+    entropy = np.clip(entropy, 1e-3, math.log2(vocab) - 1e-3)
+    exponents = d.zipf_exponent(entropy, vocab)
+    stretch = 1.0 + growth * (position - 1)
+    size_here = size / stretch if mismatch == "truncation" else size * stretch
+    total = 0.0
+    step = d.block_rows(vocab)
+    for start in range(0, n, step):
+        target = d.zipf_logits(exponents[start : start + step], vocab)
+        # The noise is the context's own (the same at every position, scaled by depth).
+        noise = np.random.default_rng([FAMILY_SEED, difficulty, vocab, n, start])
+        draft = d.draft_logits(target, mismatch, size_here, noise)
+        p = d.sampled(target, temp, top_k, top_p, min_p)
+        q = d.sampled(draft, temp, top_k, top_p, min_p)
+        total += float(d.acceptance(p, q, rule).sum())
+    return total / n
