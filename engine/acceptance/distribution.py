@@ -7,9 +7,9 @@ entropies are the difficulty's (``entropy_easy``, ``entropy_hard`` bits) times
 ``exp(0.15 z)`` for a standard normal z per context (from a fixed seed: the family is the
 same every run). The draft is the target with a mismatch (``mismatch``: temperature, noise
 or truncation, of ``mismatch_size``), which grows with depth: at position i it is
-``mismatch_size x (1 + mismatch_growth (i - 1))`` (truncation keeps that many times fewer
-tokens). Both sides sample after ``temperature``, ``top_k``, ``top_p`` and ``min_p``; the
-``accept_rule`` decides (rules.RULES).
+``mismatch_size x (1 + mismatch_growth (min(i, 64) - 1))`` (truncation keeps that many
+times fewer tokens). Both sides sample after ``temperature``, ``top_k``, ``top_p`` and
+``min_p``; the ``accept_rule`` decides (rules.RULES).
 
 Position i's acceptance in difficulty g is the mean over its contexts of the rule's
 acceptance probability (computed, not sampled); the cycle's survival is
@@ -37,6 +37,8 @@ VOCAB_MAX = 1 << 18
 CONTEXTS_MAX = 4096
 JITTER = 0.15  # the log-sd of a context's entropy around its difficulty's
 FAMILY_SEED = 0xD157
+ENTRIES_MAX = 1 << 25  # family_size x vocab: the work of one position (and its bound)
+GROWTH_DEPTH = 64  # the mismatch grows to this position and stays
 
 
 def _field(key: str, default: Any, label: str, help: str, **spec: Any) -> Any:
@@ -98,7 +100,7 @@ class FromDistributions(AcceptanceModel):
         for g, weight in enumerate(weights):
             if weight == 0.0:
                 continue
-            rates = [position_rate(_family(config), g, i) for i in range(1, k + 1)]
+            rates = [position_rate(_family(config), g, _depth(config, i)) for i in range(1, k + 1)]
             out += weight * np.concatenate(([1.0], np.cumprod(rates)))
         return out
 
@@ -128,6 +130,18 @@ def check(config: Any) -> None:
         )
     if config.top_k > config.vocab:
         raise ConfigError("acceptance.top_k", f"must be at most vocab ({config.vocab})")
+    if config.family_size * config.vocab > ENTRIES_MAX:
+        raise ConfigError(
+            "acceptance.family_size",
+            f"family_size x vocab must be at most {ENTRIES_MAX:,} (here "
+            f"{config.family_size * config.vocab:,}): use fewer contexts or a smaller vocabulary",
+        )
+
+
+def _depth(config: Any, position: int) -> int:
+    """The position whose mismatch ``position`` has: itself up to GROWTH_DEPTH, the same
+    at every position when the mismatch does not grow."""
+    return min(position, GROWTH_DEPTH) if config.mismatch_growth > 0 else 1
 
 
 def _family(config: Any) -> tuple[Any, ...]:

@@ -131,6 +131,7 @@ def test_lossless_rules_order_as_theory_says():
         ({"mismatch": "truncation", "mismatch_size": 2.5}, "acceptance.mismatch_size"),
         ({"mismatch": "temperature", "mismatch_size": 0.0}, "acceptance.mismatch_size"),
         ({"vocab": 100, "top_k": 101}, "acceptance.top_k"),
+        ({"vocab": 262_144, "family_size": 200}, "acceptance.family_size"),
     ],
 )
 def test_inconsistent_fields_are_refused_naming_the_field(fields, field):
@@ -151,3 +152,15 @@ def test_the_cycles_survival_mixes_the_difficulties_by_their_shares():
     survival = model.survival(config, 4)
     assert survival[1:] == pytest.approx(0.75 * easy + 0.25 * hard)
     assert model.position_probs(config, 4) == pytest.approx(survival[1:] / survival[:-1])
+
+
+def test_a_mismatch_that_does_not_grow_is_computed_once_and_growth_stops_at_depth_64():
+    from engine.acceptance.distribution import position_rate
+
+    config, model = distribution(vocab=300, family_size=4, hard_frac=0.0)
+    position_rate.cache_clear()
+    model.position_probs(config, 40)
+    assert position_rate.cache_info().misses == 1
+    grows, model = distribution(vocab=300, family_size=4, hard_frac=0.0, mismatch_growth=0.1)
+    rates = model.position_probs(grows, 70)
+    assert rates[63] == rates[69] != rates[62]
