@@ -20,6 +20,7 @@ geometrically (a cycle that got far is more likely easy).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -100,7 +101,9 @@ class FromDistributions(AcceptanceModel):
         for g, weight in enumerate(weights):
             if weight == 0.0:
                 continue
-            rates = [position_rate(_family(config), g, _depth(config, i)) for i in range(1, k + 1)]
+            rates = [
+                position_rate(family_of(config), g, _depth(config, i)) for i in range(1, k + 1)
+            ]
             out += weight * np.concatenate(([1.0], np.cumprod(rates)))
         return out
 
@@ -144,7 +147,7 @@ def _depth(config: Any, position: int) -> int:
     return min(position, GROWTH_DEPTH) if config.mismatch_growth > 0 else 1
 
 
-def _family(config: Any) -> tuple[Any, ...]:
+def family_of(config: Any) -> tuple[Any, ...]:
     return (
         int(config.vocab),
         float(config.entropy_easy),
@@ -161,29 +164,42 @@ def _family(config: Any) -> tuple[Any, ...]:
     )
 
 
-@lru_cache(maxsize=4096)
-def position_rate(family: tuple[Any, ...], difficulty: int, position: int) -> float:
-    """Position ``position``'s mean acceptance over the ``difficulty``'s contexts (0 easy,
-    1 hard) of ``family`` (:func:`_family`'s fields)."""
+def family_contexts(family: tuple[Any, ...], difficulty: int, position: int) -> Iterator[Any]:
+    """The ``difficulty``'s contexts (0 easy, 1 hard) at ``position`` of ``family``
+    (:func:`family_of`'s fields), a block at a time: (p, q) row pairs, each side after its
+    sampling transforms."""
     import numpy as np
 
     from engine.acceptance import rules as d
 
-    vocab, h_easy, h_hard, mismatch, size, growth, rule, temp, top_k, top_p, min_p, n = family
+    vocab, h_easy, h_hard, mismatch, size, growth, _, temp, top_k, top_p, min_p, n = family
     rng = np.random.default_rng([FAMILY_SEED, difficulty, vocab, n])
     entropy = (h_easy, h_hard)[difficulty] * np.exp(JITTER * rng.standard_normal(n))
     entropy = np.clip(entropy, 1e-3, math.log2(vocab) - 1e-3)
     exponents = d.zipf_exponent(entropy, vocab)
     stretch = 1.0 + growth * (position - 1)
     size_here = size / stretch if mismatch == "truncation" else size * stretch
-    total = 0.0
     step = d.block_rows(vocab)
     for start in range(0, n, step):
         target = d.zipf_logits(exponents[start : start + step], vocab)
         # The noise is the context's own (the same at every position, scaled by depth).
         noise = np.random.default_rng([FAMILY_SEED, difficulty, vocab, n, start])
         draft = d.draft_logits(target, mismatch, size_here, noise)
-        p = d.sampled(target, temp, top_k, top_p, min_p)
-        q = d.sampled(draft, temp, top_k, top_p, min_p)
-        total += float(d.acceptance(p, q, rule).sum())
+        yield (
+            d.sampled(target, temp, top_k, top_p, min_p),
+            d.sampled(draft, temp, top_k, top_p, min_p),
+        )
+
+
+@lru_cache(maxsize=4096)
+def position_rate(family: tuple[Any, ...], difficulty: int, position: int) -> float:
+    """Position ``position``'s mean acceptance over the ``difficulty``'s contexts (0 easy,
+    1 hard) of ``family`` (:func:`family_of`'s fields)."""
+    from engine.acceptance import rules as d
+
+    rule, n = family[6], family[-1]
+    total = sum(
+        float(d.acceptance(p, q, rule).sum())
+        for p, q in family_contexts(family, difficulty, position)
+    )
     return total / n

@@ -172,3 +172,102 @@ def chi2_sf(x: float, dof: int) -> float:
         if abs(delta - 1.0) < 1e-15:
             break
     return min(1.0, math.exp(log_front) * h)
+
+
+def emitted_distribution(
+    p: np.ndarray, q: np.ndarray, rule: str, broken: bool = False
+) -> np.ndarray:
+    """The exact distribution of the token :func:`emit` gives: ``p`` itself for a lossless
+    rule; the draft's argmax or ``p`` for typical acceptance; a mix for a broken residual."""
+    p = np.asarray(p, dtype=np.float64)
+    q = np.asarray(q, dtype=np.float64)
+    if rule == "exact_match":
+        return p
+    if rule == "greedy":
+        return _one_hot(p.size, int(np.argmax(p)))
+    if rule == "rejection":
+        kept = np.minimum(p, q)
+        residual = p if broken else np.maximum(p - q, 0.0)
+        if residual.sum() <= 0.0:
+            return kept / kept.sum()
+        return kept + (1.0 - kept.sum()) * residual / residual.sum()
+    drafted = int(np.argmax(q))
+    if rule == "one_hot":
+        rest = p.copy()
+        if not broken:
+            rest[drafted] = 0.0
+        if rest.sum() <= 0.0:
+            return p
+        out = (1.0 - p[drafted]) * rest / rest.sum()
+        out[drafted] += p[drafted]
+        return out
+    if rule == "typical":
+        positive = p[p > 0]
+        entropy = float(-(positive * np.log(positive)).sum())
+        if p[drafted] > min(TYPICAL_EPS, TYPICAL_DELTA * math.exp(-entropy)):
+            return _one_hot(p.size, drafted)
+        return p
+    raise ValueError(f"unknown acceptance rule {rule!r}; known: {', '.join(LAB_RULES)}")
+
+
+def _one_hot(size: int, token: int) -> np.ndarray:
+    out = np.zeros(size)
+    out[token] = 1.0
+    return out
+
+
+@dataclass(frozen=True)
+class LabRow:
+    """One rule in the lab: its exact acceptance and the emitted tokens' exact distance from
+    the target (both over the family's contexts at the first position, weighted by
+    difficulty), the acceptance measured over the tokens sampled, and the chi-square test
+    of those tokens against the target."""
+
+    rule: str
+    broken: bool
+    expected: float
+    measured: float
+    tv: float
+    test: ChiSquare
+
+    @property
+    def lossless(self) -> bool:
+        """What the sampled tokens say: no evidence against p at the 0.001 level."""
+        return self.test.p_value >= 1e-3
+
+
+def lab_rows(config: object, tokens: int, seed: int = 0, broken: bool = False) -> list[LabRow]:
+    """Every rule (and, with ``broken``, rejection and one_hot with the broken residual) on
+    the ``distribution`` scenario ``config``: ``tokens`` tokens in all, shared by the
+    contexts in proportion to their difficulty's weight (one at least each)."""
+    from engine.acceptance.distribution import check, family_contexts, family_of
+    from engine.acceptance.rules import acceptance
+
+    check(config)
+    family = family_of(config)
+    contexts = int(family[-1])
+    weights = (1.0 - config.hard_frac, config.hard_frac)  # type: ignore[attr-defined]
+    cases = [(rule, False) for rule in LAB_RULES]
+    if broken:
+        cases += [("rejection", True), ("one_hot", True)]
+    rows = []
+    for rule, is_broken in cases:
+        rng = np.random.default_rng([seed, LAB_RULES.index(rule), int(is_broken)])
+        expected = measured = tv = 0.0
+        test: ChiSquare | None = None
+        for g, weight in enumerate(weights):
+            if weight == 0.0:
+                continue
+            share, each = weight / contexts, max(1, round(tokens * weight / contexts))
+            for p_block, q_block in family_contexts(family, g, 1):
+                expected += share * float(acceptance(p_block, q_block, rule).sum())
+                for p, q in zip(p_block, q_block, strict=True):
+                    emitted, kept = emit(p, q, rule, each, rng, broken=is_broken)
+                    measured += share * float(kept.mean())
+                    exact = emitted_distribution(p, q, rule, broken=is_broken)
+                    tv += share * 0.5 * float(np.abs(exact - p).sum())
+                    here = chi_square(np.bincount(emitted, minlength=p.size), p)
+                    test = here if test is None else test + here
+        assert test is not None
+        rows.append(LabRow(rule, is_broken, expected, measured, tv, test))
+    return rows

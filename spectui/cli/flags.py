@@ -18,7 +18,7 @@ ENGINE_HELP = (
 )
 
 
-def _typed_arg(field: str):
+def typed_arg(field: str):
     """An argparse type that parses and range-checks one configuration field."""
 
     def parse(text: str) -> object:
@@ -53,9 +53,10 @@ def _default_text(field: str) -> str:
     return str(value) if value != "" else "none"
 
 
-def add_scenario_flags(parser: argparse.ArgumentParser) -> None:
+def add_scenario_flags(parser: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> None:
     """One flag per field of the scenario table (engine.core.config.FIELD_SPECS): the original's
-    14 flags under their names, newer fields by their key's last part (``--batch-size``)."""
+    14 flags under their names, newer fields by their key's last part (``--batch-size``);
+    not those in ``skip`` (a subcommand that takes a list of them)."""
     from engine.core.parts import REGISTRIES
 
     # Flags grouped by part in --help: the scenario's own, then each kind's.
@@ -67,6 +68,8 @@ def add_scenario_flags(parser: argparse.ArgumentParser) -> None:
     for field, spec in sorted(FIELD_SPECS.items(), key=lambda item: item[0] not in groups):
         if spec.kind == "choice" and len(spec.choices) < 2:
             continue  # a part with one choice so far: nothing to choose
+        if field in skip:
+            continue
         group = groups.get(spec.part[0] if spec.part else "", groups[""])
         if field in groups and spec.original is None:
             group = groups[field]
@@ -80,7 +83,7 @@ def add_scenario_flags(parser: argparse.ArgumentParser) -> None:
                 spec.cli_flag,
                 dest=field,
                 metavar=_METAVARS[spec.kind],
-                type=_typed_arg(field),
+                type=typed_arg(field),
                 help=text,
             )
 

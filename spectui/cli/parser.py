@@ -19,6 +19,7 @@ COMMANDS = (
     "load",
     "calibrate",
     "tree",
+    "lab",
     "validate",
     "presets",
     "serve",

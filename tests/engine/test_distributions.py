@@ -142,10 +142,10 @@ def test_inconsistent_fields_are_refused_naming_the_field(fields, field):
 
 
 def test_the_cycles_survival_mixes_the_difficulties_by_their_shares():
-    from engine.acceptance.distribution import _family, position_rate
+    from engine.acceptance.distribution import family_of, position_rate
 
     config, model = distribution(vocab=800, family_size=8, hard_frac=0.25, mismatch_growth=0.2)
-    family = _family(config)
+    family = family_of(config)
     easy = np.cumprod([position_rate(family, 0, i) for i in range(1, 5)])
     hard = np.cumprod([position_rate(family, 1, i) for i in range(1, 5)])
     assert not np.allclose(easy, hard)
@@ -164,3 +164,18 @@ def test_a_mismatch_that_does_not_grow_is_computed_once_and_growth_stops_at_dept
     grows, model = distribution(vocab=300, family_size=4, hard_frac=0.0, mismatch_growth=0.1)
     rates = model.position_probs(grows, 70)
     assert rates[63] == rates[69] != rates[62]
+
+
+def test_sampled_drafting_gains_more_over_argmax_drafting_as_the_temperature_rises():
+    """The direction of llama.cpp PR 27694: drafting by sampling (rejection) against drafting
+    the argmax (one_hot), at temperatures 0, 0.5, 1 and 1.5."""
+    gaps = []
+    for temperature in (0.0, 0.5, 1.0, 1.5):
+        rates = {
+            rule: ACCEPTANCE.of(c).position_probs(c, 1)[0]
+            for rule in ("rejection", "one_hot")
+            for c, _ in [distribution(vocab=2000, family_size=8, accept_rule=rule,
+                                      temperature=temperature)]
+        }  # fmt: skip
+        gaps.append(rates["rejection"] - rates["one_hot"])
+    assert gaps[0] == pytest.approx(0.0) and np.all(np.diff(gaps[1:]) > 0) and gaps[-1] > 0.1

@@ -88,3 +88,21 @@ def test_bins_expected_below_five_are_pooled():
     """Expected 90, 4, 3, 3 of 100: the last three pool into one bin of 10."""
     test = lab.chi_square(np.array([80, 10, 5, 5]), np.array([0.9, 0.04, 0.03, 0.03]))
     assert (test.statistic, test.dof) == (pytest.approx(100 / 90 + 100 / 10), 1)
+
+
+def test_the_exact_emitted_distributions():
+    """Lossless rules emit p; greedy and typical a single token; a broken residual a mix.
+    A vocabulary of 50,000 costs one vector, not a square matrix."""
+    p, q = P3, Q3
+    for rule in ("rejection", "one_hot", "exact_match"):
+        assert lab.emitted_distribution(p, q, rule) == pytest.approx(p)
+    assert lab.emitted_distribution(p, q, "greedy").tolist() == [1.0, 0.0, 0.0]
+    # rejection, broken: min(p, q) kept, the rest (0.3) spread as p.
+    assert lab.emitted_distribution(p, q, "rejection", broken=True) == pytest.approx(
+        np.minimum(p, q) + 0.3 * p
+    )
+    big = np.full(50_000, 1 / 50_000)
+    assert lab.emitted_distribution(big, big, "typical").sum() == 1.0
+
+
+P3, Q3 = np.array([0.5, 0.3, 0.2]), np.array([0.2, 0.5, 0.3])
