@@ -79,9 +79,26 @@ class FromDistributions(AcceptanceModel):
                kind="number", low=0.0, high=1.0, low_open=True),
         _field("min_p", 0.0, "min p", "drop tokens below min_p x the top one's probability",
                kind="number", low=0.0, high=0.99),
+        _field("dist_file", "", "dist file", "target and draft distributions from a file (NPY "
+               "or CSV, engine/acceptance/dist_file.py) instead of the Zipf family", kind="path",
+               optional=True),
         _field("family_size", 64, "contexts", "contexts of each difficulty", kind="int", low=1,
                high=CONTEXTS_MAX),
     )  # fmt: skip
+
+    def params_text(self, config: Any) -> str:
+        sampling = (
+            f"{config.accept_rule}, temperature {config.temperature:g}, top_k {config.top_k}, "
+            f"top_p {config.top_p:g}, min_p {config.min_p:g}"
+        )
+        if config.dist_file:
+            return f"{sampling}, from {config.dist_file}"
+        return (
+            f"{sampling}; Zipf over {config.vocab} tokens, {config.entropy_easy:g}/"
+            f"{config.entropy_hard:g} bits (hard {config.hard_frac:g}), {config.mismatch} "
+            f"{config.mismatch_size:g} (growth {config.mismatch_growth:g}), "
+            f"{config.family_size} contexts"
+        )
 
     def position_probs(self, config: Any, k: int) -> np.ndarray:
         import numpy as np
@@ -96,7 +113,7 @@ class FromDistributions(AcceptanceModel):
         import numpy as np
 
         check(config)
-        weights = (1.0 - config.hard_frac, config.hard_frac)
+        weights = difficulty_weights(config)
         out = np.zeros(k + 1)
         for g, weight in enumerate(weights):
             if weight == 0.0:
@@ -108,8 +125,24 @@ class FromDistributions(AcceptanceModel):
         return out
 
 
+def difficulty_weights(config: Any) -> tuple[float, float]:
+    """P(easy), P(hard): a file's contexts are one difficulty."""
+    if config.dist_file:
+        return (1.0, 0.0)
+    return (1.0 - config.hard_frac, config.hard_frac)
+
+
 def check(config: Any) -> None:
     """The cross-field bounds a field's own range cannot state, in one line each."""
+    if config.dist_file:
+        from engine.acceptance.dist_file import read_distributions, vocabulary
+
+        vocab = vocabulary(read_distributions(config.dist_file))
+        if config.top_k > vocab:
+            raise ConfigError(
+                "acceptance.top_k", f"must be at most the file's vocabulary ({vocab})"
+            )
+        return
     most = math.log2(config.vocab)
     for key, value in (
         ("entropy_easy", config.entropy_easy),
@@ -142,8 +175,12 @@ def check(config: Any) -> None:
 
 
 def _depth(config: Any, position: int) -> int:
-    """The position whose mismatch ``position`` has: itself up to GROWTH_DEPTH, the same
-    at every position when the mismatch does not grow."""
+    """The position whose contexts ``position`` has: a file's own up to its last; else
+    itself up to GROWTH_DEPTH, the same at every position when the mismatch does not grow."""
+    if config.dist_file:
+        from engine.acceptance.dist_file import read_distributions
+
+        return min(position, read_distributions(config.dist_file).shape[0])
     return min(position, GROWTH_DEPTH) if config.mismatch_growth > 0 else 1
 
 
@@ -161,7 +198,18 @@ def family_of(config: Any) -> tuple[Any, ...]:
         float(config.top_p),
         float(config.min_p),
         int(config.family_size),
+        _source(config.dist_file),
     )
+
+
+def _source(path: str) -> tuple[Any, ...]:
+    """A file's name and stamp (its distributions are read again when it changes)."""
+    if not path:
+        return ()
+    import os
+
+    info = os.stat(path)
+    return (path, info.st_mtime_ns, info.st_size)
 
 
 def family_contexts(family: tuple[Any, ...], difficulty: int, position: int) -> Iterator[Any]:
@@ -172,7 +220,20 @@ def family_contexts(family: tuple[Any, ...], difficulty: int, position: int) -> 
 
     from engine.acceptance import rules as d
 
-    vocab, h_easy, h_hard, mismatch, size, growth, _, temp, top_k, top_p, min_p, n = family
+    vocab, h_easy, h_hard, mismatch, size, growth, _, temp, top_k, top_p, min_p, n, source = family
+    if source:  # the file's contexts at this position
+        from engine.acceptance.dist_file import logits, position_of, read_distributions
+
+        array = read_distributions(source[0])
+        here = array[position_of(array, position)]
+        step = d.block_rows(array.shape[3])
+        for start in range(0, here.shape[0], step):
+            block = here[start : start + step]
+            yield (
+                d.sampled(logits(block[:, 0]), temp, top_k, top_p, min_p),
+                d.sampled(logits(block[:, 1]), temp, top_k, top_p, min_p),
+            )
+        return
     rng = np.random.default_rng([FAMILY_SEED, difficulty, vocab, n])
     entropy = (h_easy, h_hard)[difficulty] * np.exp(JITTER * rng.standard_normal(n))
     entropy = np.clip(entropy, 1e-3, math.log2(vocab) - 1e-3)
@@ -197,9 +258,9 @@ def position_rate(family: tuple[Any, ...], difficulty: int, position: int) -> fl
     1 hard) of ``family`` (:func:`family_of`'s fields)."""
     from engine.acceptance import rules as d
 
-    rule, n = family[6], family[-1]
-    total = sum(
-        float(d.acceptance(p, q, rule).sum())
-        for p, q in family_contexts(family, difficulty, position)
-    )
-    return total / n
+    rule = family[6]
+    total, count = 0.0, 0
+    for p, q in family_contexts(family, difficulty, position):
+        total += float(d.acceptance(p, q, rule).sum())
+        count += p.shape[0]
+    return total / count

@@ -244,9 +244,10 @@ def lab_rows(config: object, tokens: int, seed: int = 0, broken: bool = False) -
     from engine.acceptance.rules import acceptance
 
     check(config)
+    from engine.acceptance.distribution import difficulty_weights
+
     family = family_of(config)
-    contexts = int(family[-1])
-    weights = (1.0 - config.hard_frac, config.hard_frac)  # type: ignore[attr-defined]
+    weights = difficulty_weights(config)
     cases = [(rule, False) for rule in LAB_RULES]
     if broken:
         cases += [("rejection", True), ("one_hot", True)]
@@ -258,6 +259,7 @@ def lab_rows(config: object, tokens: int, seed: int = 0, broken: bool = False) -
         for g, weight in enumerate(weights):
             if weight == 0.0:
                 continue
+            contexts = sum(p.shape[0] for p, _ in family_contexts(family, g, 1))
             share, each = weight / contexts, max(1, round(tokens * weight / contexts))
             for p_block, q_block in family_contexts(family, g, 1):
                 expected += share * float(acceptance(p_block, q_block, rule).sum())

@@ -96,6 +96,7 @@ class FieldSpec:
     key: str = ""
     attr: str = ""  # the attribute of SpecConfig; by default the key's last part
     original: int | None = None  # its column in the original simulator's record, if any
+    optional: bool = False  # a "path" that may be left empty
 
     def allowed(self) -> str:
         if self.kind == "choice":
@@ -275,7 +276,7 @@ FIELD_SPECS: dict[str, FieldSpec] = {}
 
 def _check_part_value(spec: FieldSpec, value: str) -> None:
     if spec.kind == "path":
-        if not value.strip():
+        if not value.strip() and not spec.optional:
             raise ConfigError(spec.key, "a file is required by this cost model")
         return
     known = known_spec_ids(spec.choices[0])
