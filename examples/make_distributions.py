@@ -16,7 +16,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.acceptance import rules  # noqa: E402
+from engine.acceptance import rules
 
 VOCAB, POSITIONS, CONTEXTS = 64, 3, 6
 OUT = Path(__file__).resolve().parent / "distributions.csv"

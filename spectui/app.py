@@ -78,6 +78,14 @@ ACTIONS: tuple[tuple[str, str, str, str, bool], ...] = (
         False,
     ),
     (
+        "ctrl+t",
+        "lab",
+        "Lab",
+        "The distribution acceptance model one context at a time: p, q, min(p, q) and the "
+        "residual; send the rates it implies to the form",
+        False,
+    ),
+    (
         "escape",
         "cancel",
         "Cancel",

@@ -36,6 +36,7 @@ GLYPHS: dict[str, tuple[str, str]] = {
     "≥": (">=", ">"),
     "≤": ("<=", "<"),
     "µ": ("u", "u"),
+    "░": (".", "."),  # the Lab screen's shaded bars (solid ones are "#")
     # The eight levels of a sparkline, lowest first.
     **{chr(0x2581 + i): (c, c) for i, c in enumerate("_.,-=+*#")},
 }

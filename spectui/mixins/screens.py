@@ -1,4 +1,5 @@
-"""The screens over the main one: help (F1), Calibrate (F8) and Load (ctrl+l)."""
+"""The screens over the main one: help (F1), Calibrate (F8), Load (ctrl+l) and Lab
+(ctrl+t)."""
 
 from __future__ import annotations
 
@@ -39,3 +40,17 @@ class ScreensMixin(AppBase):
             return
         settings = getattr(self.preset, "load", None) or None
         self.push_screen(LoadScreen(self.config, settings))
+
+    def action_lab(self) -> None:
+        """Open the Lab screen on the form's scenario; ``f`` there sends the rates it implies
+        to the form (``d`` sets the form's model to distribution)."""
+        from spectui.screens.lab import LabScreen
+
+        if isinstance(self.screen, LabScreen) or self.config is None:
+            return
+
+        def chosen(config: SpecConfig | None) -> None:
+            if config is not None:
+                self.form.load_config(config)
+
+        self.push_screen(LabScreen(self.config), chosen)
