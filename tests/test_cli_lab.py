@@ -50,7 +50,10 @@ def test_json_gives_the_rows_and_the_lossless_rules_test_clean(cli):
         (("--temperature", "-1"), "argument --temperature:"),
         (("--temperature", "0,,1"), "argument --temperature: expected 1 to 64"),
         (("--top-p", "0"), "argument --top-p:"),
-        (("--tokens", "10"), "argument --tokens: expected a whole number in [1000,"),
+        (
+            ("--tokens", "10"),
+            "argument --tokens: '10' is not allowed; expected an integer in [1000,",
+        ),
         (("--draft-model", "fixed"), "draft_model: the lab needs the distribution model"),
         (("--vocab", "100", "--entropy-easy", "9"), "acceptance.entropy_easy: must be below"),
     ],

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from engine.acceptance.base import AcceptanceModel
 from engine.core.config import field
@@ -184,8 +184,27 @@ def _depth(config: Any, position: int) -> int:
     return min(position, GROWTH_DEPTH) if config.mismatch_growth > 0 else 1
 
 
-def family_of(config: Any) -> tuple[Any, ...]:
-    return (
+class Family(NamedTuple):
+    """What a position's rate depends on (a cache key): the fields that make the contexts,
+    the rule, the sampling transforms, and a distributions file's name and stamp."""
+
+    vocab: int
+    entropy_easy: float
+    entropy_hard: float
+    mismatch: str
+    size: float
+    growth: float
+    rule: str
+    temperature: float
+    top_k: int
+    top_p: float
+    min_p: float
+    contexts: int
+    source: tuple[Any, ...]
+
+
+def family_of(config: Any) -> Family:
+    return Family(
         int(config.vocab),
         float(config.entropy_easy),
         float(config.entropy_hard),
@@ -202,6 +221,15 @@ def family_of(config: Any) -> tuple[Any, ...]:
     )
 
 
+def context_count(family: Family) -> int:
+    """The contexts of one difficulty: the file's, else ``family_size``."""
+    if family.source:
+        from engine.acceptance.dist_file import read_distributions
+
+        return int(read_distributions(family.source[0]).shape[1])
+    return family.contexts
+
+
 def _source(path: str) -> tuple[Any, ...]:
     """A file's name and stamp (its distributions are read again when it changes)."""
     if not path:
@@ -212,30 +240,34 @@ def _source(path: str) -> tuple[Any, ...]:
     return (path, info.st_mtime_ns, info.st_size)
 
 
-def family_contexts(family: tuple[Any, ...], difficulty: int, position: int) -> Iterator[Any]:
-    """The ``difficulty``'s contexts (0 easy, 1 hard) at ``position`` of ``family``
-    (:func:`family_of`'s fields), a block at a time: (p, q) row pairs, each side after its
-    sampling transforms."""
+def family_contexts(family: Family, difficulty: int, position: int) -> Iterator[Any]:
+    """The ``difficulty``'s contexts (0 easy, 1 hard) at ``position`` of ``family``, a block
+    at a time: (p, q) row pairs, each side after its sampling transforms."""
     import numpy as np
 
     from engine.acceptance import rules as d
 
-    vocab, h_easy, h_hard, mismatch, size, growth, _, temp, top_k, top_p, min_p, n, source = family
-    if source:  # the file's contexts at this position
+    vocab, n, mismatch, size, growth = (
+        family.vocab, family.contexts, family.mismatch, family.size, family.growth,
+    )  # fmt: skip
+    sampling = (family.temperature, family.top_k, family.top_p, family.min_p)
+    if family.source:  # the file's contexts at this position
         from engine.acceptance.dist_file import logits, position_of, read_distributions
 
-        array = read_distributions(source[0])
+        array = read_distributions(family.source[0])
         here = array[position_of(array, position)]
         step = d.block_rows(array.shape[3])
         for start in range(0, here.shape[0], step):
             block = here[start : start + step]
             yield (
-                d.sampled(logits(block[:, 0]), temp, top_k, top_p, min_p),
-                d.sampled(logits(block[:, 1]), temp, top_k, top_p, min_p),
+                d.sampled(logits(block[:, 0]), *sampling),
+                d.sampled(logits(block[:, 1]), *sampling),
             )
         return
     rng = np.random.default_rng([FAMILY_SEED, difficulty, vocab, n])
-    entropy = (h_easy, h_hard)[difficulty] * np.exp(JITTER * rng.standard_normal(n))
+    entropy = (family.entropy_easy, family.entropy_hard)[difficulty] * np.exp(
+        JITTER * rng.standard_normal(n)
+    )
     entropy = np.clip(entropy, 1e-3, math.log2(vocab) - 1e-3)
     exponents = d.zipf_exponent(entropy, vocab)
     stretch = 1.0 + growth * (position - 1)
@@ -247,20 +279,19 @@ def family_contexts(family: tuple[Any, ...], difficulty: int, position: int) -> 
         noise = np.random.default_rng([FAMILY_SEED, difficulty, vocab, n, start])
         draft = d.draft_logits(target, mismatch, size_here, noise)
         yield (
-            d.sampled(target, temp, top_k, top_p, min_p),
-            d.sampled(draft, temp, top_k, top_p, min_p),
+            d.sampled(target, *sampling),
+            d.sampled(draft, *sampling),
         )
 
 
 @lru_cache(maxsize=4096)
-def position_rate(family: tuple[Any, ...], difficulty: int, position: int) -> float:
+def position_rate(family: Family, difficulty: int, position: int) -> float:
     """Position ``position``'s mean acceptance over the ``difficulty``'s contexts (0 easy,
-    1 hard) of ``family`` (:func:`family_of`'s fields)."""
+    1 hard) of ``family``."""
     from engine.acceptance import rules as d
 
-    rule = family[6]
-    total, count = 0.0, 0
-    for p, q in family_contexts(family, difficulty, position):
-        total += float(d.acceptance(p, q, rule).sum())
-        count += p.shape[0]
-    return total / count
+    total = sum(
+        float(d.acceptance(p, q, family.rule).sum())
+        for p, q in family_contexts(family, difficulty, position)
+    )
+    return total / context_count(family)

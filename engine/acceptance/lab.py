@@ -30,9 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.acceptance.rules import TYPICAL_DELTA, TYPICAL_EPS
-
-LAB_RULES = ("rejection", "one_hot", "exact_match", "greedy", "typical")
+from engine.acceptance.distribution import RULES
+from engine.acceptance.rules import typical_kept
 
 
 def _draw(probs: np.ndarray, u: np.ndarray) -> np.ndarray:
@@ -80,12 +79,10 @@ def emit(
         corrected = _draw(rest, rng.random(n))
         return np.where(accepted, drafted_one, corrected), accepted
     if rule == "typical":
-        positive = p[p > 0]
-        entropy = float(-(positive * np.log(positive)).sum())
-        keep = p[drafted_one] > min(TYPICAL_EPS, TYPICAL_DELTA * math.exp(-entropy))
+        keep = bool(typical_kept(p[None], np.array([drafted_one]))[0])
         own = _draw(p, rng.random(n))
         return (np.full(n, drafted_one) if keep else own), np.full(n, keep)
-    raise ValueError(f"unknown acceptance rule {rule!r}; known: {', '.join(LAB_RULES)}")
+    raise ValueError(f"unknown acceptance rule {rule!r}; known: {', '.join(RULES)}")
 
 
 @dataclass(frozen=True)
@@ -202,12 +199,10 @@ def emitted_distribution(
         out[drafted] += p[drafted]
         return out
     if rule == "typical":
-        positive = p[p > 0]
-        entropy = float(-(positive * np.log(positive)).sum())
-        if p[drafted] > min(TYPICAL_EPS, TYPICAL_DELTA * math.exp(-entropy)):
+        if typical_kept(p[None], np.array([drafted]))[0]:
             return _one_hot(p.size, drafted)
         return p
-    raise ValueError(f"unknown acceptance rule {rule!r}; known: {', '.join(LAB_RULES)}")
+    raise ValueError(f"unknown acceptance rule {rule!r}; known: {', '.join(RULES)}")
 
 
 def _one_hot(size: int, token: int) -> np.ndarray:
@@ -240,7 +235,7 @@ def lab_rows(config: object, tokens: int, seed: int = 0, broken: bool = False) -
     """Every rule (and, with ``broken``, rejection and one_hot with the broken residual) on
     the ``distribution`` scenario ``config``: ``tokens`` tokens in all, shared by the
     contexts in proportion to their difficulty's weight (one at least each)."""
-    from engine.acceptance.distribution import check, family_contexts, family_of
+    from engine.acceptance.distribution import check, context_count, family_contexts, family_of
     from engine.acceptance.rules import acceptance
 
     check(config)
@@ -248,18 +243,18 @@ def lab_rows(config: object, tokens: int, seed: int = 0, broken: bool = False) -
 
     family = family_of(config)
     weights = difficulty_weights(config)
-    cases = [(rule, False) for rule in LAB_RULES]
+    cases = [(rule, False) for rule in RULES]
     if broken:
         cases += [("rejection", True), ("one_hot", True)]
     rows = []
     for rule, is_broken in cases:
-        rng = np.random.default_rng([seed, LAB_RULES.index(rule), int(is_broken)])
+        rng = np.random.default_rng([seed, RULES.index(rule), int(is_broken)])
         expected = measured = tv = 0.0
         test: ChiSquare | None = None
         for g, weight in enumerate(weights):
             if weight == 0.0:
                 continue
-            contexts = sum(p.shape[0] for p, _ in family_contexts(family, g, 1))
+            contexts = context_count(family)
             share, each = weight / contexts, max(1, round(tokens * weight / contexts))
             for p_block, q_block in family_contexts(family, g, 1):
                 expected += share * float(acceptance(p_block, q_block, rule).sum())

@@ -95,11 +95,17 @@ def acceptance(p: np.ndarray, q: np.ndarray, rule: str) -> np.ndarray:
     if rule == "greedy":
         return (np.argmax(p, axis=1) == drafted).astype(np.float64)
     if rule == "typical":
-        with np.errstate(divide="ignore", invalid="ignore"):
-            entropy = -np.where(p > 0, p * np.log(p), 0.0).sum(axis=1)
-        threshold = np.minimum(TYPICAL_EPS, TYPICAL_DELTA * np.exp(-entropy))
-        return (p[rows, drafted] > threshold).astype(np.float64)
+        return typical_kept(p, drafted).astype(np.float64)
     raise ValueError(f"unknown acceptance rule {rule!r}; known: {', '.join(RULES)}")
+
+
+def typical_kept(p: np.ndarray, drafted: np.ndarray) -> np.ndarray:
+    """Whether Medusa's typical acceptance keeps token ``drafted[i]`` of row ``p[i]``:
+    ``p(d) > min(eps, delta exp(-H(p)))``, ``H`` in nats."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        entropy = -np.where(p > 0, p * np.log(p), 0.0).sum(axis=1)
+    threshold = np.minimum(TYPICAL_EPS, TYPICAL_DELTA * np.exp(-entropy))
+    return p[np.arange(p.shape[0]), drafted] > threshold
 
 
 @lru_cache(maxsize=8)

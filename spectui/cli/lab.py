@@ -17,9 +17,9 @@ import argparse
 import json
 from typing import Any
 
-from engine.core.config import ConfigError, ascii_int
+from engine.core.config import ConfigError
 from spectui.cli.flags import add_scenario_flags, base_config, given_fields, typed_arg
-from spectui.errors import UsageError
+from spectui.errors import UsageError, bounded_int
 
 SWEPT = ("acceptance.temperature", "acceptance.top_p")
 TEMPERATURES = (0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5)
@@ -39,16 +39,6 @@ def _values(field: str, flag: str) -> Any:
 
     parse.__name__ = flag
     return parse
-
-
-def _tokens(text: str) -> int:
-    try:
-        value = ascii_int(text)
-    except ValueError:
-        value = 0
-    if not 1000 <= value <= TOKENS_MAX:
-        raise argparse.ArgumentTypeError(f"expected a whole number in [1000, {TOKENS_MAX:,}]")
-    return value
 
 
 def add_parser(sub: Any) -> None:
@@ -77,7 +67,7 @@ def add_parser(sub: Any) -> None:
     )
     lab.add_argument(
         "--tokens",
-        type=_tokens,
+        type=bounded_int("--tokens", TOKENS_MAX, low=1000),
         default=200_000,
         metavar="N",
         help="tokens the lab's test emits for each rule, over all contexts (default: 200000)",
@@ -105,7 +95,8 @@ def _scenario(args: argparse.Namespace) -> Any:
 
 
 def command(args: argparse.Namespace) -> int:
-    from engine.acceptance.lab import LAB_RULES, lab_rows
+    from engine.acceptance.distribution import RULES
+    from engine.acceptance.lab import lab_rows
     from engine.core.parts import ACCEPTANCE
     from engine.simulate.exact import speedup_exact
     from spectui.cli.progress import delayed_progress
@@ -120,7 +111,7 @@ def command(args: argparse.Namespace) -> int:
             curves = []
             for i, (t, top_p) in enumerate((t, p) for t in temperatures for p in top_ps):
                 advance(1 + i)
-                for rule in LAB_RULES:
+                for rule in RULES:
                     here = scenario.replace(
                         **{
                             "acceptance.accept_rule": rule,
@@ -170,7 +161,7 @@ def _print(scenario: Any, rows: list[Any], curves: list[tuple[Any, ...]], tokens
     from rich.table import Table
     from rich.text import Text
 
-    from engine.acceptance.lab import LAB_RULES
+    from engine.acceptance.distribution import RULES
     from engine.analysis.formatting import speedup_text
     from engine.core.parts import ACCEPTANCE
     from spectui.render import console
@@ -205,14 +196,14 @@ def _print(scenario: Any, rows: list[Any], curves: list[tuple[Any, ...]], tokens
     for title, column in (("acceptance (position 1)", 3), ("exact speedup", 4)):
         out.print(Text(f"{title} by rule:", style="bold"))
         curve = Table(box=box.SIMPLE_HEAD, show_edge=False, header_style="bold", pad_edge=False)
-        for name in ("T", "top-p", *LAB_RULES):
+        for name in ("T", "top-p", *RULES):
             curve.add_column(name, justify="right")
         points = sorted({(c[0], c[1]) for c in curves})
         for t, top_p in points:
             values = {c[2]: c[column] for c in curves if (c[0], c[1]) == (t, top_p)}
             cells = [
                 speedup_text(values[rule]) if column == 4 else f"{values[rule]:.3f}"
-                for rule in LAB_RULES
+                for rule in RULES
             ]
             curve.add_row(f"{t:g}", f"{top_p:g}", *cells)
         out.print(curve)

@@ -1,5 +1,6 @@
 """Runs of decode steps simulated as one segment give what the steps give one at a time:
-the same requests finish at the same times, with the same summary."""
+the same requests finish at the same times, with the same summary. Both runs take the numpy
+path (a policy by count would otherwise run the compiled loop, which has no segments)."""
 
 from __future__ import annotations
 
@@ -7,30 +8,9 @@ import numpy as np
 import pytest
 
 from engine.core.config import SpecConfig
-from engine.cost.models import build_cost
 from engine.serve.server import Server
-from engine.serve.sim import simulate_load
 from engine.serve.workload import Lengths, Workload
-
-
-def served(config, workload, policy, server, segments, closed=None):
-    rows = []
-    outcome = simulate_load(
-        config,
-        build_cost(config),
-        workload.draw(4, 1),
-        policy,
-        server,
-        closed=closed,
-        seed=4,
-        replication=1,
-        warmup=10,
-        on_finish=rows.append,
-        segments=segments,
-    )
-    table = np.concatenate(rows)
-    return table[np.argsort(table[:, 0])], outcome.summary
-
+from tests.engine.serve.helpers import served
 
 CASES = {
     "poisson, fixed, clamp": ({"tail": "clamp"}, "fixed", {}),
@@ -59,8 +39,9 @@ def test_a_segment_is_its_steps(case):
         output=Lengths("uniform", low=20, high=400),
     )
     server = Server(max_num_seqs=48, **limits)
-    one, first = served(config, workload, policy, server, segments=False)
-    many, second = served(config, workload, policy, server, segments=True)
+    one, first = served(config, policy, server, workload, segments=False, compiled=False)
+    many, second = served(config, policy, server, workload, segments=True, compiled=False)
+    first, second = first.summary, second.summary
     assert np.array_equal(one[:, [0, 4, 5]], many[:, [0, 4, 5]])  # who, tokens, chunks
     assert many[:, 1:4] == pytest.approx(one[:, 1:4], rel=1e-9)
     assert (second.steps, second.preemptions, second.accepted_tokens) == (

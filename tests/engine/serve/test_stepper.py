@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from engine.core.config import SpecConfig
-from engine.cost.models import build_cost
 from engine.serve import compiled, stepper
 from engine.serve.server import Server
-from engine.serve.sim import _fit_budget, simulate_load
+from engine.serve.sim import _fit_budget
 from engine.serve.workload import Lengths, Workload
+from tests.engine.serve.helpers import served as run
 
 WORKLOAD = Workload(
     requests=150,
@@ -23,22 +23,8 @@ WORKLOAD = Workload(
 
 
 def served(config, policy, server, closed=None, workload=WORKLOAD, **how):
-    rows = []
-    outcome = simulate_load(
-        config,
-        build_cost(config),
-        workload.draw(4, 1),
-        policy,
-        server,
-        closed=closed,
-        seed=4,
-        replication=1,
-        warmup=30,  # the first ones are preempted too, and not counted
-        on_finish=rows.append,
-        **how,
-    )
-    table = np.concatenate(rows)
-    return table[np.argsort(table[:, 0], kind="stable")], outcome
+    # the first ones are preempted too, and not counted
+    return run(config, policy, server, workload, closed, warmup=30, **how)
 
 
 SUMMED = ("steps", "preemptions", "spec_tokens", "accepted_tokens", "busy_s", "kv_time")
