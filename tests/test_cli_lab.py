@@ -42,6 +42,23 @@ def test_json_gives_the_rows_and_the_lossless_rules_test_clean(cli):
         assert abs(lab[rule]["measured"] - lab[rule]["acceptance"]) < 0.01
     assert lab["rejection"]["acceptance"] >= lab["exact_match"]["acceptance"]
     assert {c["rule"] for c in data["curves"]} == set(lab) and len(data["curves"]) == 5
+    # Acceptance by rank (4 candidates by default): the first rank is the rule's acceptance.
+    assert set(data["by_rank"]) == set(lab)
+    for rule, ranks in data["by_rank"].items():
+        assert len(ranks) == 4 and sum(ranks) <= 1 + 1e-12
+        assert ranks[0] == pytest.approx(lab[rule]["acceptance"], abs=1e-12)
+
+
+def test_the_ranks_table_gives_a_tree_its_rank_probabilities(cli):
+    status, out, err = cli("lab", *SMALL, "--tokens", "1000", "--temperature", "1",
+                           "--ranks", "3", "--accept-rule", "one_hot")  # fmt: skip
+    assert status == 0, err
+    assert "acceptance by rank at a tree node of 3 candidates:" in out
+    flag = re.search(r"a tree with the one_hot rule: --rank-probs ([\d.,]+)$", out, re.M)
+    assert flag is not None, out
+    status, tree_out, err = cli("run", "--shape", "tree", "--rank-probs", flag.group(1), "--json")
+    assert status == 0, err
+    assert json.loads(tree_out)["config"]["shape.rank_probs"] == flag.group(1)
 
 
 @pytest.mark.parametrize(
@@ -55,6 +72,7 @@ def test_json_gives_the_rows_and_the_lossless_rules_test_clean(cli):
             "argument --tokens: '10' is not allowed; expected an integer in [1000,",
         ),
         (("--draft-model", "fixed"), "draft_model: the lab needs the distribution model"),
+        (("--ranks", "0"), "argument --ranks: '0' is not allowed; expected an integer in [1, 32]"),
         (("--vocab", "100", "--entropy-easy", "9"), "acceptance.entropy_easy: must be below"),
     ],
 )

@@ -25,6 +25,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from engine.acceptance.base import AcceptanceModel
+from engine.acceptance.samplers import SAMPLERS
 from engine.core.config import field
 from engine.core.fields import ConfigError
 from engine.core.parts import ACCEPTANCE
@@ -79,6 +80,11 @@ class FromDistributions(AcceptanceModel):
                kind="number", low=0.0, high=1.0, low_open=True),
         _field("min_p", 0.0, "min p", "drop tokens below min_p x the top one's probability",
                kind="number", low=0.0, high=0.99),
+        _field("sampler", "hf", "sampler", "whose transforms, in whose order: hf (both "
+               "sides: temperature, top-k, top-p, min-p), vllm (target: temperature, top-k, "
+               "top-p; draft: temperature), sglang (target as vllm; draft raw), llama.cpp "
+               "(target: top-k, top-p, min-p, then temperature; draft raw)", kind="choice",
+               choices=tuple(SAMPLERS)),
         _field("dist_file", "", "dist file", "target and draft distributions from a file (NPY "
                "or CSV, engine/acceptance/dist_file.py) instead of the Zipf family", kind="path",
                optional=True),
@@ -89,7 +95,7 @@ class FromDistributions(AcceptanceModel):
     def params_text(self, config: Any) -> str:
         sampling = (
             f"{config.accept_rule}, temperature {config.temperature:g}, top_k {config.top_k}, "
-            f"top_p {config.top_p:g}, min_p {config.min_p:g}"
+            f"top_p {config.top_p:g}, min_p {config.min_p:g} as {config.sampler}"
         )
         if config.dist_file:
             return f"{sampling}, from {config.dist_file}"
@@ -113,16 +119,20 @@ class FromDistributions(AcceptanceModel):
         import numpy as np
 
         check(config)
-        weights = difficulty_weights(config)
-        out = np.zeros(k + 1)
-        for g, weight in enumerate(weights):
-            if weight == 0.0:
-                continue
-            rates = [
-                position_rate(family_of(config), g, _depth(config, i)) for i in range(1, k + 1)
-            ]
-            out += weight * np.concatenate(([1.0], np.cumprod(rates)))
-        return out
+        return np.array(_survival(family_of(config), difficulty_weights(config), k))
+
+
+@lru_cache(maxsize=256)
+def _survival(family: Family, weights: tuple[float, float], k: int) -> tuple[float, ...]:
+    import numpy as np
+
+    out = np.zeros(k + 1)
+    for g, weight in enumerate(weights):
+        if weight == 0.0:
+            continue
+        rates = [position_rate(family, g, _depth(family, i)) for i in range(1, k + 1)]
+        out += weight * np.concatenate(([1.0], np.cumprod(rates)))
+    return tuple(out.tolist())
 
 
 def difficulty_weights(config: Any) -> tuple[float, float]:
@@ -174,14 +184,14 @@ def check(config: Any) -> None:
         )
 
 
-def _depth(config: Any, position: int) -> int:
+def _depth(family: Family, position: int) -> int:
     """The position whose contexts ``position`` has: a file's own up to its last; else
     itself up to GROWTH_DEPTH, the same at every position when the mismatch does not grow."""
-    if config.dist_file:
+    if family.source:
         from engine.acceptance.dist_file import read_distributions
 
-        return min(position, read_distributions(config.dist_file).shape[0])
-    return min(position, GROWTH_DEPTH) if config.mismatch_growth > 0 else 1
+        return min(position, read_distributions(family.source[0]).shape[0])
+    return min(position, GROWTH_DEPTH) if family.growth > 0 else 1
 
 
 class Family(NamedTuple):
@@ -199,6 +209,7 @@ class Family(NamedTuple):
     top_k: int
     top_p: float
     min_p: float
+    sampler: str
     contexts: int
     source: tuple[Any, ...]
 
@@ -216,6 +227,7 @@ def family_of(config: Any) -> Family:
         int(config.top_k),
         float(config.top_p),
         float(config.min_p),
+        str(config.sampler),
         int(config.family_size),
         _source(config.dist_file),
     )
@@ -247,10 +259,9 @@ def family_contexts(family: Family, difficulty: int, position: int) -> Iterator[
 
     from engine.acceptance import rules as d
 
-    vocab, n, mismatch, size, growth = (
-        family.vocab, family.contexts, family.mismatch, family.size, family.growth,
-    )  # fmt: skip
+    vocab, n = family.vocab, family.contexts
     sampling = (family.temperature, family.top_k, family.top_p, family.min_p)
+    target_order, draft_order = SAMPLERS[family.sampler][:2]
     if family.source:  # the file's contexts at this position
         from engine.acceptance.dist_file import logits, position_of, read_distributions
 
@@ -260,38 +271,116 @@ def family_contexts(family: Family, difficulty: int, position: int) -> Iterator[
         for start in range(0, here.shape[0], step):
             block = here[start : start + step]
             yield (
-                d.sampled(logits(block[:, 0]), *sampling),
-                d.sampled(logits(block[:, 1]), *sampling),
+                d.sampled(logits(block[:, 0]), *sampling, target_order),
+                d.sampled(logits(block[:, 1]), *sampling, draft_order),
             )
         return
-    rng = np.random.default_rng([FAMILY_SEED, difficulty, vocab, n])
-    entropy = (family.entropy_easy, family.entropy_hard)[difficulty] * np.exp(
-        JITTER * rng.standard_normal(n)
-    )
-    entropy = np.clip(entropy, 1e-3, math.log2(vocab) - 1e-3)
-    exponents = d.zipf_exponent(entropy, vocab)
-    stretch = 1.0 + growth * (position - 1)
-    size_here = size / stretch if mismatch == "truncation" else size * stretch
+    exponents = zipf_exponents(family, difficulty)
+    size_here = mismatch_at(family, position)
     step = d.block_rows(vocab)
     for start in range(0, n, step):
         target = d.zipf_logits(exponents[start : start + step], vocab)
         # The noise is the context's own (the same at every position, scaled by depth).
         noise = np.random.default_rng([FAMILY_SEED, difficulty, vocab, n, start])
-        draft = d.draft_logits(target, mismatch, size_here, noise)
+        draft = d.draft_logits(target, family.mismatch, size_here, noise)
         yield (
-            d.sampled(target, *sampling),
-            d.sampled(draft, *sampling),
+            d.sampled(target, *sampling, target_order),
+            d.sampled(draft, *sampling, draft_order),
         )
+
+
+def zipf_exponents(family: Family, difficulty: int) -> np.ndarray:
+    """The Zipf exponents of the ``difficulty``'s contexts (module docstring)."""
+    import numpy as np
+
+    from engine.acceptance import rules as d
+
+    vocab, n = family.vocab, family.contexts
+    rng = np.random.default_rng([FAMILY_SEED, difficulty, vocab, n])
+    entropy = (family.entropy_easy, family.entropy_hard)[difficulty] * np.exp(
+        JITTER * rng.standard_normal(n)
+    )
+    entropy = np.clip(entropy, 1e-3, math.log2(vocab) - 1e-3)
+    return d.zipf_exponent(entropy, vocab)
+
+
+def mismatch_at(family: Family, position: int) -> float:
+    """The mismatch's size at ``position``: grown by depth (truncation keeps fewer)."""
+    stretch = 1.0 + family.growth * (position - 1)
+    return family.size / stretch if family.mismatch == "truncation" else family.size * stretch
 
 
 @lru_cache(maxsize=4096)
 def position_rate(family: Family, difficulty: int, position: int) -> float:
     """Position ``position``'s mean acceptance over the ``difficulty``'s contexts (0 easy,
-    1 hard) of ``family``."""
+    1 hard) of ``family``: in closed form where both sides are power laws (a temperature or
+    truncation mismatch: engine.acceptance.power_law), else distribution by distribution."""
     from engine.acceptance import rules as d
 
+    if not family.source and family.mismatch != "noise":
+        return float(_ordered_rates(family, difficulty, position).mean())
     total = sum(
         float(d.acceptance(p, q, family.rule).sum())
         for p, q in family_contexts(family, difficulty, position)
     )
     return total / context_count(family)
+
+
+def _ordered_rates(family: Family, difficulty: int, position: int) -> np.ndarray:
+    """Each context's acceptance at ``position`` by power sums (power_law's docstring)."""
+    import numpy as np
+
+    from engine.acceptance import power_law
+
+    target = zipf_exponents(family, difficulty)
+    size = mismatch_at(family, position)
+    if family.mismatch == "temperature":
+        draft, keep = target / size, family.vocab
+    else:  # truncation: the target's first `size` ranks (growth makes it a fraction)
+        draft, keep = target, max(1, min(round(size), family.vocab))
+    sampling = (family.temperature, family.top_k, family.top_p, family.min_p)
+    a, n_p = _target_side(family, difficulty)
+    cap = np.full(target.size, keep, dtype=np.int64)
+    b, n_q = power_law.side(draft, cap, *sampling, SAMPLERS[family.sampler].draft)
+    return power_law.acceptance(a, n_p, b, n_q, family.rule)
+
+
+@lru_cache(maxsize=64)
+def _target_side(family: Family, difficulty: int) -> tuple[np.ndarray, np.ndarray]:
+    """The target's side in closed form: the same at every position."""
+    import numpy as np
+
+    from engine.acceptance import power_law
+
+    target = zipf_exponents(family, difficulty)
+    cap = np.full(target.size, family.vocab, dtype=np.int64)
+    sampling = (family.temperature, family.top_k, family.top_p, family.min_p)
+    return power_law.side(target, cap, *sampling, SAMPLERS[family.sampler].target)
+
+
+def rank_rates(config: Any, ranks: int, rules: tuple[str, ...] = RULES) -> dict[str, np.ndarray]:
+    """Acceptance by rank at a tree node offering ``ranks`` candidates, by rule
+    (rules.rank_acceptance): the mean over the family's contexts at the first position,
+    weighted by difficulty; what a tree scenario's ``shape.rank_probs`` reads."""
+    import numpy as np
+
+    from engine.acceptance.rules import rank_acceptance
+
+    check(config)
+    family = family_of(config)
+    out = {rule: np.zeros(ranks) for rule in rules}
+    for g, weight in enumerate(difficulty_weights(config)):
+        if weight == 0.0:
+            continue
+        share = weight / context_count(family)
+        for p, q in family_contexts(family, g, 1):
+            for rule in rules:
+                out[rule] += share * rank_acceptance(p, q, rule, ranks).sum(axis=0)
+    return out
+
+
+def rank_probs_text(probs: Any) -> str:
+    """The ``shape.rank_probs`` text of rank probabilities: each rounded down to 6 decimals,
+    so that their sum stays at most 1."""
+    return ",".join(f"{math.floor(float(p) * 1e6) / 1e6:.6f}".rstrip("0").rstrip(".") or "0"
+                    for p in probs)  # fmt: skip

@@ -29,6 +29,7 @@ from functools import lru_cache
 import numpy as np
 
 from engine.acceptance.distribution import MISMATCHES, RULES
+from engine.acceptance.samplers import FULL
 
 TYPICAL_EPS = 0.09  # Medusa's posterior_threshold
 TYPICAL_DELTA = 0.3  # Medusa's posterior_alpha
@@ -49,36 +50,48 @@ def sampled(
     top_k: int = 0,
     top_p: float = 1.0,
     min_p: float = 0.0,
+    order: tuple[str, ...] = FULL,
 ) -> np.ndarray:
-    """The distribution a side samples from, row by row: ``temperature`` on the logits
-    (0: all mass on the argmax, the first on a tie), then top-k (0: off), top-p (1: off) and
-    min-p (0: off), each keeping the most probable tokens and renormalising (a tie at the
-    edge of top-k keeps the lower token ids)."""
+    """The distribution a side samples from, row by row: the transforms in ``order``
+    (engine.acceptance.samplers), each on the last one's result: ``temperature`` on the
+    logits (0: all mass on the argmax, the first on a tie; not in ``order``: 1), top-k (0:
+    off), top-p (1: off) and min-p (0: off), each keeping the most probable tokens and
+    renormalising (a tie at the edge of top-k keeps the lower token ids)."""
     rows, vocab = logits.shape
-    if temperature == 0.0:
+    if temperature == 0.0 and "temperature" in order:  # the argmax, whatever is cut before
         out = np.zeros_like(logits, dtype=np.float64)
         out[np.arange(rows), np.argmax(logits, axis=1)] = 1.0
         return out
-    probs = softmax(np.asarray(logits, dtype=np.float64) / temperature)
-    if 0 < top_k < vocab:
-        order = np.argsort(-probs, axis=1, kind="stable")
-        keep = np.zeros_like(probs, dtype=bool)
-        np.put_along_axis(keep, order[:, :top_k], True, axis=1)
-        probs = np.where(keep, probs, 0.0)
-        probs /= probs.sum(axis=1, keepdims=True)
-    if top_p < 1.0:
-        order = np.argsort(-probs, axis=1, kind="stable")
-        ranked = np.take_along_axis(probs, order, axis=1)
-        before = np.cumsum(ranked, axis=1) - ranked  # mass of the more probable tokens
-        keep_ranked = before < top_p  # the smallest prefix reaching top_p
-        keep = np.zeros_like(keep_ranked)
-        np.put_along_axis(keep, order, keep_ranked, axis=1)
-        probs = np.where(keep, probs, 0.0)
-        probs /= probs.sum(axis=1, keepdims=True)
-    if min_p > 0.0:
-        probs = np.where(probs >= min_p * probs.max(axis=1, keepdims=True), probs, 0.0)
-        probs /= probs.sum(axis=1, keepdims=True)
+    logits = np.asarray(logits, dtype=np.float64)
+    if order[:1] == ("temperature",):  # on the logits themselves
+        probs, order = softmax(logits / temperature), order[1:]
+    else:
+        probs = softmax(logits)
+    for step in order:
+        if step == "temperature" and temperature != 1.0:
+            with np.errstate(divide="ignore"):
+                probs = softmax(np.log(probs) / temperature)
+        elif step == "top_k" and 0 < top_k < vocab:
+            order_ = np.argsort(-probs, axis=1, kind="stable")
+            keep = np.zeros_like(probs, dtype=bool)
+            np.put_along_axis(keep, order_[:, :top_k], True, axis=1)
+            probs = _kept(probs, keep)
+        elif step == "top_p" and top_p < 1.0:
+            order_ = np.argsort(-probs, axis=1, kind="stable")
+            ranked = np.take_along_axis(probs, order_, axis=1)
+            before = np.cumsum(ranked, axis=1) - ranked  # mass of the more probable tokens
+            keep_ranked = before < top_p  # the smallest prefix reaching top_p
+            keep = np.zeros_like(keep_ranked)
+            np.put_along_axis(keep, order_, keep_ranked, axis=1)
+            probs = _kept(probs, keep)
+        elif step == "min_p" and min_p > 0.0:
+            probs = _kept(probs, probs >= min_p * probs.max(axis=1, keepdims=True))
     return probs
+
+
+def _kept(probs: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    out = np.where(keep, probs, 0.0)
+    return out / out.sum(axis=1, keepdims=True)
 
 
 def acceptance(p: np.ndarray, q: np.ndarray, rule: str) -> np.ndarray:
@@ -97,6 +110,53 @@ def acceptance(p: np.ndarray, q: np.ndarray, rule: str) -> np.ndarray:
     if rule == "typical":
         return typical_kept(p, drafted).astype(np.float64)
     raise ValueError(f"unknown acceptance rule {rule!r}; known: {', '.join(RULES)}")
+
+
+def rank_acceptance(p: np.ndarray, q: np.ndarray, rule: str, ranks: int) -> np.ndarray:
+    """Acceptance by rank when the draft offers ``ranks`` candidates at a tree node: entry
+    ``[i, c]`` is the probability that row i's (c + 1)-th candidate is the one accepted
+    (docs/model.md, "Acceptance from distributions"; a row sums to at most 1):
+
+    - ``rejection``: SpecInfer's multi-step speculative sampling (Miao et al., Algorithm 2):
+      candidates drawn from ``q`` one by one; each is kept with ``min(1, p'(d)/q(d))``,
+      ``p'`` the target after the earlier rejections, ``p' <- norm(max(0, p' - q))``;
+      candidate c is kept with ``sum min(p', q)`` once the earlier ones were rejected;
+    - ``exact_match``: candidates drawn from ``q``; the target's own sample ``x`` is
+      accepted at the first candidate equal to it: ``sum_x p(x) (1 - q(x))^c q(x)``;
+    - ``one_hot``: the draft's ``ranks`` most probable tokens (EAGLE's and SGLang's
+      target-only tree): candidate c is accepted with ``p(d_c)`` (the rejected ones are
+      taken out of ``p``);
+    - ``greedy``: 1 at the candidate that is the target's argmax;
+    - ``typical``: 1 at the first candidate (in the draft's order) Medusa's threshold keeps.
+    """
+    rows = np.arange(p.shape[0])
+    out = np.zeros((p.shape[0], ranks))
+    if rule == "rejection":
+        reach, target = np.ones(p.shape[0]), p.copy()
+        for c in range(ranks):
+            kept = np.minimum(target, q).sum(axis=1)
+            out[:, c] = reach * kept
+            reach = reach * (1.0 - kept)
+            rest = np.maximum(target - q, 0.0)
+            mass = rest.sum(axis=1, keepdims=True)
+            target = np.where(mass > 0, rest / np.where(mass > 0, mass, 1.0), target)
+        return out
+    if rule == "exact_match":
+        for c in range(ranks):
+            out[:, c] = (p * q * (1.0 - q) ** c).sum(axis=1)
+        return out
+    if rule not in RULES:
+        raise ValueError(f"unknown acceptance rule {rule!r}; known: {', '.join(RULES)}")
+    offered = np.argsort(-q, axis=1, kind="stable")[:, :ranks]  # fewer when V < ranks
+    width = offered.shape[1]
+    if rule == "one_hot":
+        out[:, :width] = p[rows[:, None], offered]
+    elif rule == "greedy":
+        out[:, :width] = offered == np.argmax(p, axis=1)[:, None]
+    else:  # typical
+        passing = np.stack([typical_kept(p, offered[:, c]) for c in range(width)], axis=1)
+        out[:, :width] = passing & (np.cumsum(passing, axis=1) == 1)
+    return out
 
 
 def typical_kept(p: np.ndarray, drafted: np.ndarray) -> np.ndarray:

@@ -25,6 +25,7 @@ SWEPT = ("acceptance.temperature", "acceptance.top_p")
 TEMPERATURES = (0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5)
 TOKENS_MAX = 10_000_000
 VALUES_MAX = 64
+RANKS_MAX = 32
 
 
 def _values(field: str, flag: str) -> Any:
@@ -77,6 +78,13 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="also run rejection and one_hot with the correction drawn from p, not the residual",
     )
+    lab.add_argument(
+        "--ranks",
+        type=bounded_int("--ranks", RANKS_MAX, low=1),
+        default=4,
+        metavar="N",
+        help="candidates at a tree node for the acceptance by rank (1 to 32; default: 4)",
+    )
     add_scenario_flags(lab, skip=SWEPT)
     lab.add_argument("--json", action="store_true", help="print everything as JSON")
 
@@ -95,7 +103,7 @@ def _scenario(args: argparse.Namespace) -> Any:
 
 
 def command(args: argparse.Namespace) -> int:
-    from engine.acceptance.distribution import RULES
+    from engine.acceptance.distribution import RULES, rank_rates
     from engine.acceptance.lab import lab_rows
     from engine.core.parts import ACCEPTANCE
     from engine.simulate.exact import speedup_exact
@@ -108,6 +116,7 @@ def command(args: argparse.Namespace) -> int:
         advance, close = delayed_progress(1 + len(temperatures) * len(top_ps), "lab")
         try:
             rows = lab_rows(scenario, args.tokens, seed=int(scenario.seed), broken=args.broken)
+            by_rank = rank_rates(scenario, args.ranks)
             curves = []
             for i, (t, top_p) in enumerate((t, p) for t in temperatures for p in top_ps):
                 advance(1 + i)
@@ -126,14 +135,18 @@ def command(args: argparse.Namespace) -> int:
     except ConfigError as err:
         raise UsageError(str(err)) from None
     if args.json:
-        print(json.dumps(_json(scenario, rows, curves)))
+        print(json.dumps(_json(scenario, rows, curves, by_rank)))
         return 0
     _print(scenario, rows, curves, args.tokens)
+    _print_ranks(scenario, by_rank)
     return 0
 
 
-def _json(scenario: Any, rows: list[Any], curves: list[tuple[Any, ...]]) -> dict[str, Any]:
+def _json(
+    scenario: Any, rows: list[Any], curves: list[tuple[Any, ...]], by_rank: dict[str, Any]
+) -> dict[str, Any]:
     return {
+        "by_rank": {rule: [float(v) for v in values] for rule, values in by_rank.items()},
         "scenario": scenario.to_dict(),
         "lab": [
             {
@@ -207,3 +220,30 @@ def _print(scenario: Any, rows: list[Any], curves: list[tuple[Any, ...]], tokens
             ]
             curve.add_row(f"{t:g}", f"{top_p:g}", *cells)
         out.print(curve)
+
+
+def _print_ranks(scenario: Any, by_rank: dict[str, Any]) -> None:
+    """Acceptance by rank at a tree node, and the flag that gives a tree scenario the
+    scenario's rule's (shell-quoted)."""
+    import shlex
+
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    from engine.acceptance.distribution import rank_probs_text
+    from spectui.render import console
+
+    out = console()
+    ranks = len(next(iter(by_rank.values())))
+    out.print(Text(f"acceptance by rank at a tree node of {ranks} candidates:", style="bold"))
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, header_style="bold", pad_edge=False)
+    table.add_column("rule")
+    for c in range(ranks):
+        table.add_column(f"p{c + 1}", justify="right")
+    table.add_column("sum", justify="right")
+    for rule, values in by_rank.items():
+        table.add_row(rule, *(f"{v:.3f}" for v in values), f"{sum(values):.3f}")
+    out.print(table)
+    flag = shlex.quote(rank_probs_text(by_rank[scenario.accept_rule]))
+    out.print(Text(f"a tree with the {scenario.accept_rule} rule: --rank-probs {flag}"))

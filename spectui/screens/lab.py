@@ -6,8 +6,10 @@ through them): the target's most probable tokens as bars of ``p`` and ``q`` with
 ``min(p, q)``, the mass rejection sampling keeps, marked; the acceptance every rule gives
 this context; and the residual a rejected position draws from, ``norm(max(0, p - q))``.
 Under it, the per-position rates the model implies for the scenario's rule and K; ``f``
-sends them to the form as a ``per_position`` model (the form keeps the rest). A scenario on
-another acceptance model is offered the distribution model (``d``).
+sends them to the form as a ``per_position`` model (the form keeps the rest). Then the
+acceptance by rank at a tree node of ``RANKS`` candidates (the multi-candidate rule); ``r``
+sends it to the form's ``shape.rank_probs``. A scenario on another acceptance model is
+offered the distribution model (``d``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from textual.widgets import Static
 from spectui.widgets.footer import KeysFooter
 
 TOP = 8  # tokens shown of a context
+RANKS = 4  # candidates at a tree node
 BAR = 24  # characters of a full bar
 
 
@@ -37,6 +40,7 @@ class LabScreen(ModalScreen[Any]):
         Binding("left", "step(-1)", "Previous context"),
         Binding("right", "step(1)", "Next context"),
         Binding("f", "send", "Rates to the form"),
+        Binding("r", "send_ranks", "Ranks to the form"),
         Binding("d", "use_model", "Use this model", show=False),
     ]
 
@@ -46,6 +50,7 @@ class LabScreen(ModalScreen[Any]):
         self.index = 0
         self.contexts: list[tuple[Any, Any, str]] = []
         self.rates: Any = None
+        self.ranks: Any = None
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="lab-body"):
@@ -87,6 +92,7 @@ class LabScreen(ModalScreen[Any]):
             difficulty_weights,
             family_contexts,
             family_of,
+            rank_rates,
         )
         from engine.core.parts import ACCEPTANCE
 
@@ -99,6 +105,8 @@ class LabScreen(ModalScreen[Any]):
             for p_block, q_block in family_contexts(family, g, 1):
                 self.contexts.extend((p, q, name) for p, q in zip(p_block, q_block, strict=True))
         self.rates = ACCEPTANCE.of(self.config).position_probs(self.config, int(self.config.k))
+        rule = self.config.accept_rule
+        self.ranks = rank_rates(self.config, RANKS, (rule,))[rule]
 
     def _show(self) -> None:
         import numpy as np
@@ -141,7 +149,10 @@ class LabScreen(ModalScreen[Any]):
             Text(
                 f"\nrates the model implies at positions 1..{len(self.rates)} "
                 f"({self.config.accept_rule}): {rates}\n"
-                "f: send them to the form as per_position rates · ←/→: context · Escape: close"
+                f"by rank at a tree node of {RANKS} candidates: "
+                + ", ".join(f"{r:.3f}" for r in self.ranks)
+                + "\nf: send the rates to the form as per_position rates · r: the ranks as the "
+                "tree's rank p · ←/→: context · Escape: close"
             )
         )
 
@@ -161,6 +172,14 @@ class LabScreen(ModalScreen[Any]):
                 **{"draft_model": "per_position", "acceptance.rates": rates_text(self.rates)}
             )
         )
+
+    def action_send_ranks(self) -> None:
+        if self.ranks is None:
+            return
+        from engine.acceptance.distribution import rank_probs_text
+
+        self.app.notify(f"tree rank p from the lab ({self.config.accept_rule})")
+        self.dismiss(self.config.replace(**{"shape.rank_probs": rank_probs_text(self.ranks)}))
 
     def action_use_model(self) -> None:
         if self.config.draft_model != "distribution":

@@ -4,6 +4,7 @@ rates to the form; a scenario on another model is offered the distribution model
 
 from __future__ import annotations
 
+import pytest
 from textual.app import App
 
 from engine.core.config import SpecConfig
@@ -62,3 +63,23 @@ async def test_another_model_is_offered_the_distribution_model():
         await pilot.press("d")
         await until(pilot, lambda: app.sent)
     assert app.sent[0].draft_model == "distribution"
+
+
+async def test_r_sends_the_acceptance_by_rank_to_the_trees_rank_p():
+    app = LabHost(SpecConfig().replace(**SMALL, **{"acceptance.accept_rule": "one_hot"}))
+    async with app.run_test(size=(100, 40)) as pilot:
+        await until(pilot, lambda: "by rank at a tree node of 4 candidates:" in screen_text(app))
+        await pilot.press("r")
+        await until(pilot, lambda: app.sent)
+    sent = app.sent[0]
+    from engine.acceptance.distribution import rank_rates
+
+    config = SpecConfig().replace(**SMALL, **{"acceptance.accept_rule": "one_hot"})
+    ranks = rank_rates(config, 4)["one_hot"]
+    assert [float(p) for p in sent.rank_probs.split(",")] == [
+        pytest.approx(p, abs=1e-6) for p in ranks
+    ]
+    assert (
+        sent.draft_model == "distribution"
+        and sum(float(p) for p in sent.rank_probs.split(",")) <= 1
+    )

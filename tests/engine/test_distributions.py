@@ -51,6 +51,42 @@ def test_transforms():
     assert d.sampled(logits, 1.0, min_p=0.5)[0] == pytest.approx([0, 4 / 9, 3 / 9, 2 / 9])
 
 
+def test_each_engines_transforms_in_its_order():
+    """engine.acceptance.samplers: p = (0.1, 0.4, 0.3, 0.2) at temperature 0.5, top-p 0.5."""
+    from engine.acceptance.samplers import SAMPLERS
+
+    logits = np.log(np.array([[0.1, 0.4, 0.3, 0.2]]))
+    # hf: temperature first, p^2 / 0.30 = (.033, .533, .3, .133): 0.533 alone reaches 0.5.
+    hf = SAMPLERS["hf"]
+    assert d.sampled(logits, 0.5, top_p=0.5, order=hf.target)[0] == pytest.approx([0, 1, 0, 0])
+    # llama.cpp: top-p first keeps 0.4 and 0.3, then temperature 0.5: (16, 9) / 25.
+    llama = SAMPLERS["llama.cpp"]
+    cut_then_cooled = d.sampled(logits, 0.5, top_p=0.5, order=llama.target)[0]
+    assert cut_then_cooled == pytest.approx([0, 0.64, 0.36, 0])
+    # vllm has no min-p; its draft gets the temperature alone; sglang's draft is raw.
+    vllm, sglang = SAMPLERS["vllm"], SAMPLERS["sglang"]
+    assert d.sampled(logits, 1.0, min_p=0.5, order=vllm.target)[0] == pytest.approx(
+        [0.1, 0.4, 0.3, 0.2]
+    )
+    cooled = d.sampled(logits, 0.5, top_k=1, top_p=0.5, min_p=0.5, order=vllm.draft)[0]
+    assert cooled == pytest.approx(np.array([0.01, 0.16, 0.09, 0.04]) / 0.30)
+    raw = d.sampled(logits, 0.0, top_k=1, order=sglang.draft)[0]
+    assert raw == pytest.approx([0.1, 0.4, 0.3, 0.2])
+
+
+def test_the_sampler_decides_what_the_draft_is_cut_to():
+    """With top-p 0.8 the target is cut; hf cuts the draft too, vllm does not (its draft's
+    tail, where p is 0, is lost to min(p, q)); an argmax draft does not see the difference."""
+    rates = {}
+    for sampler in ("hf", "vllm", "sglang"):
+        for rule in ("rejection", "one_hot"):
+            config, model = distribution(vocab=2000, family_size=8, top_p=0.8, sampler=sampler,
+                                         accept_rule=rule, temperature=0.8)  # fmt: skip
+            rates[sampler, rule] = model.position_probs(config, 1)[0]
+    assert rates["vllm", "rejection"] < rates["hf", "rejection"] - 0.02
+    assert rates["vllm", "one_hot"] == rates["sglang", "one_hot"] == rates["hf", "one_hot"]
+
+
 def test_the_rules_are_what_the_algorithms_accept_token_by_token():
     """Sampled the way an engine runs them (fixed seed; tolerance 4 standard errors)."""
     rng = np.random.default_rng(11)
@@ -155,15 +191,16 @@ def test_the_cycles_survival_mixes_the_difficulties_by_their_shares():
 
 
 def test_a_mismatch_that_does_not_grow_is_computed_once_and_growth_stops_at_depth_64():
-    from engine.acceptance.distribution import position_rate
+    from engine.acceptance.distribution import _survival, position_rate
 
     config, model = distribution(vocab=300, family_size=4, hard_frac=0.0)
     position_rate.cache_clear()
+    _survival.cache_clear()
     model.position_probs(config, 40)
     assert position_rate.cache_info().misses == 1
     grows, model = distribution(vocab=300, family_size=4, hard_frac=0.0, mismatch_growth=0.1)
     rates = model.position_probs(grows, 70)
-    assert rates[63] == rates[69] != rates[62]
+    assert rates[69] == pytest.approx(rates[63], rel=1e-12) and rates[62] > rates[63] + 1e-6
 
 
 def test_sampled_drafting_gains_more_over_argmax_drafting_as_the_temperature_rises():
