@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from engine.validate import temperature
 from engine.validate.markdown import UNEXPLAINED, markdown
 from engine.validate.report import report_of, rows_of
 from engine.validate.table import shipped_left_out, shipped_table
@@ -78,7 +79,7 @@ def test_markdown_is_written_whole(cli, tmp_path):
     status, _, err = cli("validate", "--markdown", str(target))
     assert status == 0 and f"report written to {target}" in err
     assert target.read_text(encoding="utf-8") == markdown(
-        report_of(shipped_table()), shipped_left_out()
+        report_of(shipped_table()), shipped_left_out(), temperature.predictions()
     )
     assert [p.name for p in tmp_path.iterdir()] == ["validation.md"]  # no temporary left
 
@@ -94,7 +95,7 @@ def test_markdown_to_a_directory_or_missing_folder_is_one_line(cli, tmp_path):
 
 def test_docs_validation_md_is_the_commands_output():
     assert DOC.read_text(encoding="utf-8") == markdown(
-        report_of(shipped_table()), shipped_left_out()
+        report_of(shipped_table()), shipped_left_out(), temperature.predictions()
     ), "regenerate: .venv/bin/spectui validate --markdown docs/validation.md"
 
 

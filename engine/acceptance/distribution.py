@@ -255,7 +255,6 @@ def _source(path: str) -> tuple[Any, ...]:
 def family_contexts(family: Family, difficulty: int, position: int) -> Iterator[Any]:
     """The ``difficulty``'s contexts (0 easy, 1 hard) at ``position`` of ``family``, a block
     at a time: (p, q) row pairs, each side after its sampling transforms."""
-    import numpy as np
 
     from engine.acceptance import rules as d
 
@@ -280,13 +279,21 @@ def family_contexts(family: Family, difficulty: int, position: int) -> Iterator[
     step = d.block_rows(vocab)
     for start in range(0, n, step):
         target = d.zipf_logits(exponents[start : start + step], vocab)
-        # The noise is the context's own (the same at every position, scaled by depth).
-        noise = np.random.default_rng([FAMILY_SEED, difficulty, vocab, n, start])
-        draft = d.draft_logits(target, family.mismatch, size_here, noise)
+        draft = d.draft_logits(
+            target, family.mismatch, size_here, noise_rng(family, difficulty, start)
+        )
         yield (
             d.sampled(target, *sampling, target_order),
             d.sampled(draft, *sampling, draft_order),
         )
+
+
+def noise_rng(family: Family, difficulty: int, start: int) -> np.random.Generator:
+    """The generator of the noise drafts of the block of contexts from ``start``: each
+    context's own noise, the same at every position (scaled by depth)."""
+    import numpy as np
+
+    return np.random.default_rng([FAMILY_SEED, difficulty, family.vocab, family.contexts, start])
 
 
 def zipf_exponents(family: Family, difficulty: int) -> np.ndarray:

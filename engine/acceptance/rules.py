@@ -72,10 +72,12 @@ def sampled(
             with np.errstate(divide="ignore"):
                 probs = softmax(np.log(probs) / temperature)
         elif step == "top_k" and 0 < top_k < vocab:
-            order_ = np.argsort(-probs, axis=1, kind="stable")
-            keep = np.zeros_like(probs, dtype=bool)
-            np.put_along_axis(keep, order_[:, :top_k], True, axis=1)
-            probs = _kept(probs, keep)
+            # The k-th largest value by partition (not a sort); of the tokens tied with it,
+            # the lowest ids fill what the larger ones leave.
+            kth = -np.partition(-probs, top_k - 1, axis=1)[:, top_k - 1 : top_k]
+            above, tied = probs > kth, probs == kth
+            room = top_k - above.sum(axis=1, keepdims=True)
+            probs = _kept(probs, above | (tied & (np.cumsum(tied, axis=1) <= room)))
         elif step == "top_p" and top_p < 1.0:
             order_ = np.argsort(-probs, axis=1, kind="stable")
             ranked = np.take_along_axis(probs, order_, axis=1)

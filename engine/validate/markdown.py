@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from engine.validate.predict import DEFAULT_CONTEXT, METHOD_TITLES, METHODS, OverheadFit
 from engine.validate.report import (
@@ -114,8 +115,11 @@ def _summary_table(summaries: Sequence[Summary]) -> list[str]:
     return out
 
 
-def markdown(report: Report, left_out: Sequence[LeftOut] = ()) -> str:
-    """The whole report (Markdown); ``left_out``: sources looked at and not used, and why."""
+def markdown(
+    report: Report, left_out: Sequence[LeftOut] = (), temperature: tuple[Any, Any] | None = None
+) -> str:
+    """The whole report (Markdown); ``left_out``: sources looked at and not used, and why;
+    ``temperature``: the source and rows of engine.validate.temperature, a section last."""
     rows, fit = report.rows, report.fit
     summaries = summarise(rows)
     ok = [r for r in rows if not r.entry.pending]
@@ -229,4 +233,8 @@ def markdown(report: Report, left_out: Sequence[LeftOut] = ()) -> str:
             for r in group
         ]
         out.append("")
+    if temperature is not None and temperature[1]:
+        from engine.validate.temperature import markdown_lines
+
+        out += markdown_lines(*temperature)
     return "\n".join(out).rstrip("\n") + "\n"

@@ -62,21 +62,33 @@ def command(args: argparse.Namespace) -> int:
         target = writable_target(args.markdown)
         if not target.parent.is_dir():
             raise UsageError(f"--markdown: {target.parent}: no such directory")
+    from engine.validate import temperature
+
     table = shipped_table()
+    source, by_temperature = temperature.predictions()
+    main_ids = [e.id for e in table]
     if args.only:
-        known = [e.id for e in table]
+        known = main_ids + [r.id for r in by_temperature]
         unknown = [i for i in args.only if i not in known]
         if unknown:
             raise UsageError(_unknown(unknown[0], known))
+        by_temperature = tuple(r for r in by_temperature if r.id in args.only)
     report = report_of(table, args.only)
+    shown = not args.only or any(i in main_ids for i in args.only)
     if args.json:
-        print(json.dumps(json_data(report), indent=1))
+        data = json_data(report) if shown else {}
+        print(json.dumps({**data, "temperature": temperature.json_rows(by_temperature)}, indent=1))
     else:
-        print("\n".join(text_lines(report)))
+        lines = text_lines(report) if shown else []
+        if by_temperature:
+            lines += ["", *temperature.text_lines(by_temperature)] if lines else (
+                temperature.text_lines(by_temperature))  # fmt: skip
+        print("\n".join(lines))
     if args.markdown is not None:
         from engine.core.files import atomic_write_text
         from engine.validate.markdown import markdown
 
-        atomic_write_text(args.markdown, markdown(report, shipped_left_out()))
+        text = markdown(report, shipped_left_out(), (source, by_temperature))
+        atomic_write_text(args.markdown, text)
         print(f"report written to {args.markdown}", file=sys.stderr)
     return 0

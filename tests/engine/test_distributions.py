@@ -44,6 +44,11 @@ def test_transforms():
     hot = d.sampled(logits, 0.5)[0]  # p^2 renormalised
     assert hot == pytest.approx(np.array([0.01, 0.16, 0.09, 0.04]) / 0.30)
     assert d.sampled(logits, 1.0, top_k=2)[0] == pytest.approx([0, 4 / 7, 3 / 7, 0])
+    # A tie at the edge of top-k keeps the lower token ids: (.1, .3, .3, .3) cut to 2.
+    tied = np.log(np.array([[0.1, 0.3, 0.3, 0.3], [0.3, 0.1, 0.3, 0.3]]))
+    assert d.sampled(tied, 1.0, top_k=2) == pytest.approx(
+        np.array([[0, 0.5, 0.5, 0], [0.5, 0, 0.5, 0]])
+    )
     # top-p 0.6: 0.4 alone is short of it, 0.4 + 0.3 reaches it.
     assert d.sampled(logits, 1.0, top_p=0.6)[0] == pytest.approx([0, 4 / 7, 3 / 7, 0])
     assert d.sampled(logits, 1.0, top_p=0.4)[0] == pytest.approx([0, 1, 0, 0])
