@@ -29,9 +29,9 @@ import numpy as np
 from engine.acceptance.rules import TYPICAL_DELTA, TYPICAL_EPS
 from engine.acceptance.samplers import FULL
 
-HEAD = 32  # ranks below this are summed term by term
-TERMS = 3  # Bernoulli corrections B_2, B_4, B_6 (the next is below 1e-15 of the sum)
-_BERNOULLI = (1 / 6, -1 / 30, 1 / 42)
+HEAD = 16  # ranks below this are summed term by term
+TERMS = 4  # Bernoulli corrections B_2 .. B_8 (the next is below 1e-14 of the sum)
+_BERNOULLI = (1 / 6, -1 / 30, 1 / 42, -1 / 30)
 _WEIGHTS = tuple(b / math.factorial(2 * k + 2) for k, b in enumerate(_BERNOULLI))
 _RANKS = np.arange(1, HEAD, dtype=np.float64)
 _LOG_RANKS = np.log(_RANKS)
@@ -53,20 +53,25 @@ def _phi2(z: np.ndarray) -> np.ndarray:
     return np.where(small, series, far)
 
 
-def _head(n: np.ndarray, a: np.ndarray, logged: bool) -> np.ndarray:
+def head_terms(a: np.ndarray) -> np.ndarray:
+    """``r^-a`` for r = 1 .. HEAD - 1 (last axis): pass to the sums that share ``a``."""
+    return np.exp(-np.asarray(a, dtype=np.float64)[..., None] * _LOG_RANKS)
+
+
+def _head(n: np.ndarray, a: np.ndarray, logged: bool, terms: np.ndarray | None) -> np.ndarray:
     """The first ``min(n, HEAD - 1)`` terms, summed."""
-    terms = np.exp(-a[..., None] * _LOG_RANKS)
+    terms = head_terms(a) if terms is None else np.broadcast_to(terms, (*n.shape, HEAD - 1))
     if logged:
         terms = terms * _LOG_RANKS
     kept = np.minimum(n, HEAD - 1)[..., None] >= _RANKS
     return np.where(kept, terms, 0.0).sum(axis=-1)
 
 
-def _sums(n: np.ndarray, a: np.ndarray, logged: bool) -> np.ndarray:
+def _sums(n: np.ndarray, a: np.ndarray, logged: bool, terms: np.ndarray | None) -> np.ndarray:
     n = np.asarray(n, dtype=np.float64)
     a = np.asarray(a, dtype=np.float64)
     n, a = np.broadcast_arrays(n, a)
-    out = _head(n, a, logged)
+    out = _head(n, a, logged, terms)
     tail = n >= HEAD
     if not tail.any():
         return out
@@ -98,14 +103,15 @@ def _sums(n: np.ndarray, a: np.ndarray, logged: bool) -> np.ndarray:
     return out
 
 
-def power_sum(n: np.ndarray, a: np.ndarray) -> np.ndarray:
-    """``S(n, a) = sum_{r=1}^{n} r^-a`` (0 when n = 0), elementwise."""
-    return _sums(n, a, logged=False)
+def power_sum(n: np.ndarray, a: np.ndarray, terms: np.ndarray | None = None) -> np.ndarray:
+    """``S(n, a) = sum_{r=1}^{n} r^-a`` (0 when n = 0), elementwise; ``terms``: a's
+    :func:`head_terms`, when already computed."""
+    return _sums(n, a, False, terms)
 
 
-def log_power_sum(n: np.ndarray, a: np.ndarray) -> np.ndarray:
+def log_power_sum(n: np.ndarray, a: np.ndarray, terms: np.ndarray | None = None) -> np.ndarray:
     """``L(n, a) = sum_{r=1}^{n} r^-a log r``, elementwise."""
-    return _sums(n, a, logged=True)
+    return _sums(n, a, True, terms)
 
 
 def top_p_prefix(a: np.ndarray, n: np.ndarray, top_p: float) -> np.ndarray:
@@ -164,19 +170,23 @@ def acceptance(
 ) -> np.ndarray:
     """Each context's acceptance by ``rule``: target ``r^-a`` on ``1..n_p``, draft ``r^-b``
     on ``1..n_q`` (module docstring)."""
-    z_p = power_sum(n_p, a)
+    a, b = np.broadcast_arrays(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
+    n_p, n_q = np.broadcast_to(n_p, a.shape), np.broadcast_to(n_q, a.shape)
+    t_a = head_terms(a)
+    z_p = power_sum(n_p, a, t_a)
     if rule == "greedy":
         return np.ones_like(z_p)
     if rule == "one_hot":
         return 1.0 / z_p
     if rule == "typical":
-        entropy = np.log(z_p) + a * log_power_sum(n_p, a) / z_p
+        entropy = np.log(z_p) + a * log_power_sum(n_p, a, t_a) / z_p
         threshold = np.minimum(TYPICAL_EPS, TYPICAL_DELTA * np.exp(-entropy))
         return (1.0 / z_p > threshold).astype(np.float64)
-    z_q = power_sum(n_q, b)
+    t_b = head_terms(b)
+    z_q = power_sum(n_q, b, t_b)
     n = np.minimum(n_p, n_q)
     if rule == "exact_match":
-        return power_sum(n, a + b) / (z_p * z_q)
+        return power_sum(n, a + b, t_a * t_b) / (z_p * z_q)
     # rejection: log(p_r / q_r) = (b - a) log r + log(z_q / z_p), monotone in r.
     gap = b - a
     same = gap == 0.0
@@ -186,7 +196,7 @@ def acceptance(
     # For gap > 0 (the draft falls faster) p is the smaller up to the crossing; for
     # gap < 0, q is, from the crossing on.
     j = np.clip(cross, 0, n).astype(n.dtype)
-    up_p, up_q = power_sum(j, a) / z_p, power_sum(j, b) / z_q
-    all_p, all_q = power_sum(n, a) / z_p, power_sum(n, b) / z_q
+    up_p, up_q = power_sum(j, a, t_a) / z_p, power_sum(j, b, t_b) / z_q
+    all_p, all_q = power_sum(n, a, t_a) / z_p, power_sum(n, b, t_b) / z_q
     mixed = np.where(gap > 0, up_p + (all_q - up_q), up_q + (all_p - up_p))
     return np.where(same, np.minimum(all_p, all_q), mixed)

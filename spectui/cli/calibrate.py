@@ -70,6 +70,12 @@ def add_parser(sub: Any) -> None:
         help=f"the speculative method to emit (vLLM's name: {', '.join(VLLM_METHODS)}; "
         "default draft_model)",
     )
+    cal.add_argument(
+        "--family",
+        action="store_true",
+        help="also fit the distribution model's family to the per-position rates: which "
+        "acceptance rule and temperature are consistent with them (about 2 s)",
+    )
     add_scenario_flags(cal)
     cal.add_argument("--json", action="store_true", help="print everything as one JSON object")
 
@@ -165,9 +171,15 @@ def command(args: argparse.Namespace) -> int:
     rec = recommend(cal, scenario, k_max=args.calibrate_k_max)
     configs = emit(rec, cal, args.method)
     adaptive = adaptive_note(cal, scenario, rec)
+    family = _family_fits(cal) if args.family else None
     if args.json:
         payload = _payload(parsed, cal, rec, configs, cost_note)
         payload["adaptive"] = adaptive
+        if family is not None:
+            payload["family"] = [
+                {**{k: _safe(v) for k, v in f.__dict__.items()}, "consistent": f.consistent}
+                for f in family
+            ]
         print(json.dumps(payload, default=_plain))
         return 0
     _print(parsed, cal, rec, configs, cost_note, scenario)
@@ -176,7 +188,54 @@ def command(args: argparse.Namespace) -> int:
     from spectui.render import console
 
     console().print(Text(f"adaptive: {adaptive}"))
+    if family is not None:
+        _print_family(family)
     return 0
+
+
+def _family_fits(cal: Any) -> list[Any]:
+    """The distribution family's fits to the per-position counts (engine.calibrate.family_fit);
+    UsageError when the log gives none."""
+    if not cal.positions:
+        raise UsageError(
+            "--family: the log gives no per-position counts (only a mean acceptance length)"
+        )
+    from engine.calibrate.family_fit import fit_rules
+
+    return fit_rules([p.accepted for p in cal.positions], [p.reached for p in cal.positions])
+
+
+def _print_family(fits: list[Any]) -> None:
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    from engine.calibrate.family_fit import verdict
+    from spectui.render import console
+
+    out = console()
+    out.print(
+        Text(
+            "the distribution family (its defaults, a temperature mismatch c growing by g a "
+            "position), by rule:"
+        ),
+        soft_wrap=True,
+    )
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, header_style="bold", pad_edge=False)
+    for name in ("rule", "T", "T 95 %", "c", "g", "G^2 p", "fits"):
+        table.add_column(name, justify="left" if name in ("rule", "fits") else "right")
+    for f in fits:
+        table.add_row(
+            f.rule,
+            f"{f.temperature:g}",
+            f"{f.low:g}-{f.high:g}",
+            f"{f.size:.3g}" if math.isfinite(f.size) else "-",
+            f"{f.growth:g}" if math.isfinite(f.growth) else "-",
+            f"{f.p_value:.3g}",
+            "yes" if f.consistent else "no",
+        )
+    out.print(table)
+    out.print(Text(verdict(fits), style="bold"), soft_wrap=True)
 
 
 def adaptive_note(cal: Any, scenario: Any, rec: Any) -> str:
