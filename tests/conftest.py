@@ -5,8 +5,11 @@ and in any order."""
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -51,15 +54,35 @@ def _no_animations(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(constants, "TEXTUAL_ANIMATIONS", "none")
 
 
+_WARMING: list[subprocess.Popen[bytes]] = []
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    """Under xdist, the controller compiles the serving simulator's step loop before the
-    workers start (about 5 s on a clean clone), so they load it from numba's cache instead
-    of each compiling it at once."""
+    """Under xdist, the controller starts compiling the serving simulator's step loop in a
+    process of its own (about 7 s on a clean clone) while the workers start and collect,
+    and holds the tests back until it is done (below), so that the workers load the loop
+    from numba's cache instead of each compiling it at once."""
     if hasattr(config, "workerinput") or not config.getoption("numprocesses", None):
         return
-    from engine.serve.compiled import warm
+    code = "from engine.serve.compiled import warm; warm()"
+    _WARMING.append(
+        subprocess.Popen([sys.executable, "-c", code], cwd=Path(__file__).parent.parent)
+    )
 
-    warm()
+
+def pytest_xdist_node_collection_finished(node: Any, ids: Any) -> None:
+    """No test is handed to a worker before the step loop is compiled (xdist schedules once
+    every worker has collected, after this hook)."""
+    while _WARMING:
+        process = _WARMING.pop()
+        if process.wait() != 0:
+            raise RuntimeError("compiling the serving simulator's step loop failed")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for process in _WARMING:  # an interrupted start: no process outlives the run
+        process.kill()
+        process.wait()
 
 
 @pytest.hookimpl(trylast=True)

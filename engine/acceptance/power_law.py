@@ -193,8 +193,8 @@ def acceptance(
     safe = np.where(same, 1.0, gap)
     with np.errstate(over="ignore"):
         cross = np.floor(np.exp(np.clip(np.log(z_p / z_q) / safe, -1.0, 60.0)))
-    # For gap > 0 (the draft falls faster) p is the smaller up to the crossing; for
-    # gap < 0, q is, from the crossing on.
+    # For gap > 0 (the draft falls faster) p is the smaller up to the crossing and q after
+    # it; for gap < 0, q up to it and p after.
     j = np.clip(cross, 0, n).astype(n.dtype)
     up_p, up_q = power_sum(j, a, t_a) / z_p, power_sum(j, b, t_b) / z_q
     all_p, all_q = power_sum(n, a, t_a) / z_p, power_sum(n, b, t_b) / z_q

@@ -43,9 +43,7 @@ class Row:
 
     @property
     def group(self) -> str:
-        if self.entry.pending:
-            return PENDING_GROUP
-        return ASSUMED_GROUP if self.entry.assumed else str(self.entry.category)
+        return group_of(self.entry)
 
     def error(self, method: str) -> float | None:
         value = self.predictions[method].value
@@ -76,6 +74,13 @@ class Summary:
     others: int = 0
 
 
+def group_of(entry: Entry) -> str:
+    """Where an entry is summarised: pending, acceptance assumed, or its category."""
+    if entry.pending:
+        return PENDING_GROUP
+    return ASSUMED_GROUP if entry.assumed else str(entry.category)
+
+
 def rows_of(table: Sequence[Entry], only: Sequence[str] | None = None) -> list[Row]:
     """Every entry's row (``only``: these ids, in table order). Predictions read the whole
     table: a calibrated entry is fitted to the rest of its series even when it is alone in
@@ -101,11 +106,10 @@ class Report:
 
 
 def report_of(table: Sequence[Entry], only: Sequence[str] | None = None) -> Report:
-    """The report on ``table`` (``only``: these ids)."""
-    everything = rows_of(table)
-    own = [r.entry for r in everything if r.group in OWN]
-    rows = [r for r in everything if not only or r.entry.id in only]
-    return Report(rows, fit_overhead(own), partial=bool(only))
+    """The report on ``table`` (``only``: these ids, the only ones predicted; the overhead
+    is fitted to the whole table all the same)."""
+    own = [e for e in table if group_of(e) in OWN]
+    return Report(rows_of(table, only), fit_overhead(own), partial=bool(only))
 
 
 def summarise(rows: Sequence[Row]) -> list[Summary]:

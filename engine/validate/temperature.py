@@ -136,12 +136,21 @@ def _t1_acceptance(family: Any, sigmas: list[tuple[float, int]], weights: Any) -
 
 
 @cache
+def _table() -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    text = resources.files("engine.validate").joinpath("data/temperature.toml").read_text("utf-8")
+    return parse(text)
+
+
+def row_ids() -> tuple[str, ...]:
+    return tuple(r["id"] for r in _table()[1])
+
+
+@cache
 def predictions() -> tuple[dict[str, Any], tuple[Row, ...]]:
     """The source and every row with its prediction (module docstring)."""
     from engine.acceptance.distribution import difficulty_weights, family_of
 
-    text = resources.files("engine.validate").joinpath("data/temperature.toml").read_text("utf-8")
-    source, rows = parse(text)
+    source, rows = _table()
     config = base_config()
     family, weights = family_of(config), difficulty_weights(config)
     critical = [(critical_sd(family, g), w) for g, w in enumerate(weights)]

@@ -65,13 +65,15 @@ def command(args: argparse.Namespace) -> int:
     from engine.validate import temperature
 
     table = shipped_table()
-    source, by_temperature = temperature.predictions()
     main_ids = [e.id for e in table]
     if args.only:
-        known = main_ids + [r.id for r in by_temperature]
+        known = main_ids + list(temperature.row_ids())
         unknown = [i for i in args.only if i not in known]
         if unknown:
             raise UsageError(_unknown(unknown[0], known))
+    asked = not args.only or any(i in temperature.row_ids() for i in args.only)
+    source, by_temperature = temperature.predictions() if asked else ({}, ())
+    if args.only:
         by_temperature = tuple(r for r in by_temperature if r.id in args.only)
     report = report_of(table, args.only)
     shown = not args.only or any(i in main_ids for i in args.only)
