@@ -219,7 +219,12 @@ class LoadScreen(ReportsWorkerErrors, ModalScreen[None]):
     # ------------------------------------------------------------------ words and chart
 
     def _status(self, text: str) -> None:
-        self.query_one("#load-status", Static).update(Text(text))
+        status = self.query_one("#load-status", Static)
+        status.update(Text(text))
+        # Its height follows its lines. Under load a layout asked for while the screen
+        # lays out was seen lost (the status kept one line and cut the verdict's "best:"):
+        # it is asked for again once the screen has refreshed (a no-op when it was not).
+        self.call_after_refresh(status.refresh, layout=True)
 
     def _progress_text(self, cells: int) -> str:
         total = len(self.plan.levels) * len(self.plan.policies)
