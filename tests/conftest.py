@@ -62,6 +62,10 @@ def pytest_configure(config: pytest.Config) -> None:
     process of its own (about 7 s on a clean clone) while the workers start and collect,
     and holds the tests back until it is done (below), so that the workers load the loop
     from numba's cache instead of each compiling it at once."""
+    # Fewer young-generation collections: the app tests allocate objects by the hundred
+    # thousand, most of them short-lived (about 5 % of their CPU time, measured on three
+    # app test files in one process: 25.1 and 25.8 s against 24.5 and 23.7 s).
+    gc.set_threshold(100_000, 50, 1000)
     if hasattr(config, "workerinput") or not config.getoption("numprocesses", None):
         return
     code = "from engine.serve.compiled import warm; warm()"
