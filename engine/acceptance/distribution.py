@@ -9,10 +9,12 @@ same every run). The draft is the target with a mismatch (``mismatch``: temperat
 or truncation, of ``mismatch_size``), which grows with depth: at position i it is
 ``mismatch_size x (1 + mismatch_growth (min(i, 64) - 1))`` (truncation keeps that many
 times fewer tokens). Both sides sample after ``temperature``, ``top_k``, ``top_p`` and
-``min_p``; the ``accept_rule`` decides (rules.RULES).
+``min_p``, each side the ones ``sampler`` gives it in its order (engine.acceptance.samplers);
+the ``accept_rule`` decides (rules.RULES).
 
 Position i's acceptance in difficulty g is the mean over its contexts of the rule's
-acceptance probability (computed, not sampled); the cycle's survival is
+acceptance probability (computed, not sampled: in closed form for a temperature or
+truncation mismatch, engine.acceptance.power_law); the cycle's survival is
 ``P(n >= j) = sum_g P(g) prod_{i <= j} a_{g,i}``, so the conditional rates need not fall
 geometrically (a cycle that got far is more likely easy).
 """
@@ -255,7 +257,6 @@ def _source(path: str) -> tuple[Any, ...]:
 def family_contexts(family: Family, difficulty: int, position: int) -> Iterator[Any]:
     """The ``difficulty``'s contexts (0 easy, 1 hard) at ``position`` of ``family``, a block
     at a time: (p, q) row pairs, each side after its sampling transforms."""
-
     from engine.acceptance import rules as d
 
     vocab, n = family.vocab, family.contexts
