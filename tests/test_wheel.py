@@ -14,6 +14,8 @@ Marked ``wheel`` (about 10 s); it runs in ``make test`` and in CI. Deselect with
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import shutil
 import subprocess
@@ -21,6 +23,7 @@ import sys
 import sysconfig
 import tarfile
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -42,10 +45,42 @@ def _run(*args: str | Path, cwd: Path, env: dict[str, str] | None = None):
 PRESET_FILES = sorted(path.name for path in (REPO / "presets").glob("*.toml"))
 
 
+@contextlib.contextmanager
+def _shared(tmp_path_factory: pytest.TempPathFactory, name: str) -> Iterator[tuple[Path, bool]]:
+    """A directory every test process of this run shares (xdist's workers have one base
+    temporary directory above their own), held under a lock: (its path, whether an earlier
+    holder made it whole). This module's tests may run in two workers at once; the build and
+    the venv are then made once, not once in each."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent
+    where, done = root / name, root / f"{name}.done"
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            ready = done.exists()
+            if not ready:
+                shutil.rmtree(where, ignore_errors=True)  # an earlier holder's failed try
+                where.mkdir()
+            yield where, ready
+            done.touch()
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """The sdist and the wheel built from it, as ``python -m build`` makes them."""
-    tmp = tmp_path_factory.mktemp("dist")
+    with _shared(tmp_path_factory, "wheel-dist") as (tmp, ready):
+        if not ready:
+            _build(tmp)
+    dist = tmp / "dist"
+    (sdist,) = dist.glob("spectui-*.tar.gz")
+    (wheel,) = dist.glob("spectui-*.whl")
+    return sdist, wheel
+
+
+def _build(tmp: Path) -> None:
     # Built from a copy: setuptools writes build/ beside the sources and reuses what it finds.
     source = tmp / "source"
     skip = shutil.ignore_patterns("__pycache__", "*.pyc")
@@ -53,18 +88,20 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
         shutil.copytree(REPO / name, source / name, ignore=skip)
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(REPO / name, source / name)
-    dist = tmp / "dist"
-    _run(sys.executable, "-m", "build", "--outdir", dist, source, cwd=tmp)
-    (sdist,) = dist.glob("spectui-*.tar.gz")
-    (wheel,) = dist.glob("spectui-*.whl")
-    return sdist, wheel
+    _run(sys.executable, "-m", "build", "--outdir", tmp / "dist", source, cwd=tmp)
 
 
 @pytest.fixture(scope="module")
 def installed(built: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh venv with the wheel installed; returns its bin directory."""
     _, wheel = built
-    tmp = tmp_path_factory.mktemp("wheel")
+    with _shared(tmp_path_factory, "wheel-venv") as (tmp, ready):
+        if not ready:
+            _install(wheel, tmp)
+    return tmp / "venv" / "bin"
+
+
+def _install(wheel: Path, tmp: Path) -> None:
     venv = tmp / "venv"
     _run(sys.executable, "-m", "venv", "--without-pip", venv, cwd=tmp)
     python = venv / "bin" / "python"
@@ -86,7 +123,6 @@ def installed(built: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory
         wheel,
         cwd=tmp,
     )
-    return venv / "bin"
 
 
 def test_the_sdist_holds_the_presets(built: tuple[Path, Path]):

@@ -111,10 +111,8 @@ class FromDistributions(AcceptanceModel):
     def position_probs(self, config: Any, k: int) -> np.ndarray:
         import numpy as np
 
-        survival = self.survival(config, k)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            rates = np.where(survival[:-1] > 0, survival[1:] / survival[:-1], 0.0)
-        return np.clip(rates, 0.0, 1.0)
+        check(config)
+        return np.array(_conditional(family_of(config), difficulty_weights(config), k))
 
     def survival(self, config: Any, k: int) -> np.ndarray:
         """``P(n >= j)``, j = 0..k, of the family (module docstring)."""
@@ -122,6 +120,18 @@ class FromDistributions(AcceptanceModel):
 
         check(config)
         return np.array(_survival(family_of(config), difficulty_weights(config), k))
+
+
+@lru_cache(maxsize=256)
+def _conditional(family: Family, weights: tuple[float, float], k: int) -> tuple[float, ...]:
+    """The conditional rates ``P(n >= j) / P(n >= j - 1)``, j = 1..k (0 past a survival of
+    0), clipped to [0, 1]: cached, as the reference engine asks for them token by token."""
+    import numpy as np
+
+    survival = np.array(_survival(family, weights, k))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rates = np.where(survival[:-1] > 0, survival[1:] / survival[:-1], 0.0)
+    return tuple(np.clip(rates, 0.0, 1.0).tolist())
 
 
 @lru_cache(maxsize=256)

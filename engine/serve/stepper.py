@@ -49,7 +49,7 @@ BATCH_BITS = 13  # max_num_seqs <= 4096 < 2**13
 WIDTH_BITS = 24
 
 
-@njit(cache=True)
+@njit("int64(int64, int64, int64)", cache=True)
 def line_key(kind: int, width: int, batch: int) -> int:
     return (kind << (WIDTH_BITS + BATCH_BITS)) | (width << BATCH_BITS) | batch
 

@@ -196,11 +196,11 @@ def test_the_cycles_survival_mixes_the_difficulties_by_their_shares():
 
 
 def test_a_mismatch_that_does_not_grow_is_computed_once_and_growth_stops_at_depth_64():
-    from engine.acceptance.distribution import _survival, position_rate
+    from engine.acceptance.distribution import _conditional, _survival, position_rate
 
     config, model = distribution(vocab=300, family_size=4, hard_frac=0.0)
-    position_rate.cache_clear()
-    _survival.cache_clear()
+    for cached in (position_rate, _survival, _conditional):
+        cached.cache_clear()
     model.position_probs(config, 40)
     assert position_rate.cache_info().misses == 1
     grows, model = distribution(vocab=300, family_size=4, hard_frac=0.0, mismatch_growth=0.1)
