@@ -6,9 +6,11 @@ import math
 import os
 import sys
 import time
+from collections.abc import Collection, Iterable
 from typing import Any
 
 import pandas as pd
+from rich import box
 from rich.console import Console, Group
 from rich.panel import Panel
 from rich.progress import (
@@ -181,6 +183,16 @@ class SweepProgressBar:
     def __exit__(self, *exc: Any) -> None:
         if self._progress is not None:
             self._progress.stop()
+
+
+def plain_table(names: Iterable[str], left: Collection[str] = ()) -> Table:
+    """The commands' tables: no frame, a bold header over a rule, one column per name
+    (plain text, never markup: ``E[n+1]``), numbers to the right and the ``left`` ones
+    (words) to the left."""
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, header_style="bold", pad_edge=False)
+    for name in names:
+        table.add_column(Text(name), justify="left" if name in left else "right")
+    return table
 
 
 def frame_table(frame: pd.DataFrame, index: bool = False) -> Table:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from engine.acceptance.base import AcceptanceModel
 from engine.acceptance.samplers import SAMPLERS
+from engine.acceptance.samplers import help_text as sampler_help
 from engine.core.config import field
 from engine.core.fields import ConfigError
 from engine.core.parts import ACCEPTANCE
@@ -82,10 +83,8 @@ class FromDistributions(AcceptanceModel):
                kind="number", low=0.0, high=1.0, low_open=True),
         _field("min_p", 0.0, "min p", "drop tokens below min_p x the top one's probability",
                kind="number", low=0.0, high=0.99),
-        _field("sampler", "hf", "sampler", "whose transforms, in whose order: hf (both "
-               "sides: temperature, top-k, top-p, min-p), vllm (target: temperature, top-k, "
-               "top-p; draft: temperature), sglang (target as vllm; draft raw), llama.cpp "
-               "(target: top-k, top-p, min-p, then temperature; draft raw)", kind="choice",
+        _field("sampler", "hf", "sampler", "whose sampling transforms, in whose order "
+               f"(engine/acceptance/samplers.py): {sampler_help()}", kind="choice",
                choices=tuple(SAMPLERS)),
         _field("dist_file", "", "dist file", "target and draft distributions from a file (NPY "
                "or CSV, engine/acceptance/dist_file.py) instead of the Zipf family", kind="path",

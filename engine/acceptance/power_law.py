@@ -119,14 +119,15 @@ def top_p_prefix(a: np.ndarray, n: np.ndarray, top_p: float) -> np.ndarray:
     less than ``top_p`` of the mass (bisection on the rank)."""
     if top_p >= 1.0:
         return n
-    goal = top_p * power_sum(n, a)
+    terms = head_terms(a)  # the same exponents at every step of the bisection
+    goal = top_p * power_sum(n, a, terms)
     low, high = np.zeros_like(n), n.copy()  # S(low) < goal <= S(high)
     while True:
         open_ = high - low > 1
         if not open_.any():
             return low + 1
         mid = (low + high) // 2
-        below = power_sum(mid, a) < goal
+        below = power_sum(mid, a, terms) < goal
         low = np.where(open_ & below, mid, low)
         high = np.where(open_ & ~below, mid, high)
 

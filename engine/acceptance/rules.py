@@ -23,7 +23,6 @@ on the logits (standard deviation ``size``) or truncation (the draft keeps the t
 
 from __future__ import annotations
 
-import math
 from functools import lru_cache
 
 import numpy as np
@@ -223,7 +222,3 @@ def draft_logits(
 def block_rows(vocab: int) -> int:
     """How many contexts of ``vocab`` tokens are worked on at once."""
     return max(1, BLOCK_ENTRIES // max(vocab, 1))
-
-
-def entropy_bits_max(vocab: int) -> float:
-    return math.log2(vocab)

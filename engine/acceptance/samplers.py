@@ -59,3 +59,16 @@ SAMPLERS: dict[str, Sampler] = {
         "argmax; the target's own sample must equal it, accepted with p(d))",
     ),
 }
+
+
+def help_text() -> str:
+    """The ``sampler`` field's help, from the profiles: each side's transforms in order."""
+
+    def side(steps: tuple[str, ...]) -> str:
+        return ", ".join(steps) if steps else "none (raw softmax)"
+
+    return "; ".join(
+        f"{name}: target {side(s.target)}, draft "
+        f"{'the same' if s.draft == s.target else side(s.draft)}, usually {s.rule}"
+        for name, s in SAMPLERS.items()
+    )

@@ -21,7 +21,7 @@ contexts, distribution by distribution (as engine.acceptance.distribution does).
 
 from __future__ import annotations
 
-import math
+import statistics
 import tomllib
 from dataclasses import dataclass
 from functools import cache
@@ -31,7 +31,6 @@ from typing import Any
 import numpy as np
 
 FIELDS = {"id": str, "target": str, "draft": str, "alpha_t0": float, "alpha_t1": float}
-TOP_K_FIELD = "top_k"
 
 
 @dataclass(frozen=True)
@@ -155,7 +154,7 @@ def predictions() -> tuple[dict[str, Any], tuple[Row, ...]]:
     family, weights = family_of(config), difficulty_weights(config)
     critical = [(critical_sd(family, g), w) for g, w in enumerate(weights)]
     fits = [fit_sd(float(r["alpha_t0"]), critical) for r in rows]
-    tops = [int(r.get(TOP_K_FIELD, 0)) for r in rows]
+    tops = [int(r.get("top_k", 0)) for r in rows]
     t1 = _t1_acceptance(family, [(sd, k) for (sd, _), k in zip(fits, tops, strict=True)], weights)
     out = tuple(
         Row(
@@ -167,24 +166,20 @@ def predictions() -> tuple[dict[str, Any], tuple[Row, ...]]:
 
 
 def summary(rows: tuple[Row, ...]) -> str:
-    errors = sorted(abs(r.error) for r in rows)
-    median = (
-        errors[len(errors) // 2]
-        if len(errors) % 2
-        else sum(errors[len(errors) // 2 - 1 : len(errors) // 2 + 1]) / 2
-    )
+    if not rows:
+        return "no rows"
+    errors = [abs(r.error) for r in rows]
     within = sum(e <= 0.10 for e in errors)
     falls = sum(r.predicted_t1 < r.fitted_t0 for r in rows)
     measured = sum(r.alpha_t1 < r.alpha_t0 for r in rows)
     return (
-        f"median absolute error {100 * median:.1f} %, {within} of {len(rows)} within 10 %; "
-        f"T = 1 below T = 0 in {falls} rows predicted, {measured} measured"
-        if math.isfinite(median)
-        else "no rows"
+        f"median absolute error {100 * statistics.median(errors):.1f} %, {within} of "
+        f"{len(rows)} within 10 %; T = 1 below T = 0 in {falls} rows predicted, {measured} "
+        "measured"
     )
 
 
-MIN_NOTE = (
+METHOD_NOTE = (
     "One family for every row (the distribution model's defaults: Zipf targets over 32,000 "
     "tokens of 1.5 and 5 bits, 30 % hard, 64 contexts each, and a noise mismatch); a row's "
     "noise sd is fitted to its T = 0 acceptance, and the same sd predicts T = 1 under the "
@@ -198,7 +193,7 @@ def text_lines(rows: tuple[Row, ...]) -> list[str]:
 
     head = f"{'row':<19} {'T=0':>5} {'sd':>6} {'fit':>6} {'T=1 pred':>8} {'meas':>5} {'error':>7}"
     lines = ["acceptance against temperature (Leviathan et al., Table 3):"]
-    lines += textwrap.wrap(MIN_NOTE, 80, break_on_hyphens=False)
+    lines += textwrap.wrap(METHOD_NOTE, 80, break_on_hyphens=False)
     lines += [head, "-" * len(head)]
     for r in rows:
         lines.append(
@@ -217,7 +212,7 @@ def markdown_lines(source: dict[str, Any], rows: tuple[Row, ...]) -> list[str]:
     out = [
         "## Acceptance against temperature",
         "",
-        f"{source['source']} ({source['url']}, read {source['read']}). {MIN_NOTE} The fit is "
+        f"{source['source']} ({source['url']}, read {source['read']}). {METHOD_NOTE} The fit is "
         "a step function of the sd (64 contexts a difficulty), so the fitted T = 0 value is "
         "within about 0.005 of the row's. Error: predicted / measured T = 1 acceptance - 1. "
         f"Over the {len(rows)} rows: {summary(rows)}. {source['provenance']}",

@@ -206,12 +206,10 @@ def _family_fits(cal: Any) -> list[Any]:
 
 
 def _print_family(fits: list[Any]) -> None:
-    from rich import box
-    from rich.table import Table
     from rich.text import Text
 
     from engine.calibrate.family_fit import verdict
-    from spectui.render import console
+    from spectui.render import console, plain_table
 
     out = console()
     out.print(
@@ -221,9 +219,7 @@ def _print_family(fits: list[Any]) -> None:
         ),
         soft_wrap=True,
     )
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, header_style="bold", pad_edge=False)
-    for name in ("rule", "T", "T 95 %", "c", "g", "G^2 p", "fits"):
-        table.add_column(name, justify="left" if name in ("rule", "fits") else "right")
+    table = plain_table(("rule", "T", "T 95 %", "c", "g", "G^2 p", "fits"), left=("rule", "fits"))
     for f in fits:
         table.add_row(
             f.rule,
@@ -338,12 +334,10 @@ def _payload(parsed: Any, cal: Any, rec: Any, configs: dict[str, str], note: str
 def _print(
     parsed: Any, cal: Any, rec: Any, configs: dict[str, str], note: str, scenario: Any
 ) -> None:
-    from rich import box
-    from rich.table import Table
     from rich.text import Text
 
     from engine.analysis.formatting import cost_setting_text, speedup_text
-    from spectui.render import console
+    from spectui.render import console, plain_table
 
     out = console()
     sources = ", ".join(cal.sources)
@@ -366,9 +360,7 @@ def _print(
         listed = f"the first {POOL_AFTER:,}" if parsed.rejected_unlisted else "them"
         out.print(Text(f"  and {more:,} more rejected windows (--json lists {listed})"))
     if cal.positions:
-        table = Table(box=box.SIMPLE_HEAD, show_edge=False, header_style="bold", pad_edge=False)
-        for name in ("position", "reached", "accepted", "rate", "95 %"):
-            table.add_column(name, justify="right")
+        table = plain_table(("position", "reached", "accepted", "rate", "95 %"))
         for p in cal.positions:
             table.add_row(
                 str(p.position),
@@ -379,9 +371,8 @@ def _print(
             )
         out.print(Text("conditional acceptance by position:"))
         out.print(table)
-    models = Table(box=box.SIMPLE_HEAD, show_edge=False, header_style="bold", pad_edge=False)
-    for name in ("model", "parameters", "criterion", "fit error", ""):
-        models.add_column(name, justify="left" if name in ("model", "parameters", "") else "right")
+    words = ("model", "parameters", "")
+    models = plain_table(("model", "parameters", "criterion", "fit error", ""), left=words)
     for m in cal.models:
         params = ", ".join(
             f"{k.rsplit('.', 1)[-1]}={_short(v)}" for k, v in m.values.items() if k != "draft_model"

@@ -170,14 +170,12 @@ def _json(
 
 
 def _print(scenario: Any, rows: list[Any], curves: list[tuple[Any, ...]], tokens: int) -> None:
-    from rich import box
-    from rich.table import Table
     from rich.text import Text
 
     from engine.acceptance.distribution import RULES
     from engine.analysis.formatting import speedup_text
     from engine.core.parts import ACCEPTANCE
-    from spectui.render import console
+    from spectui.render import console, plain_table
 
     out = console()
     out.print(
@@ -187,9 +185,8 @@ def _print(scenario: Any, rows: list[Any], curves: list[tuple[Any, ...]], tokens
             style="bold",
         )
     )
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, header_style="bold", pad_edge=False)
-    for name in ("rule", "accepted", "measured", "TV from p", "chi2 p", "emits p?"):
-        table.add_column(name, justify="left" if name in ("rule", "emits p?") else "right")
+    columns = ("rule", "accepted", "measured", "TV from p", "chi2 p", "emits p?")
+    table = plain_table(columns, left=("rule", "emits p?"))
     for r in rows:
         table.add_row(
             r.rule + (" (broken)" if r.broken else ""),
@@ -208,9 +205,7 @@ def _print(scenario: Any, rows: list[Any], curves: list[tuple[Any, ...]], tokens
     )
     for title, column in (("acceptance (position 1)", 3), ("exact speedup", 4)):
         out.print(Text(f"{title} by rule:", style="bold"))
-        curve = Table(box=box.SIMPLE_HEAD, show_edge=False, header_style="bold", pad_edge=False)
-        for name in ("T", "top-p", *RULES):
-            curve.add_column(name, justify="right")
+        curve = plain_table(("T", "top-p", *RULES))
         points = sorted({(c[0], c[1]) for c in curves})
         for t, top_p in points:
             values = {c[2]: c[column] for c in curves if (c[0], c[1]) == (t, top_p)}
@@ -227,21 +222,15 @@ def _print_ranks(scenario: Any, by_rank: dict[str, Any]) -> None:
     scenario's rule's (shell-quoted)."""
     import shlex
 
-    from rich import box
-    from rich.table import Table
     from rich.text import Text
 
     from engine.acceptance.distribution import rank_probs_text
-    from spectui.render import console
+    from spectui.render import console, plain_table
 
     out = console()
     ranks = len(next(iter(by_rank.values())))
     out.print(Text(f"acceptance by rank at a tree node of {ranks} candidates:", style="bold"))
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, header_style="bold", pad_edge=False)
-    table.add_column("rule")
-    for c in range(ranks):
-        table.add_column(f"p{c + 1}", justify="right")
-    table.add_column("sum", justify="right")
+    table = plain_table(("rule", *(f"p{c + 1}" for c in range(ranks)), "sum"), left=("rule",))
     for rule, values in by_rank.items():
         table.add_row(rule, *(f"{v:.3f}" for v in values), f"{sum(values):.3f}")
     out.print(table)

@@ -134,12 +134,10 @@ def command(args: argparse.Namespace) -> int:
 
 
 def _print(scenario: Any, rows: list[Any], grid: Any) -> None:
-    from rich import box
-    from rich.table import Table
     from rich.text import Text
 
     from engine.analysis.formatting import cost_setting_text, speedup_text
-    from spectui.render import console
+    from spectui.render import console, plain_table
 
     out = console()
     out.print(
@@ -149,9 +147,8 @@ def _print(scenario: Any, rows: list[Any], grid: Any) -> None:
             style="bold",
         )
     )
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, header_style="bold", pad_edge=False)
-    for name in ("shape", "nodes", "depth", "E[n+1]", "verify w", "cycle us", "speedup"):
-        table.add_column(Text(name), justify="left" if name == "shape" else "right")
+    columns = ("shape", "nodes", "depth", "E[n+1]", "verify w", "cycle us", "speedup")
+    table = plain_table(columns, left=("shape",))
     for r in rows:
         table.add_row(
             r.name,
@@ -164,9 +161,7 @@ def _print(scenario: Any, rows: list[Any], grid: Any) -> None:
         )
     out.print(table)
     out.print(Text("Sequoia-optimal budget by batch size, against the best chain:"))
-    by_batch = Table(box=box.SIMPLE_HEAD, show_edge=False, header_style="bold", pad_edge=False)
-    for name in ("batch", "best budget", "tree", "chain K*", "chain", "tree/chain"):
-        by_batch.add_column(name, justify="right")
+    by_batch = plain_table(("batch", "best budget", "tree", "chain K*", "chain", "tree/chain"))
     for i, batch in enumerate(grid.batch_sizes):
         tree, chain = float(grid.best_speedup[i]), float(grid.chain_speedup[i])
         by_batch.add_row(

@@ -81,11 +81,10 @@ def command(args: argparse.Namespace) -> int:
         data = json_data(report) if shown else {}
         print(json.dumps({**data, "temperature": temperature.json_rows(by_temperature)}, indent=1))
     else:
-        lines = text_lines(report) if shown else []
+        sections = [text_lines(report)] if shown else []
         if by_temperature:
-            lines += ["", *temperature.text_lines(by_temperature)] if lines else (
-                temperature.text_lines(by_temperature))  # fmt: skip
-        print("\n".join(lines))
+            sections.append(temperature.text_lines(by_temperature))
+        print("\n\n".join("\n".join(lines) for lines in sections))
     if args.markdown is not None:
         from engine.core.files import atomic_write_text
         from engine.validate.markdown import markdown
