@@ -409,14 +409,36 @@ def schedule_k(text: str, batch: int) -> int:
     return [k for b, k in _schedule(text) if b <= batch][-1]
 
 
-def ascii_int(text: str) -> int:
-    """The integer ``text`` spells in ASCII digits (spaces around it allowed); ValueError
-    otherwise. Python's int() also reads other scripts' digits ("٣" is 3), which nobody
-    means in a flag or a field: every integer typed by a person is read here."""
+# The numbers a person or a file may write: ASCII decimal digits, an optional sign, point and
+# exponent, or the words float() knows for the infinities and NaN (which range checks refuse).
+# Python's int() and float() also read other scripts' digits ("٣" is 3, "５" is 5) and
+# underscores ("1_0" is 10), which nobody means in a flag, a field or a data file.
+_INTEGER_TEXT = re.compile(r"[+-]?[0-9]+")
+_NUMBER_TEXT = re.compile(
+    r"[+-]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|infinity|nan)",
+    re.IGNORECASE,
+)
+NUMBER_TEXT_MAX = 400  # characters: longer digits are refused before int() reads them
+
+
+def ascii_number(text: str, *, integer: bool = False) -> Any:
+    """The number ``text`` spells in ASCII (spaces around it allowed): an int if ``integer``,
+    else a float (possibly inf or NaN, which the caller's range check refuses). ValueError
+    otherwise. This is the one parser of numbers in flags, form fields and data files."""
     text = text.strip()
-    if not text.isascii():
-        raise ValueError(f"{text!r} is not in ASCII digits")
-    return int(text)
+    if len(text) > NUMBER_TEXT_MAX:
+        raise ValueError(f"a number of {len(text):,} characters")
+    pattern = _INTEGER_TEXT if integer else _NUMBER_TEXT
+    if not text.isascii() or pattern.fullmatch(text) is None:
+        raise ValueError(
+            f"{text[:SHOWN_MAX]!r} is not {'an integer' if integer else 'a number'} in ASCII digits"
+        )
+    return int(text) if integer else float(text)
+
+
+def ascii_int(text: str) -> int:
+    """The integer ``text`` spells in ASCII digits (:func:`ascii_number`); ValueError otherwise."""
+    return int(ascii_number(text, integer=True))
 
 
 def parse_value(field: str, text: str) -> Any:
@@ -439,7 +461,7 @@ def parse_value(field: str, text: str) -> Any:
         if not text.isascii():
             noun += " (ASCII digits only)"
             raise ValueError(text)
-        value: Any = ascii_int(text) if integer else float(text)
+        value: Any = ascii_number(text, integer=integer)
     except ValueError:
         shown = repr(text) if text else "empty"
         raise ConfigError(field, f"{shown} is not {noun}; expected {spec.allowed()}") from None
