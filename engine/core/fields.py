@@ -370,7 +370,10 @@ def _probs(value: Any) -> tuple[float, ...]:
         if isinstance(item, bool):
             raise _Bad
         try:
-            number = float(item) if isinstance(item, str | numbers.Real) else math.nan
+            if isinstance(item, str):
+                number = ascii_number(item)
+            else:
+                number = float(item) if isinstance(item, numbers.Real) else math.nan
         except ValueError:
             raise _Bad from None
         if not 0.0 <= number <= 1.0:  # NaN fails too

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from engine.core.config import ConfigError
+from engine.core.config import ConfigError, ascii_int
 from engine.core.inputs import (  # the reading half, re-exported
     LOG_LINE_MAX_BYTES,
     PRESET_MAX_BYTES,
@@ -353,7 +353,7 @@ class SweepWriter:
                     break  # cut short by a crash: run its configuration again
                 try:
                     cells = next(csv.reader([raw.decode("utf-8")]))
-                    index = int(cells[0])
+                    index = ascii_int(cells[0])
                     config = configs[index] if index >= 0 else None
                 except (
                     ValueError,
