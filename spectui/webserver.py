@@ -37,7 +37,7 @@ from textual_serve.app_service import AppService
 from textual_serve.server import Server as TextualServer
 from textual_serve.server import to_int
 
-from spectui.served import base_url, reap_children
+from spectui.serve_common import base_url, reap_children
 
 log = logging.getLogger("textual-serve")
 

@@ -27,6 +27,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from engine.acceptance.base import AcceptanceModel
+from engine.acceptance.rule_names import MISMATCHES, RULES
 from engine.acceptance.samplers import SAMPLERS
 from engine.acceptance.samplers import help_text as sampler_help
 from engine.core.config import field
@@ -36,8 +37,6 @@ from engine.core.parts import ACCEPTANCE
 if TYPE_CHECKING:
     import numpy as np
 
-RULES = ("rejection", "one_hot", "exact_match", "greedy", "typical")
-MISMATCHES = ("temperature", "noise", "truncation")
 VOCAB_MAX = 1 << 18
 CONTEXTS_MAX = 4096
 JITTER = 0.15  # the log-sd of a context's entropy around its difficulty's

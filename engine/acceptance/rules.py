@@ -27,7 +27,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from engine.acceptance.distribution import MISMATCHES, RULES
+from engine.acceptance.rule_names import MISMATCHES, RULES
 from engine.acceptance.samplers import FULL
 
 TYPICAL_EPS = 0.09  # Medusa's posterior_threshold

@@ -62,8 +62,9 @@ def run_compiled(
     on_finish: Callable[[np.ndarray], None] | None,
     check: Callable[[int], None] | None,
 ) -> float:
-    """Run ``r`` (an ``engine.serve.sim._Run``) through :func:`step_loop`, answering its
-    stops; its figures go to ``summary``. Returns the last step's end."""
+    """Run ``r`` (an ``engine.serve.state._Run``, from engine.serve.run_setup) through
+    :func:`step_loop`, answering its stops; its figures go to ``summary``. Returns the last
+    step's end."""
     requests = r.requests
     n = len(requests)
     seqs = r.server.max_num_seqs
@@ -157,12 +158,16 @@ def warm() -> None:
     """Compile the loop (or load it from numba's cache) with a run of a few requests."""
     from engine.core.config import SpecConfig
     from engine.cost.models import build_cost
+    from engine.serve.metrics import Summary
+    from engine.serve.run_setup import set_up
     from engine.serve.server import Server
-    from engine.serve.sim import simulate_load
     from engine.serve.workload import Workload
 
+    # The run engine.serve.sim.simulate_load(config, ..., "fixed", Server()) hands to the
+    # loop, set up as it does (not through it: sim imports this module).
     config = SpecConfig().replace(**{"cost.model": "roofline"})
-    simulate_load(config, build_cost(config), Workload(requests=4).draw(0, 0), "fixed", Server())
+    r = set_up(config, build_cost(config), Workload(requests=4).draw(0, 0), "fixed", Server())
+    run_compiled(r, None, Summary(), (math.inf, math.inf), None, None)
 
 
 class _Windows:

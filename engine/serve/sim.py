@@ -32,12 +32,11 @@ from typing import Any
 
 import numpy as np
 
-from engine.serve.draws import mix as _mix
 from engine.serve.draws import uniforms
 from engine.serve.metrics import Summary
 from engine.serve.policies import POLICIES
-from engine.serve.pricing import Pricer
-from engine.serve.server import Server, kv_capacity
+from engine.serve.run_setup import set_up
+from engine.serve.server import Server
 from engine.serve.state import _Run, _Running, _Waiting
 from engine.serve.workload import Requests
 
@@ -81,25 +80,8 @@ def simulate_load(
     rank and their count (``by_count``; with one regime, if it reads them) runs the compiled loop
     (engine.serve.stepper) unless ``compiled=False``; ``segments=False`` steps one at a
     time."""
-    from engine.core.parts import ACCEPTANCE
-
-    k_cap = max(int(config.k), int(getattr(config, "k_max", config.k)), 1)
-    survival, stay, mix = ACCEPTANCE.of(config).regimes(config, k_cap)
-    key = int(_mix(np.array([seed * 1_000_003 + replication], dtype=np.uint64))[0])
-    r = _Run(
-        config=config,
-        cost=cost,
-        requests=requests,
-        server=server,
-        policy=policy,
-        key=key,
-        survival=np.asarray(survival, dtype=np.float64),
-        stay=float(stay),
-        mix_cdf=np.cumsum(mix),
-        capacity=kv_capacity(cost, server),
-        tax_us=float(getattr(cost, "spec_overhead_us", 0.0)),
-        warmup=warmup,
-        pricer=Pricer(cost),
+    r = set_up(
+        config, cost, requests, policy, server, seed=seed, replication=replication, warmup=warmup
     )
     # Segments need a choice that holds while the batch does, and one regime (a hidden
     # regime moves step by step).

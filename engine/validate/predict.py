@@ -25,7 +25,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from engine.calibrate.linear_cost import fit_linear_cost, linear_speedup
+from engine.validate.prediction import Prediction, scenario_fields
 from engine.validate.table import Entry
+from engine.validate.under_load import calibrated_under_load, under_load
 
 if TYPE_CHECKING:
     from engine.cost.roofline import RooflineCost
@@ -36,14 +38,6 @@ METHODS = ("specs", "calibrated")
 METHOD_TITLES = {"specs": "from specs", "calibrated": "calibrated"}
 
 
-@dataclass(frozen=True)
-class Prediction:
-    """One method's prediction of an entry: the value, or why there is none."""
-
-    value: float | None
-    why_none: str = ""
-
-
 def context_of(entry: Entry) -> int:
     """Mean tokens in the KV cache while decoding: the prompt and half the output (where
     the source states the prompt; an unstated output counts 0); else
@@ -51,24 +45,6 @@ def context_of(entry: Entry) -> int:
     if entry.prompt is not None:
         return int(entry.prompt) + int(entry.output or 0) // 2
     return DEFAULT_CONTEXT
-
-
-def scenario_fields(entry: Entry) -> dict[str, object]:
-    """The roofline scenario's fields of ``entry``: its hardware, target, draft and batch,
-    and how the models run (``tp``, ``draft_tp``, ``ep``, the target's formats)."""
-    runs = {
-        f"cost.{name}": entry.values[name]
-        for name in ("tp", "draft_tp", "ep", "weight_dtype", "compute_dtype")
-        if name in entry.values
-    }
-    return {
-        "cost.model": "roofline",
-        "cost.gpu": entry.hardware,
-        "cost.target": entry.target,
-        "cost.draft": entry.draft or entry.target,
-        "batch_size": entry.batch or 1,
-        **runs,
-    }
 
 
 def roofline_of(entry: Entry) -> RooflineCost:
@@ -151,8 +127,6 @@ def from_specs(entry: Entry, t0_us: float = 0.0) -> Prediction:
     if entry.pending:
         return Prediction(None, entry.status)
     if entry.concurrency is not None:  # measured under load: the serving simulator
-        from engine.validate.under_load import under_load
-
         return under_load(entry, t0_us)
     cycle = entry_cycle(entry)
     if entry.quantity == "cost ratio":
@@ -261,8 +235,6 @@ def calibrated(entry: Entry, table: Sequence[Entry]) -> Prediction:
     if entry.pending:
         return Prediction(None, entry.status)
     if entry.concurrency is not None:
-        from engine.validate.under_load import calibrated_under_load
-
         others = [e for e in same_bench(entry, table) if e.concurrency is not None]
         return calibrated_under_load(entry, others)
     tokens = entry.tokens_per_cycle

@@ -15,8 +15,9 @@ import math
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from engine.validate.prediction import Prediction, scenario_fields
+
 if TYPE_CHECKING:
-    from engine.validate.predict import Prediction
     from engine.validate.table import Entry
 
 PROMPT, OUTPUT, PER_SLOT = 512, 256, 8
@@ -31,7 +32,6 @@ def scenario_of(entry: Entry, t0_us: float = 0.0) -> Any:
     K, and the constant acceptance rate of its mean acceptance length."""
     from engine.acceptance.fitting import rate_from_mean_length
     from engine.core.config import SpecConfig
-    from engine.validate.predict import scenario_fields
 
     k = int(entry.k)
     return SpecConfig().replace(
@@ -85,8 +85,6 @@ def speedup_of(entry: Entry, off: Any, spec: Any) -> float:
 
 def under_load(entry: Entry, t0_us: float = 0.0) -> Prediction:
     """The serving simulator's prediction of ``entry`` (module docstring)."""
-    from engine.validate.predict import Prediction
-
     if entry.tokens_per_cycle is None:
         return Prediction(None, "the source reports no acceptance")
     value = speedup_of(entry, *runs_of(entry, t0_us))
@@ -98,8 +96,6 @@ def calibrated_under_load(entry: Entry, others: list[Entry]) -> Prediction:
     entries on its hardware and target): the overhead in [0, :data:`LOAD_OVERHEAD_MAX_US`]
     at which their mean log error is zero, by bisection (a longer overhead slows the
     speculating run more, which makes more passes); 0 if even none predicts too little."""
-    from engine.validate.predict import Prediction
-
     usable = [e for e in others if e.tokens_per_cycle is not None]
     if not usable:
         return Prediction(None, "no other entry of its series under load")
