@@ -10,6 +10,7 @@ import pytest
 
 from engine.analysis.formatting import LOSE_MARK, speedup_text
 from engine.core.config import SpecConfig
+from engine.core.parts import COST
 from engine.simulate.exact import speedup_exact
 
 SMALL = ["--batch-sizes", "1,64,512", "--contexts", "0,1k,32k", "--ks", "1,2,3,4,6,8"]
@@ -142,5 +143,6 @@ def test_help_names_the_axes_and_the_roofline_default(run):
     help_text = " ".join(out.split())
     assert "--batch-sizes LIST" in help_text and "--contexts LIST" in help_text
     assert "--k-max N" in help_text and "--json" in help_text and "--csv FILE" in help_text
-    cost_help = help_text.split("--cost {linear,roofline,roofline_max,table}")[-1]
+    choices = ",".join(COST.names())  # every cost model, in the registry's order
+    cost_help = help_text.split(f"--cost {{{choices}}}")[-1]
     assert "(default: roofline)" in cost_help.split("--")[0]

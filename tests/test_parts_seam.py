@@ -34,6 +34,7 @@ import pytest
 from textual.widgets import Select
 
 import engine
+import engine.policies
 import spectui.cli as cli_package
 from engine.core.config import FIELD_SPECS, SpecConfig
 from engine.core.parts import ACCEPTANCE, COST, POLICY
@@ -234,9 +235,8 @@ def test_run_help_offers_each_new_part_and_its_fields(new_parts):
     # The field choosing the cost model names each model with its brief.
     assert "flat (flat times)" in " ".join(help_text.split())
     arena_help = " ".join(spectui("arena", "--help").stdout.split())
-    assert "Run K policies (fixed, hf_heuristic, threshold, goodput, schedule, oracle, half)" in (
-        arena_help
-    )
+    built_in = ", ".join(engine.policies.BUILT_IN)  # then the new one, registered last
+    assert f"Run K policies ({built_in}, half)" in arena_help
 
 
 def test_without_the_parts_their_names_and_flags_are_refused():
