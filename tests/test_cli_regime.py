@@ -64,16 +64,16 @@ def test_no_pay_cells_are_marked_with_a_legend(run):
 
 def test_scenario_flags_reach_the_map(run):
     status, out, _ = run(
-        "--cost", "roofline_max", "--gpu", "a100-80gb", "--target", "llama-3.1-70b",
+        "--cost", "roofline_max", "--gpu", "a100-80gb", "--target", "vicuna-13b",
         "--draft", "llama-3.2-1b", "--draft-model", "position_decay", "--decay-base", "0.9",
         "--tokens-per-seq", "64", "--tail", "clamp", *SMALL,
     )  # fmt: skip
     assert status == 0
-    assert "roofline_max on a100-80gb: llama-3.1-70b verifies, llama-3.2-1b drafts" in out
+    assert "roofline_max on a100-80gb: vicuna-13b verifies, llama-3.2-1b drafts" in out
     assert "position_decay decay_base=0.9, decay_factor=0.95" in out
     assert "T=64, tail clamp" in out
     config = SpecConfig(
-        cost_model="roofline_max", gpu="a100-80gb", target="llama-3.1-70b",
+        cost_model="roofline_max", gpu="a100-80gb", target="vicuna-13b",
         draft_model="position_decay", decay_base=0.9, tokens_per_seq=64, tail="clamp",
         batch_size=64, prompt_len=32768,
     )  # fmt: skip

@@ -16,30 +16,11 @@ FloatArray = npt.NDArray[np.float64]
 B_ACT = 2.0  # bytes per activation element a collective moves (bf16)
 
 
-def spread_problem(
-    hw: HardwareSpec, target: ModelSpec | None, tp: int, draft_tp: int, ep: int
-) -> tuple[str, str] | None:
-    """(field, message) when a model is spread over GPUs it cannot be: several GPUs of
-    hardware whose spec file gives no link, or experts over more GPUs than the target has
-    experts (``target`` None: not checked); None when the spread is fine."""
-    for key, gpus in (("cost.tp", tp), ("cost.draft_tp", draft_tp), ("cost.ep", ep)):
-        if gpus > 1 and hw.link_bw_bytes_s is None:
-            return key, (
-                f"{hw.id} has no link between GPUs in its spec file (link_bw_bytes_s): "
-                "spreading a model over GPUs needs one"
-            )
-    if ep > 1 and target is not None and (target.experts or 0) < ep:
-        return "cost.ep", (
-            f"{target.id} has {target.experts or 'no'} routed experts: expert parallelism "
-            f"over {ep} GPUs needs an MoE target with as many"
-        )
-    return None
-
-
 def link_bw(hw: HardwareSpec, gpus: int) -> float:
     """Bytes/s each way a GPU's collective over ``gpus`` GPUs gets: ``link_bw_bytes_s``, or
     on a full mesh at most ``(gpus - 1) * link_peer_bw_bytes_s`` (one link per peer)."""
-    # A cost spread over GPUs has checked its hardware's link when built (check_links).
+    # A cost spread over GPUs has checked its hardware's link when built
+    # (engine.cost.placement.spread_problem).
     assert hw.link_bw_bytes_s is not None, f"{hw.id} has no link_bw_bytes_s"
     if hw.link_peer_bw_bytes_s is None:
         return hw.link_bw_bytes_s

@@ -14,12 +14,13 @@ matrix products, and attention's scores and weighted values over the context).
 ``F`` is the hardware's peak dense bf16 FLOP/s, ``BW`` its memory bandwidth in bytes/s.
 All functions take numbers or numpy arrays (broadcast together) and return microseconds.
 
-A model may run over ``tp`` GPUs (tensor parallelism, :class:`Run`): each GPU reads ``1/tp``
-of the weights and ``1/min(tp, kv_heads)`` of each token's KV cache (KV heads replicated past
-``kv_heads``; a latent cache is replicated whole), does ``1/tp`` of the FLOPs, and every
-layer adds two ring all-reduces (engine.cost.collectives). An MoE model reads the experts
-its tokens touch (engine.cost.moe), spread over ``ep`` GPUs with two all-to-alls a MoE
-layer when ``ep > 1``. A sliding window caps its layers' context (:meth:`ModelSpec.attended`).
+A model may run over ``tp`` GPUs (tensor parallelism, :class:`engine.cost.placement.Run`):
+each GPU reads ``1/tp`` of the weights and ``1/min(tp, kv_heads)`` of each token's KV cache
+(KV heads replicated past ``kv_heads``; a latent cache is replicated whole), does ``1/tp``
+of the FLOPs, and every layer adds two ring all-reduces (engine.cost.collectives). An MoE
+model reads the experts its tokens touch (engine.cost.moe), spread over ``ep`` GPUs with
+two all-to-alls a MoE layer when ``ep > 1``. A sliding window caps its layers' context
+(:meth:`ModelSpec.attended`). Which placements can exist is engine.cost.placement's.
 A run's ``overhead_us`` is added to each of its passes (a draft's launches, eager or in a
 CUDA graph); a parallel draft makes one pass over its ``k`` tokens; a cost's
 ``spec_overhead_us`` is added to every cycle by the kernel. The defaults give the one-GPU
@@ -35,9 +36,9 @@ import numpy.typing as npt
 
 from engine.core.config import EFFICIENCY_MIN
 from engine.cost.base import Times, as_float, check_parameter, scalar_or_array
-from engine.cost.collectives import allreduce_s, alltoall_s, spread_problem
-from engine.cost.models.roofline import SKEW_MAX, TP_MAX
+from engine.cost.collectives import allreduce_s, alltoall_s
 from engine.cost.moe import active_params, dense_params, experts_touched
+from engine.cost.placement import ONE_GPU, SKEW_MAX, TP_MAX, Run, spread_problem
 from engine.cost.specs import HardwareSpec, ModelSpec
 
 ETA_W = 0.81
@@ -46,26 +47,6 @@ ETA_F = 0.77
 T0_MAX_US = 1e6
 
 FloatArray = npt.NDArray[np.float64]
-
-
-@dataclass(frozen=True)
-class Run:
-    """How one model of a cycle runs: over ``tp`` GPUs (its routed experts over ``ep``), with
-    ``overhead_us`` more on each of its passes than ``t0_us`` (module docstring)."""
-
-    tp: int = 1
-    overhead_us: float = 0.0
-    # Bytes per weight of a quantized model (None: the model's own) and the peak FLOP/s its
-    # matmuls run at (None: the hardware's bf16 peak).
-    bytes_per_weight: float | None = None
-    flops: float | None = None
-    # Expert parallelism (an MoE model's routed experts spread whole over ``ep`` GPUs, with
-    # two all-to-alls a MoE layer) and routing skew (engine.cost.moe).
-    ep: int = 1
-    expert_skew: float = 0.0
-    # A draft that proposes its k tokens in one pass over k positions (parallel drafting:
-    # PARD, DFlash), so drafting costs one pass whatever k.
-    parallel: bool = False
 
 
 def _workload(
@@ -100,7 +81,7 @@ def pass_bytes(
     B: npt.ArrayLike,
     L: npt.ArrayLike,
     bytes_per_kv: float = 2.0,
-    run: Run = Run(),
+    run: Run = ONE_GPU,
     w: npt.ArrayLike = 1.0,
 ) -> tuple[FloatArray, FloatArray]:
     """Bytes one pass over ``w`` tokens per sequence reads on each of ``run.tp`` GPUs:
@@ -150,7 +131,7 @@ def _additive_terms(
     eta_kv: float,
     eta_f: float,
     bytes_per_kv: float,
-    run: Run = Run(),
+    run: Run = ONE_GPU,
 ) -> tuple[FloatArray, FloatArray]:
     """(memory seconds, compute seconds) of the additive form, on each of ``run.tp`` GPUs."""
     weights, kv_cache = pass_bytes(model, B, L, bytes_per_kv, run, w)
@@ -169,7 +150,7 @@ def _max_terms(
     eta_f: float,
     eta_bw: float,
     bytes_per_kv: float,
-    run: Run = Run(),
+    run: Run = ONE_GPU,
 ) -> tuple[FloatArray, FloatArray]:
     """(memory seconds, compute seconds) of the max form, on each of ``run.tp`` GPUs."""
     weights, kv_cache = pass_bytes(model, B, L, bytes_per_kv, run, w)
@@ -191,7 +172,7 @@ def pass_us_additive(
     eta_f: float = ETA_F,
     t0_us: float = 0.0,
     bytes_per_kv: float = 2.0,
-    run: Run = Run(),
+    run: Run = ONE_GPU,
 ) -> Times:
     """Microseconds of one pass, additive roofline form.
 
@@ -219,7 +200,7 @@ def pass_us_max(
     eta_bw: float = 1.0,
     t0_us: float = 0.0,
     bytes_per_kv: float = 2.0,
-    run: Run = Run(),
+    run: Run = ONE_GPU,
 ) -> Times:
     """Microseconds of one pass, ideal roofline (max) form: the slower of compute and memory
     (the all-reduces of a tensor-parallel run come after, not overlapped).
@@ -261,8 +242,8 @@ class _RooflineParts:
     _: KW_ONLY
     t0_us: float = 0.0
     bytes_per_kv: float = 2.0
-    target_run: Run = Run()
-    draft_run: Run = Run()
+    target_run: Run = ONE_GPU
+    draft_run: Run = ONE_GPU
     # Paid once by every speculative cycle, whatever it drafts (k = 0 too), never by the
     # autoregressive baseline: the kernel adds it to the verify pass (engine.core.kernel).
     spec_overhead_us: float = 0.0
@@ -279,7 +260,7 @@ class _RooflineParts:
         w: npt.ArrayLike,
         B: npt.ArrayLike,
         L: npt.ArrayLike,
-        run: Run = Run(),
+        run: Run = ONE_GPU,
     ) -> tuple[FloatArray, FloatArray]:
         raise NotImplementedError
 
@@ -336,7 +317,7 @@ class RooflineCost(_RooflineParts):
         w: npt.ArrayLike,
         B: npt.ArrayLike,
         L: npt.ArrayLike,
-        run: Run = Run(),
+        run: Run = ONE_GPU,
     ) -> tuple[FloatArray, FloatArray]:
         return _additive_terms(
             model,
@@ -388,7 +369,7 @@ class RooflineMaxCost(_RooflineParts):
         w: npt.ArrayLike,
         B: npt.ArrayLike,
         L: npt.ArrayLike,
-        run: Run = Run(),
+        run: Run = ONE_GPU,
     ) -> tuple[FloatArray, FloatArray]:
         return _max_terms(
             model, self.hardware, w, B, L, self.eta_f, self.eta_bw, self.bytes_per_kv, run

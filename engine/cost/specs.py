@@ -417,6 +417,29 @@ def _spec_ids(file_name: str, config_dir: str, stamp: tuple[float, ...]) -> tupl
     return spec_ids(file_name, Path(config_dir))
 
 
+@functools.lru_cache(maxsize=8)
+def _user_files(environment: tuple[str | None, ...]) -> tuple[str, ...]:
+    """The user's spec folder and files as strings, once per ``environment`` (the variables
+    :func:`user_config_dir` reads): building the path costs more than reading its status."""
+    folder = user_config_dir()
+    return (str(folder), str(folder / HARDWARE_FILE), str(folder / MODELS_FILE))
+
+
+def files_stamp() -> tuple[Any, ...]:
+    """The user's spec files as they are now (the folder, and each file's modification time
+    and size, or None when absent): what a cache of anything read from them keys on."""
+    folder, *files = _user_files((os.environ.get("XDG_CONFIG_HOME"), os.environ.get("HOME")))
+    stamp: list[Any] = [folder]
+    for name in files:
+        try:
+            status = os.stat(name)
+        except OSError:
+            stamp.append(None)
+        else:
+            stamp.append((status.st_mtime_ns, status.st_size))
+    return tuple(stamp)
+
+
 def known_ids(kind: str) -> tuple[str, ...]:
     """The ids of ``kind`` ("hardware" or "model"): shipped and the user's own (read again
     when the user's file changes)."""

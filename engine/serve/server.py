@@ -8,6 +8,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.core.fields import ConfigError
+from engine.cost.placement import (
+    GPU_MEMORY_UTILIZATION,
+    GPU_MEMORY_UTILIZATION_MAX,
+    RESERVE_GB,
+    check_feasible,
+)
 
 SEQS_MAX = 4096
 TOKENS_MAX = 1_000_000
@@ -23,8 +29,8 @@ class Server:
 
     max_num_seqs: int = 256
     max_num_batched_tokens: int = 8192
-    gpu_memory_utilization: float = 0.9
-    reserve_gb: float = 2.0
+    gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION
+    reserve_gb: float = RESERVE_GB
     verify_budget: int = 64
     kv_limit: bool = True  # False: an unbounded KV cache (the reduction tests' setting)
     prefill: bool = True  # False: a request arrives with its prompt in the KV cache
@@ -44,9 +50,12 @@ class Server:
             )
         if not (
             math.isfinite(self.gpu_memory_utilization)
-            and 0.05 <= self.gpu_memory_utilization <= 1.0
+            and 0.05 <= self.gpu_memory_utilization <= GPU_MEMORY_UTILIZATION_MAX
         ):
-            raise ConfigError("gpu_memory_utilization", "must be a number in [0.05, 1]")
+            raise ConfigError(
+                "gpu_memory_utilization",
+                f"must be a number in [0.05, {GPU_MEMORY_UTILIZATION_MAX:g}]",
+            )
         if not (math.isfinite(self.reserve_gb) and 0.0 <= self.reserve_gb <= 1e4):
             raise ConfigError("reserve_gb", "must be a number in [0, 10000]")
         if not 0 <= self.verify_budget <= BUDGET_MAX:
@@ -58,32 +67,17 @@ def kv_capacity(cost: Any, server: Server) -> float:
     target's weights over its GPUs (experts over ``ep``), the draft's over its own and the
     reserve, over the KV bytes one token takes on a GPU (target and draft). Unbounded
     (``inf``) for a cost model without hardware specs, or when ``kv_limit`` is off. A
-    scenario whose weights do not fit is refused, naming the target."""
+    placement that cannot exist is refused, naming its field: weights that do not fit name
+    the target (:func:`engine.cost.placement.check_feasible`, the check every scenario
+    passes with all of a GPU's memory less the reserve)."""
     hardware = getattr(cost, "hardware", None)
     if hardware is None or not server.kv_limit:
         return math.inf
-    from engine.cost.moe import dense_params
-
-    def weight_bytes(model: Any, run: Any) -> float:
-        b_w = model.bytes_per_weight if run.bytes_per_weight is None else run.bytes_per_weight
-        if model.experts is None:
-            return model.params * b_w / run.tp
-        routed = model.params - dense_params(model)
-        return dense_params(model) * b_w / run.tp + routed * b_w / max(run.ep, run.tp)
-
     target, draft = cost.target, cost.draft
     t_run, d_run = cost.target_run, cost.draft_run
-    weights = weight_bytes(target, t_run) + weight_bytes(draft, d_run)
-    usable = server.gpu_memory_utilization * hardware.mem_bytes - server.reserve_gb * 1e9
-    free = usable - weights
-    if free <= 0:
-        raise ConfigError(
-            "cost.target",
-            f"{target.id} and {draft.id} take {weights / 1e9:.1f} GB a GPU of {hardware.id}'s "
-            f"{usable / 1e9:.1f} GB usable (gpu_memory_utilization "
-            f"{server.gpu_memory_utilization:g}, reserve {server.reserve_gb:g} GB): the "
-            "weights do not fit; spread them over more GPUs (cost.tp) or use a bigger GPU",
-        )
+    free = check_feasible(
+        hardware, target, draft, t_run, d_run, server.gpu_memory_utilization, server.reserve_gb
+    )
     per_token = target.kv_bytes_per_token(cost.bytes_per_kv) / target.kv_shards(t_run.tp)
     per_token += draft.kv_bytes_per_token(cost.bytes_per_kv) / draft.kv_shards(d_run.tp)
     return math.floor(free / per_token)

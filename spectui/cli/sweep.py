@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from engine.core.config import WORKERS_MAX
+from engine.core.config import WORKERS_MAX, ConfigError
 from engine.presets import load_preset
 from spectui.cli.flags import DEFAULT_SWEEP_OUT, ENGINE_HELP, ENGINES, file_path
 from spectui.cli.progress import delayed_progress
@@ -71,6 +71,8 @@ def _sweep(args: argparse.Namespace, preset: Any) -> int:
     advance, close = delayed_progress(preset.sweep.size_bound(), f"{preset.name}: planning")
     try:
         plan = plan_sweep(configs, args.engine, args.exact_only, on_planned=advance)
+    except ConfigError as err:  # values of the grid that cannot run together (tp 3 of 32 heads)
+        raise UsageError(f"{preset.path}: a configuration of its grid: {err}") from None
     finally:
         close()
     partial = args.out.with_name(args.out.name + ".partial")

@@ -119,9 +119,9 @@ async def test_roofline_fields_and_the_exact_panels_times_of_every_cost_model_an
         gpu = app.query_one("#gpu", Select)
         assert [str(option[1]) for option in gpu._options] == list(known_spec_ids("hardware"))
         await choose(pilot, app, "cost.gpu", "a100-80gb")
-        await choose(pilot, app, "cost.target", "llama-3.1-70b")
+        await choose(pilot, app, "cost.target", "vicuna-13b")
         assert app.config is not None
-        assert (app.config.gpu, app.config.target) == ("a100-80gb", "llama-3.1-70b")
+        assert (app.config.gpu, app.config.target) == ("a100-80gb", "vicuna-13b")
         tooltip = str(app.query_one("#eta_w", Input).tooltip)
         assert FIELD_SPECS["cost.eta_w"].help in tooltip and "[1e-6, 1]" in tooltip
         tooltip = str(app.query_one("#t0_us", Input).tooltip)

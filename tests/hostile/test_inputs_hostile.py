@@ -135,15 +135,38 @@ def _cost_values(model: str):
             ends = [math.nextafter(low, math.inf) if spec.low_open else low, high]
             inner = st.floats(low, high, exclude_min=spec.low_open)
             fields[key] = st.sampled_from(ends) | inner
-    return st.fixed_dictionaries(fields).map(_moe_when_experts_spread)
+    return st.fixed_dictionaries(fields).map(_placeable)
 
 
-def _moe_when_experts_spread(values: dict) -> dict:
-    """Experts over several GPUs need an MoE target with as many experts (refused on
-    construction otherwise): the shipped MoE model with the most experts takes them."""
+def _placeable(values: dict) -> dict:
+    """Values whose models can be placed (engine.cost.placement refuses the others on
+    construction): as drawn when they can, else on B200s (a link, fp8 and fp4 peaks) with
+    Llama-3.1-8B (Qwen3-30B-A3B, 128 experts, when experts spread) and the 1B draft, each
+    GPU count the largest power of two at most the drawn one and 32 (64 experts): every
+    such count splits their heads and experts."""
+    from engine.core.config import ConfigError, SpecConfig
+
     if values.get("cost.ep", 1) > 1:
-        return {**values, "cost.target": "qwen3-30b-a3b"}
-    return values
+        values = {**values, "cost.target": "qwen3-30b-a3b"}
+    try:
+        SpecConfig().replace(**{"cost.model": "roofline", **values})
+        return values
+    except ConfigError:
+        pass
+
+    def power(key: str, top: int) -> int:
+        return min(top, 1 << (values[key].bit_length() - 1))
+
+    ep = power("cost.ep", 64)
+    return {
+        **values,
+        "cost.gpu": "b200",
+        "cost.target": "qwen3-30b-a3b" if ep > 1 else "llama-3.1-8b",
+        "cost.draft": "llama-3.2-1b",
+        "cost.tp": power("cost.tp", 32),
+        "cost.draft_tp": power("cost.draft_tp", 32),
+        "cost.ep": ep,
+    }
 
 
 def _table_text():

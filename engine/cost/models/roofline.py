@@ -3,7 +3,6 @@ the additive form (docs/model.md, "Cost models")."""
 
 from __future__ import annotations
 
-import contextlib
 import math
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -21,6 +20,13 @@ from engine.core.config import (
 from engine.core.fields import SPEC_IDS
 from engine.core.parts import COST
 from engine.cost.part import CostPart
+from engine.cost.placement import (
+    GPU_MEMORY_UTILIZATION_MAX,
+    SKEW_MAX,
+    TP_MAX,
+    Run,
+    check_feasible,
+)
 
 if TYPE_CHECKING:
     from engine.cost.roofline import RooflineCost, RooflineMaxCost
@@ -39,8 +45,6 @@ def _model_ids() -> tuple[str, ...]:
     return known_ids("model")
 
 
-TP_MAX = 64  # GPUs a model or its experts may spread over
-SKEW_MAX = 4.0  # the largest MoE routing skew (engine.cost.moe)
 # Bytes per weight by format (None: the model's own): 4-bit formats carry their block scales,
 # int4 one bf16 scale per group of 128 (GPTQ, AWQ: 0.5 + 2/128), NVFP4 one fp8 scale per 16
 # values (9 bytes per 16), MXFP4 one 8-bit scale per 32 (17 per 32).
@@ -205,42 +209,68 @@ SPEC_FIELDS = (
 )
 
 
-def check_links(config: Any) -> None:
-    """ConfigError naming ``cost.tp`` or ``cost.draft_tp`` when a model runs over several
-    GPUs of hardware whose spec file gives no link between them, or ``cost.compute_dtype``
-    when fp8 or fp4 matmuls run on hardware without that peak (a scenario is refused on
-    construction, as an unknown id is)."""
-    spread = (("cost.tp", config.tp), ("cost.draft_tp", config.draft_tp), ("cost.ep", config.ep))
-    if all(gpus == 1 for _, gpus in spread) and config.compute_dtype == "bf16":
-        return
+def check_placement(config: Any) -> None:
+    """ConfigError naming the field when ``config``'s roofline cannot run: fp8 or fp4 matmuls
+    (``cost.compute_dtype``) on hardware without that peak, or a placement of its models
+    that cannot exist (:func:`engine.cost.placement.check_feasible` with the most memory a
+    server can give: a spread without a link, a tp that does not split the heads, an ep
+    that does not split the experts, weights that do not fit). A scenario is refused on
+    construction, as an unknown id is; every command and the form make one."""
+    from engine.cost.specs import files_stamp
+
+    _check_placement(
+        config.gpu,
+        config.target,
+        config.draft,
+        config.tp,
+        config.draft_tp,
+        config.ep,
+        config.weight_dtype,
+        config.draft_weight_dtype,
+        config.compute_dtype,
+        files_stamp(),
+    )
+
+
+@lru_cache(maxsize=256)
+def _check_placement(
+    gpu: str,
+    target_id: str,
+    draft_id: str,
+    tp: int,
+    draft_tp: int,
+    ep: int,
+    weight_dtype: str,
+    draft_weight_dtype: str,
+    compute_dtype: str,
+    stamp: tuple[Any, ...],
+) -> None:
+    """:func:`check_placement`, once per setting and state of the user's spec files (a sweep
+    makes thousands of scenarios; reading three specs costs about 50 us). ``stamp`` is there
+    to key the cache: an edited spec file is read again. A refusal is not kept."""
     from engine.cost.specs import SpecError, get_hardware, get_model
 
     try:
-        hardware = get_hardware(config.gpu)
+        hardware = get_hardware(gpu)
+        target, draft = get_model(target_id), get_model(draft_id)
     except SpecError:
-        return  # an unreadable spec is reported by cost.gpu when the cost is built
-    peak = COMPUTE_PEAKS[config.compute_dtype]
+        return  # an unreadable spec is reported by its field when the cost is built
+    peak = COMPUTE_PEAKS[compute_dtype]
     if peak is not None and getattr(hardware, peak) is None:
         raise ConfigError(
             "cost.compute_dtype",
-            f"{hardware.id} has no {config.compute_dtype} peak in its spec file ({peak}): use bf16",
+            f"{hardware.id} has no {compute_dtype} peak in its spec file ({peak}): use bf16",
         )
-    from engine.cost.collectives import spread_problem
-
-    target = None
-    if config.ep > 1:  # an unreadable target is reported by cost.target when the cost is built
-        with contextlib.suppress(SpecError):
-            target = get_model(config.target)
-    problem = spread_problem(hardware, target, config.tp, config.draft_tp, config.ep)
-    if problem is not None:
-        raise ConfigError(*problem)
+    target_run = Run(tp=tp, bytes_per_weight=WEIGHT_BYTES[weight_dtype], ep=ep)
+    draft_run = Run(tp=draft_tp, bytes_per_weight=WEIGHT_BYTES[draft_weight_dtype])
+    # All of the GPU, less the server's reserve: what `spectui load` can be given at most
+    # (engine.cost.placement), so that no command accepts what it could never serve.
+    check_feasible(hardware, target, draft, target_run, draft_run, GPU_MEMORY_UTILIZATION_MAX)
 
 
 def _runs(config: SpecConfig, hardware: HardwareSpec) -> dict[str, Any]:
     """The target's and the draft's runs (GPUs, the draft's overhead per pass), as keyword
     arguments of a roofline cost."""
-    from engine.cost.roofline import Run
-
     peak = COMPUTE_PEAKS[config.compute_dtype]
     flops = None if peak is None else getattr(hardware, peak)
     return {
@@ -378,7 +408,7 @@ class Roofline(CostPart):
     )
 
     def check(self, config: Any) -> None:
-        check_links(config)
+        check_placement(config)
 
     def build(self, config: Any) -> Any:
         from engine.cost.roofline import RooflineCost

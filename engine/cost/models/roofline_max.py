@@ -11,7 +11,7 @@ from engine.cost.models.roofline import (
     _bounded,
     _runs,
     _specs,
-    check_links,
+    check_placement,
     specs_label,
 )
 from engine.cost.part import CostPart
@@ -45,7 +45,7 @@ class RooflineMax(CostPart):
     )
 
     def check(self, config: Any) -> None:
-        check_links(config)
+        check_placement(config)
 
     def build(self, config: Any) -> Any:
         from engine.cost.roofline import RooflineMaxCost

@@ -31,7 +31,7 @@ def cost(**fields):
     return build_cost(SpecConfig().replace(**values))
 
 
-@pytest.mark.parametrize("tp", [1, 2, 4, 8, 16])
+@pytest.mark.parametrize("tp", [2, 4, 8, 16])
 def test_a_verify_pass_over_tp_gpus_is_the_formula(tp):
     # 4 sequences of 6 tokens at 2k of context; at tp 16 the 8 KV heads are replicated.
     got = float(cost(**{"cost.tp": tp}).verify_us(6, 4, 2048))
@@ -47,10 +47,10 @@ def test_one_gpu_is_todays_roofline_to_the_last_bit():
 
 
 def test_tensor_parallelism_pays_until_the_all_reduces_dominate():
-    # A 70B decoding step at batch 1 gets faster from 1 to 8 GPUs, but not 8 times.
-    steps = [float(cost(**{"cost.tp": tp}).verify_us(1, 1, 1024)) for tp in (1, 2, 4, 8)]
+    # A 70B decoding step at batch 1 gets faster from 2 to 8 GPUs, but not 4 times.
+    steps = [float(cost(**{"cost.tp": tp}).verify_us(1, 1, 1024)) for tp in (2, 4, 8)]
     assert steps == sorted(steps, reverse=True)
-    assert steps[0] / steps[3] < 8
+    assert steps[0] / steps[2] < 4
 
 
 def test_a_draft_overhead_is_paid_on_every_draft_pass_and_nowhere_else():

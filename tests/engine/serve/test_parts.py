@@ -144,9 +144,11 @@ def test_the_kv_cache_holds_what_the_weights_leave():
     free = 0.9 * 80e9 - 2e9 - (8_030_261_248 + 1_235_814_400) * 2
     per_token = 2 * 32 * 8 * 128 * 2 + 2 * 16 * 8 * 64 * 2
     assert kv_capacity(build_cost(config), Server()) == math.floor(free / per_token)
-    big = SpecConfig().replace(**{"cost.model": "roofline", "cost.target": "llama-3.1-405b"})
     with pytest.raises(ConfigError, match="cost.target: llama-3.1-405b and llama-3.2-1b take"):
-        kv_capacity(build_cost(big), Server())
+        SpecConfig().replace(**{"cost.model": "roofline", "cost.target": "llama-3.1-405b"})
+    # The server's own setting: 0.2 x 80 - 2 = 14.0 GB for (8.03e9 + 1.24e9) x 2 bytes.
+    with pytest.raises(ConfigError, match=r"take 18\.5 GB a GPU of h100's 14\.0 GB usable"):
+        kv_capacity(build_cost(config), Server(gpu_memory_utilization=0.2))
 
 
 def test_a_full_kv_cache_preempts_and_every_request_still_finishes():
