@@ -206,3 +206,12 @@ def test_installed_spectui_validates_against_the_shipped_table(installed: Path, 
     out = _run(installed / "spectui", "validate", *only, cwd=tmp_path, env=_env(tmp_path))
     assert "vllm-20780-eagle1-k3    1.648" in out.stdout and "from specs, all" in out.stdout
     assert "lev-gpt-6m           0.88" in out.stdout
+
+
+def test_installed_engine_reads_the_shipped_acceptance_catalog(installed: Path, tmp_path: Path):
+    """The acceptance catalog (engine/acceptance/data/catalog.toml) is package data too."""
+    from engine.acceptance.catalog import load_catalog
+
+    code = "from engine.acceptance.catalog import load_catalog; print(len(load_catalog().rows))"
+    out = _run(installed / "python", "-c", code, cwd=tmp_path, env=_env(tmp_path))
+    assert out.stdout.strip() == str(len(load_catalog().rows))
