@@ -22,10 +22,13 @@ the named shapes (EAGLE, Sequoia) and reads a tree's text.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
+from engine.core.fields import ascii_int
 from engine.shapes.tree_structure import (
     FloatArray,
     Forest,
@@ -50,6 +53,7 @@ __all__ = [
     "EAGLE_TOP_K",
     "EAGLE_TOTAL",
     "NODES_MAX",
+    "SEQUOIA_WORK_MAX",
     "CycleSampler",
     "FloatArray",
     "Forest",
@@ -65,8 +69,11 @@ __all__ = [
     "parse_tree",
     "path_probs",
     "sample_cycles",
+    "sequoia_refusal",
     "sequoia_tree",
+    "sequoia_trees",
     "sequoia_values",
+    "sequoia_work",
 ]
 
 EAGLE_TOTAL = 60  # EAGLE-2's default total_token: draft nodes, the root excluded
@@ -194,78 +201,212 @@ def eagle_tree(
     return Tree(tuple(new_id[parents[j]] for j in keep), tuple(ranks[j] for j in keep))
 
 
-def _sequoia_program(table: FloatArray, budget: int) -> tuple[FloatArray, IntArray]:
+# Sequoia's program is bounded by its work, estimated before it starts
+# (:func:`sequoia_work`): for every depth and rank a step compares the candidate subtree
+# sizes s <= n for every n <= budget, budget (budget + 1) / 2 candidates at about 1.5 ns,
+# and costs 6 to 12 us of numpy calls besides, counted as _STEP_WORK candidates. The bound
+# is about two seconds on one core: Sequoia's own largest tree (budget 128, depth 16) with
+# 1,024 ranks is a quarter of it; sequoia:4096,64 (before issue #41: 60 s and 672 MB) is 2.5
+# times it. It also bounds the memory: at most 17 million choices (2 bytes each; it keeps
+# the budget below 2^16) and 8.5 million values (8 bytes), and _PROGRAM_BLOCK candidates at
+# a time.
+SEQUOIA_WORK_MAX = 1 << 30
+_STEP_WORK = 1 << 13
+_PROGRAM_BLOCK = 1 << 20  # candidates compared at once (rows n x sizes s): 8 MB
+ChoiceArray = npt.NDArray[np.uint16]
+
+
+def sequoia_work(ranks: int, budget: int, depth: int) -> int:
+    """The work of Sequoia's program for trees of up to ``budget`` draft nodes and depth limit
+    ``depth`` under ``ranks`` rank probabilities, in candidates compared: ``depth x ranks``
+    steps of ``budget (budget + 1) / 2`` candidates each, plus a step's fixed cost."""
+    return depth * ranks * (budget * (budget + 1) // 2 + _STEP_WORK)
+
+
+def _program_refusal(ranks: int, budget: int, depth: int) -> str:
+    """Why the program of this size is not run, in one line with the estimate and the bound;
+    "" when it may run."""
+    work = sequoia_work(ranks, budget, depth)
+    if work <= SEQUOIA_WORK_MAX:
+        return ""
+    each = work // (depth * ranks)
+    return (
+        f"Sequoia's program would compare about {work:,} candidates ({depth} depths x "
+        f"{ranks} ranks x {each:,} a step), above the bound of {SEQUOIA_WORK_MAX:,}: ask for a "
+        "smaller budget or depth"
+    )
+
+
+def _sequoia_program(table: FloatArray, budget: int) -> tuple[FloatArray, ChoiceArray]:
     """Sequoia's DP for a depth limit D = len(table) (row D - d gives the children's p when
     d levels remain). H[d, i, n]: the best value (sum of path probabilities) of a forest of
     n nodes under one parent, as its children of rank >= i, depth <= d:
     ``H(n, d, i) = max(H(n, d, i + 1), max over s in 1..n of p_i (1 + H(s - 1, d - 1, 1))
     + H(n - s, d, i + 1))``, the first term skipping rank i (which only pays when the p_i
-    are not in decreasing order). choice[d, i, n] = s, or 0 for the skip."""
+    are not in decreasing order). Returns H[d, 1, n] by (d, n) and choice[d, i, n] = s, or 0
+    for the skip. Its callers check its size first (:func:`_program_refusal`)."""
     limit, ranks = table.shape
-    values = np.zeros((limit + 1, ranks + 2, budget + 1))
-    choice = np.zeros((limit + 1, ranks + 2, budget + 1), dtype=np.int64)
-    n_idx = np.arange(budget + 1)[:, None]
-    s_idx = np.arange(1, budget + 1)[None, :]
-    rest = n_idx - s_idx  # n - s for s = 1..budget; negative: s > n, not allowed
-    allowed = rest >= 0
-    rest = np.where(allowed, rest, 0)
+    top = np.zeros((limit + 1, budget + 1))
+    choice = np.zeros((limit + 1, ranks + 1, budget + 1), dtype=np.uint16)
+    if budget == 0:
+        return top, choice
+    blocks = _blocks(budget)
     for d in range(1, limit + 1):
-        below = 1.0 + values[d - 1, 1, :budget]  # 1 + H(s - 1, d - 1, 1) for s = 1..budget
+        below = 1.0 + top[d - 1, :budget]  # 1 + H(s - 1, d - 1, 1) for s = 1..budget
+        after = np.zeros(budget + 1)  # H(., d, i + 1), from the last rank up
         for i in range(ranks, 0, -1):
-            after = values[d, i + 1]
-            candidates = np.where(
-                allowed, table[limit - d, i - 1] * below[None, :] + after[rest], -1.0
-            )
-            best = candidates.argmax(axis=1) if budget else np.zeros(1, dtype=np.int64)
-            use = candidates[n_idx[:, 0], best] if budget else np.full(1, -1.0)
-            take = use >= after  # ties: use the rank (n = 0 has no candidate and skips)
-            values[d, i] = np.where(take, use, after)
-            choice[d, i] = np.where(take, best + 1, 0)
-    return values, choice
+            after = _rank_step(table[limit - d, i - 1] * below, after, choice[d, i], blocks)
+        top[d] = after
+    return top, choice
+
+
+@dataclass(frozen=True)
+class _Blocks:
+    """Where a program step compares its candidates, a block of rows n at a time, each
+    block only up to the largest s its rows allow (s <= n): ``padded`` holds H(., d, i + 1)
+    reversed, then -inf, so that a block's window is after[n - s] for its rows n and sizes
+    s (-inf where s > n, below every allowed candidate, which is >= 0); its candidates are
+    written into one buffer that every step reuses. ``parts``: per block, its first and
+    last + 1 row, window, candidates and row indices."""
+
+    padded: FloatArray
+    parts: tuple[tuple[int, int, FloatArray, FloatArray, IntArray], ...]
+
+
+def _blocks(budget: int) -> _Blocks:
+    rows = max(1, _PROGRAM_BLOCK // budget)
+    work = np.empty(min(rows, budget + 1) * budget)
+    padded = np.full(2 * budget + 1, -np.inf)
+    windows_of = np.lib.stride_tricks.sliding_window_view
+    parts = []
+    for low in range(0, budget + 1, rows):
+        high = min(low + rows, budget + 1)
+        sizes = max(1, high - 1)  # s in 1..sizes
+        # row n's window starts at padded[budget - n + 1]: after[n - 1], after[n - 2], ...
+        window = windows_of(padded, sizes)[budget - high + 2 : budget - low + 2][::-1]
+        candidates = work[: (high - low) * sizes].reshape(high - low, sizes)
+        parts.append((low, high, window, candidates, np.arange(high - low)))
+    return _Blocks(padded, tuple(parts))
+
+
+def _rank_step(
+    gain: FloatArray, after: FloatArray, choice: ChoiceArray, blocks: _Blocks
+) -> FloatArray:
+    """One rank i of the program, for every n: H(n, d, i) from ``gain[s - 1] = p_i (1 +
+    H(s - 1, d - 1, 1))`` and ``after = H(., d, i + 1)``: the best candidate gain[s - 1] +
+    after[n - s] if it is at least after[n] (ties: use the rank; n = 0 has no candidate),
+    its s (0: skip) into ``choice``."""
+    budget = gain.size
+    blocks.padded[: budget + 1] = after[::-1]
+    out = np.empty_like(after)
+    for low, high, window, candidates, rows in blocks.parts:
+        np.add(gain[: candidates.shape[1]], window, out=candidates)
+        best = candidates.argmax(axis=1)  # the first of equal ones: the smallest subtree
+        use = candidates[rows, best]
+        take = use >= after[low:high]
+        out[low:high] = np.where(take, use, after[low:high])
+        choice[low:high] = np.where(take, best + 1, 0)
+    return out
 
 
 def sequoia_values(rank_probs: RankProbs, budget_max: int = 128, depth_max: int = 16) -> FloatArray:
     """E[n + 1] of the best tree for every budget 0..budget_max (draft nodes) and depth limit
-    0..depth_max: a (budget_max + 1, depth_max + 1) array indexed [budget, depth]."""
+    0..depth_max: a (budget_max + 1, depth_max + 1) array indexed [budget, depth]. Work
+    above :data:`SEQUOIA_WORK_MAX`: a one-line ValueError, before any starts."""
     if budget_max < 0 or depth_max < 0:
         raise ValueError(f"sequoia: needs budget >= 0 and depth >= 0, got {budget_max},{depth_max}")
     out = np.ones((budget_max + 1, depth_max + 1))
     if depth_max == 0:
         return out
     base = _base_table(rank_probs)
-    if base.shape[0] == 1:  # the same p at every depth: one program serves every depth limit
-        values, _ = _sequoia_program(np.repeat(base, depth_max, axis=0), budget_max)
-        out[:, 1:] += values[1:, 1, :].T
+    one = base.shape[0] == 1  # the same p at every depth: one program serves every limit
+    levels = depth_max if one else depth_max * (depth_max + 1) // 2  # else one per limit
+    if reason := _program_refusal(base.shape[1], budget_max, levels):
+        raise ValueError(f"sequoia: {reason}")
+    if one:
+        top, _ = _sequoia_program(np.repeat(base, depth_max, axis=0), budget_max)
+        out[:, 1:] += top[1:].T
         return out
-    for limit in range(1, depth_max + 1):  # p by depth: each depth limit its own program
-        values, _ = _sequoia_program(_rank_table(rank_probs, limit), budget_max)
-        out[:, limit] += values[limit, 1]
+    for limit in range(1, depth_max + 1):
+        top, _ = _sequoia_program(_rank_table(rank_probs, limit), budget_max)
+        out[:, limit] += top[limit]
     return out
 
 
 def sequoia_tree(rank_probs: RankProbs, budget: int, depth: int) -> Tree:
     """The tree of at most ``budget`` draft nodes and depth at most ``depth`` with the largest
-    E[n + 1] (Sequoia's DP, reconstructed; fewer nodes only when more would add nothing)."""
-    if budget < 0 or depth < 0:
-        raise ValueError(f"sequoia: needs budget >= 0 and depth >= 0, got {budget},{depth}")
-    if depth == 0 or budget == 0:
-        return Tree((), ())
-    table = _rank_table(rank_probs, depth)
-    _, choice = _sequoia_program(table, budget)
-    ranks = table.shape[1]
+    E[n + 1] (Sequoia's DP, reconstructed; fewer nodes only when more would add nothing).
+    Work above :data:`SEQUOIA_WORK_MAX`: a one-line ValueError, before it starts."""
+    return sequoia_trees(rank_probs, [(budget, depth)])[0]
 
-    def forest(n: int, d: int) -> Forest:
-        out: Forest = []
-        i = 1
-        while n > 0 and d > 0 and i <= ranks:
-            s = int(choice[d, i, n])
-            if s:
-                out.append((i, forest(s - 1, d - 1)))
-                n -= s
-            i += 1
-        return out
 
-    return _from_forest(forest(budget, depth))
+def sequoia_trees(rank_probs: RankProbs, shapes: Sequence[tuple[int, int]]) -> list[Tree]:
+    """:func:`sequoia_tree` of each (budget, depth) of ``shapes``: the same trees, from as few
+    programs as give them (each checked before the first starts). The choices of a program
+    of budget B hold those of every budget b <= B (its rows n <= b are the same arithmetic).
+    When p is the same at every depth, those of a program of depth limit D hold those of
+    every limit up to D (all its rows are that p), and a limit above the budget is the
+    budget (rows n <= d are the same for every limit >= d): so one program serves every
+    shape, unless it would be above the bound. Otherwise, and when p is by depth, one program
+    per depth limit, of its largest budget."""
+    for budget, depth in shapes:
+        if budget < 0 or depth < 0:
+            raise ValueError(f"sequoia: needs budget >= 0 and depth >= 0, got {budget},{depth}")
+    if all(budget == 0 or depth == 0 for budget, depth in shapes):
+        return [Tree((), ()) for _ in shapes]
+    base = _base_table(rank_probs)
+    ranks, one = base.shape[1], base.shape[0] == 1
+    limits = [_limit(base, budget, depth) for budget, depth in shapes]
+    wanted = [(b, limit) for (b, _), limit in zip(shapes, limits, strict=True) if b and limit]
+    plan: dict[int, int] = {}  # depth limit -> the budget of its program
+    largest, deepest = max(b for b, _ in wanted), max(limit for _, limit in wanted)
+    if one and not _program_refusal(ranks, largest, deepest):
+        plan[deepest] = largest
+    else:
+        for budget, limit in wanted:
+            plan[limit] = max(plan.get(limit, 0), budget)
+    for limit, budget in plan.items():
+        if reason := _program_refusal(ranks, budget, limit):
+            raise ValueError(f"sequoia: {reason}")
+    choices = {
+        limit: _sequoia_program(_rank_table(rank_probs, limit), budget)[1]
+        for limit, budget in plan.items()
+    }
+    trees = []
+    for (budget, _), limit in zip(shapes, limits, strict=True):
+        choice = choices.get(limit, choices.get(deepest))  # one program: the deepest's
+        forest = _forest(choice, ranks, budget, limit) if choice is not None else []
+        trees.append(_from_forest(forest))
+    return trees
+
+
+def _limit(base: FloatArray, budget: int, depth: int) -> int:
+    """The depth limit of the program that gives the tree of ``budget`` and ``depth``: the
+    budget, when the depth is above it and p is the same at every depth (:func:`sequoia_trees`)."""
+    return min(depth, budget) if base.shape[0] == 1 else depth
+
+
+def sequoia_refusal(rank_probs: RankProbs, budget: int, depth: int) -> str:
+    """Why :func:`sequoia_tree` would refuse this tree as too much work, in one line with the
+    estimate and the bound; "" if it would build it."""
+    if budget <= 0 or depth <= 0:
+        return ""
+    base = _base_table(rank_probs)
+    return _program_refusal(base.shape[1], budget, _limit(base, budget, depth))
+
+
+def _forest(choice: ChoiceArray, ranks: int, n: int, d: int) -> Forest:
+    """The best forest of ``n`` nodes and depth ``d`` under one parent, from the program's
+    choices (rank by rank: a subtree of s nodes, or none)."""
+    out: Forest = []
+    i = 1
+    while n > 0 and d > 0 and i <= ranks:
+        s = int(choice[d, i, n])
+        if s:
+            out.append((i, _forest(choice, ranks, s - 1, d - 1)))
+            n -= s
+        i += 1
+    return out
 
 
 # ---- Text -----------------------------------------------------------------------------------
@@ -274,10 +415,10 @@ def sequoia_tree(rank_probs: RankProbs, budget: int, depth: int) -> Tree:
 def _ints(text: str, what: str, count: int | None = None) -> list[int]:
     items = [item.strip() for item in text.split(",")] if text.strip() else []
     try:
-        values = [int(item) for item in items]
+        values = [ascii_int(item) for item in items]  # ASCII digits only, as every number
     except ValueError:
         raise ValueError(
-            f"tree: {what} must be whole numbers separated by commas, got {text!r}"
+            f"tree: {what} must be whole numbers (ASCII digits) separated by commas, got {text!r}"
         ) from None
     if count is not None and len(values) != count:
         raise ValueError(f"tree: {what} needs {count} numbers, got {text!r}")
@@ -345,6 +486,8 @@ def parse_tree(text: str, rank_probs: RankProbs | None = None) -> Tree:
             return eagle_tree(rank_probs, total, depth, top_k)
         budget, depth = _ints(args, "sequoia:budget,depth", 2)
         _check_size(spec, budget, depth)
+        if reason := sequoia_refusal(rank_probs, budget, depth):
+            raise ValueError(f"tree {spec!r}: {reason}")
         return sequoia_tree(rank_probs, budget, depth)
     if spec.startswith("parents="):
         parts = spec.split()

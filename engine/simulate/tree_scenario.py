@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -339,13 +340,24 @@ def compare_shapes(
 
 def _sequoias(probs: np.ndarray, budgets: Sequence[int]) -> list[tuple[str, Tree]]:
     """The Sequoia trees of ``budgets`` and depths 1..16, named, budget by budget."""
-    from engine.shapes.trees import sequoia_tree
-
     return [
-        (f"Sequoia {budget}/{depth}", sequoia_tree(probs, budget, depth))
-        for budget in budgets
-        for depth in _depths(budget)
+        (f"Sequoia {budget}/{depth}", tree)
+        for (budget, depth), tree in _sequoia_family(tuple(map(float, probs)), tuple(budgets))
     ]
+
+
+@lru_cache(maxsize=8)
+def _sequoia_family(
+    probs: tuple[float, ...], budgets: tuple[int, ...]
+) -> tuple[tuple[tuple[int, int], Tree], ...]:
+    """((budget, depth), the Sequoia tree) for ``budgets`` and depths 1..16, budget by budget,
+    from one program (:func:`engine.shapes.trees.sequoia_trees`); kept, so that a scenario's
+    comparison and its grid by batch share them (with 1,024 ranks the program takes a
+    second)."""
+    from engine.shapes.trees import sequoia_trees
+
+    keys = [(budget, depth) for budget in budgets for depth in _depths(budget)]
+    return tuple(zip(keys, sequoia_trees(probs, keys), strict=True))
 
 
 def _first_fastest(rows: Sequence[ShapeRow]) -> ShapeRow:
@@ -407,11 +419,11 @@ def budget_by_batch(
 ) -> BudgetGrid:
     """:class:`BudgetGrid` of the scenario (its cost model; a linear cost has no batch
     dependence, so every row is the same). ``on_progress`` after each batch size."""
-    from engine.shapes.trees import chain, sequoia_tree
+    from engine.shapes.trees import chain
 
     probs = rank_probs_of(config)
     tree_config = config.replace(**{"shape.name": "tree", "tail": "full", "policy.name": "fixed"})
-    trees = {(b, d): sequoia_tree(probs, b, d) for b in budgets for d in _depths(b)}
+    trees = dict(_sequoia_family(tuple(map(float, probs)), tuple(budgets)))
     speedup = np.empty((len(batch_sizes), len(budgets)))
     chain_k = np.empty(len(batch_sizes), dtype=np.int64)
     chain_speedup = np.empty(len(batch_sizes))
@@ -421,7 +433,7 @@ def budget_by_batch(
 
             raise RunStopped
         at = tree_config.replace(**{"workload.batch_size": batch})
-        keys = [(budget, d) for budget in budgets for d in _depths(budget)]
+        keys = list(trees)
         total = budget_by_batch_programs(batch_sizes, budgets)
         before = i * total // len(batch_sizes)
         found = tree_speedups(

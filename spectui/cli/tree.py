@@ -74,6 +74,13 @@ def command(args: argparse.Namespace) -> int:
     # stops it between two programs (main() prints one line, exits with 130).
     try:
         scenario = _scenario(args)
+        # The tree asked for, too: built (or refused, in one line: a Sequoia tree above
+        # engine.shapes.trees.SEQUOIA_WORK_MAX) before the comparison starts.
+        given = None
+        if getattr(args, "shape.tree", None) is not None:
+            from engine.simulate.tree_scenario import tree_of
+
+            given = tree_of(scenario)
         advance, close = delayed_progress(compare_shapes_programs(), "tree: shapes")
         try:
             rows = compare_shapes(
@@ -81,10 +88,10 @@ def command(args: argparse.Namespace) -> int:
             )
         finally:
             close()
-        if getattr(args, "shape.tree", None) is not None:  # the tree asked for, too
-            from engine.simulate.tree_scenario import shape_row, tree_of
+        if given is not None:
+            from engine.simulate.tree_scenario import shape_row
 
-            rows.append(shape_row(f"given {scenario.tree}", scenario, tree_of(scenario)))
+            rows.append(shape_row(f"given {scenario.tree}", scenario, given))
         advance, close = delayed_progress(budget_by_batch_programs(), "tree: budgets by batch")
         try:
             grid = budget_by_batch(scenario, on_progress=lambda done, _: advance(done))
