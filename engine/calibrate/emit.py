@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from engine.calibrate import VLLM_METHODS
 
 if TYPE_CHECKING:
-    from engine.calibrate.fit import Calibration, Recommendation
+    from engine.calibrate.calibration import Calibration, Recommendation
 
 # Flags and fields, as each engine documents them:
 # - vLLM: --speculative-config JSON with "method" and "num_speculative_tokens"

@@ -29,8 +29,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -41,11 +39,16 @@ from engine.acceptance.fitting import Z95 as Z95
 from engine.acceptance.fitting import log_likelihood, rate_stderr_from_mean_length
 from engine.acceptance.fitting import rate_from_mean_length as fixed_from_mean
 from engine.acceptance.fitting import wilson_interval as wilson_interval
+from engine.calibrate.calibration import Calibration as Calibration
+from engine.calibrate.calibration import ModelFit as ModelFit
+from engine.calibrate.calibration import PositionRate as PositionRate
+from engine.calibrate.calibration import Recommendation as Recommendation
 from engine.calibrate.emit import emit as emit
 from engine.calibrate.linear_cost import fit_linear_cost as fit_linear_cost
 from engine.calibrate.linear_cost import linear_cost_values as linear_cost_values
 from engine.calibrate.linear_cost import linear_speedup as linear_speedup
-from engine.calibrate.logs import mean_length_of
+from engine.calibrate.logs.window import WindowLike as WindowLike
+from engine.calibrate.logs.window import mean_length_of
 from engine.core.config import DEFAULTS, SpecConfig
 from engine.core.parts import ACCEPTANCE, POLICY, SHAPE
 from engine.simulate.exact import exact_metrics_many
@@ -58,99 +61,6 @@ CRITERION = "BIC = -2 ln L + k ln N (k parameters, N Bernoulli trials = sum of r
 
 class CalibrationError(ValueError):
     """Nothing in the windows allows a fit (one line, for the CLI)."""
-
-
-class WindowLike(Protocol):
-    """What :func:`calibrate` reads of an ``engine.calibrate.logs.Window``."""
-
-    @property
-    def source(self) -> str: ...
-    @property
-    def drafts(self) -> float | None: ...
-    @property
-    def drafted(self) -> int | None: ...
-    @property
-    def accepted(self) -> int | None: ...
-    @property
-    def k(self) -> int | None: ...
-    @property
-    def mean_length(self) -> float | None: ...
-    @property
-    def position_accepted(self) -> tuple[float, ...] | None: ...
-    @property
-    def windows(self) -> int: ...  # the log's windows it stands for (merged ones: several)
-
-
-@dataclass(frozen=True)
-class PositionRate:
-    """The pooled conditional acceptance rate of one draft position (1-based), with its
-    95 % Wilson score interval [low, high] from the counts."""
-
-    position: int
-    reached: float
-    accepted: float
-    rate: float
-    low: float
-    high: float
-
-
-@dataclass(frozen=True)
-class ModelFit:
-    """One acceptance model fitted to the counts.
-
-    ``values``: the SpecConfig values it stands for (by key, ``draft_model`` first);
-    ``log_likelihood`` and ``criterion`` (:data:`CRITERION`) are NaN when the windows give
-    no per-position counts; ``rms_error``: RMS of the fitted against the observed
-    conditional rates over the observed positions (NaN without them); ``interval``: 95 %
-    intervals of the parameters where the counts give one (the model's
-    :meth:`~engine.acceptance.base.AcceptanceModel.fit_interval`; for the constant rate
-    from a mean length, the delta method on M)."""
-
-    name: str
-    values: dict[str, object]
-    parameters: int
-    log_likelihood: float
-    criterion: float
-    rms_error: float
-    interval: dict[str, tuple[float, float]] = field(default_factory=dict)
-
-
-@dataclass
-class Calibration:
-    """The fit of a log: pooled counts, per-position rates, every model, the chosen one.
-
-    ``windows``: windows used; ``drafts``: their drafts (where known); ``k``: the K the log
-    was recorded at (the one with most drafts when windows differ), None when unknown."""
-
-    windows: int
-    drafts: float
-    k: int | None
-    sources: tuple[str, ...]
-    positions: list[PositionRate]
-    models: list[ModelFit]
-    chosen: ModelFit
-    notes: list[str]
-
-    def config(self, base: SpecConfig) -> SpecConfig:
-        """``base`` with the chosen model's acceptance values."""
-        return base.replace(**self.chosen.values)
-
-
-@dataclass
-class Recommendation:
-    """The best K under a scenario, its predicted speedup and 95 % interval (from posterior
-    draws of the fit), every K within ``band`` of the best, and the change against the K
-    the log was recorded at (``change`` = speedup / log_speedup - 1)."""
-
-    k: int
-    speedup: float
-    low: float
-    high: float
-    band: tuple[int, ...]
-    log_k: int | None
-    log_speedup: float | None
-    change: float | None
-    curve: list[tuple[int, float, float, float]]  # (K, speedup, low, high), K = 1..k_max
 
 
 # ---------------------------------------------------------------------------- candidates

@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from engine.core.fields import ascii_number
+
 # --- Reading what a user names: regular files only, never blocking, never unbounded ----------
 
 # The most spectui reads of a file it reads whole; a larger one is refused unread, in one line.
@@ -81,7 +83,12 @@ def read_input(path: str | Path, limit: int, what: str) -> bytes:
     """The bytes of the regular file ``path`` (:func:`open_input`), at most ``limit`` of them:
     a larger file (or one that grows past it) is refused, unread."""
     with open_input(path, limit, what) as handle:
-        data = handle.read(limit + 1)
+        # Asked for the file's size, not the limit: read(n) sets aside n bytes before it
+        # reads (256 MiB for a distributions file of a few bytes).
+        size = os.fstat(handle.fileno()).st_size
+        data = handle.read(size + 1)
+        if size < len(data) <= limit:  # it grew while read: read on, to the limit
+            data += handle.read(limit + 1 - len(data))
     if len(data) > limit:
         raise _too_large(os.fspath(path), limit, what)
     return data
@@ -170,10 +177,11 @@ def shown_value(value: Any) -> str:
 
 
 def shown_cell(text: str) -> str:
-    """A cell of a text file (CSV), for an error message: itself if it reads as a number,
-    else only that it does not (:func:`shown_value`)."""
+    """A cell of a text file (CSV), for an error message: itself if it reads as a number in
+    ASCII digits (:func:`engine.core.fields.ascii_number`), else only that it does not
+    (:func:`shown_value`)."""
     try:
-        float(text)
-    except (TypeError, ValueError):
+        ascii_number(text)
+    except (TypeError, ValueError, AttributeError):
         return "text that is not a number" if str(text).strip() else "an empty field"
     return text.strip() if len(text) <= 32 else "a number too long to show"

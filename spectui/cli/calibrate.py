@@ -13,20 +13,16 @@ recommendation as each serving engine's configuration.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
 from pathlib import Path
 from typing import Any
 
 from engine.calibrate import VLLM_METHODS
-from engine.core.config import ConfigError
-from engine.core.files import TABLE_MAX_BYTES, read_input_text
+from engine.core.config import K_MAX, ConfigError
 from spectui.cli.flags import add_scenario_flags, config_from_args
 from spectui.errors import UsageError, bounded_int
 
-# A fitted linear cost is written in microseconds of this target step (only ratios matter).
-STEP_US = 1000.0
 REJECTED_SHOWN = 20  # rejected windows listed in the text output (--json: all it kept)
 
 
@@ -57,7 +53,7 @@ def add_parser(sub: Any) -> None:
     )
     cal.add_argument(
         "--log-k",
-        type=bounded_int("--log-k", 1024),
+        type=bounded_int("--log-k", K_MAX),
         metavar="N",
         help="the K the log was recorded at, where its lines do not say (SGLang accept len, "
         "old llama.cpp)",
@@ -82,45 +78,21 @@ def add_parser(sub: Any) -> None:
 
 def read_cost_points(path: Path) -> tuple[list[tuple[int, float, float]], float]:
     """The (K, mean acceptance length, TPOT) rows of a K sweep and the baseline TPOT (the
-    row with K = 0). UsageError naming the file and row when one is malformed."""
+    row with K = 0), read by :func:`engine.calibrate.cost_points.read_cost_points`;
+    UsageError naming the flag, the file, the row and the column when one is malformed."""
+    from engine.calibrate.cost_points import CostPointsError
+    from engine.calibrate.cost_points import read_cost_points as read
+
     try:
-        text = read_input_text(path, TABLE_MAX_BYTES, "a cost-points file")
-    except OSError as err:
-        raise UsageError(f"--cost-points: {path}: cannot read: {err.strerror}") from None
-    except UnicodeDecodeError:
-        raise UsageError(f"--cost-points: {path}: not a text file (UTF-8 CSV expected)") from None
-    rows = [
-        r for r in csv.DictReader(line for line in text.splitlines() if not line.startswith("#"))
-    ]
-    points: list[tuple[int, float, float]] = []
-    baseline = math.nan
-    for number, row in enumerate(rows, start=2):
-        try:
-            k, length, tpot = int(row["k"]), float(row["mean_length"]), float(row["tpot"])
-        except (KeyError, TypeError, ValueError):
-            raise UsageError(
-                f"--cost-points: {path}: row {number}: expected columns k,mean_length,tpot "
-                "with numbers"
-            ) from None
-        if not (math.isfinite(length) and math.isfinite(tpot)) or k < 0 or tpot <= 0 or length < 1:
-            raise UsageError(
-                f"--cost-points: {path}: row {number}: k >= 0, mean_length >= 1, tpot > 0 "
-                "(finite numbers)"
-            )
-        if k == 0:
-            baseline = tpot
-        else:
-            points.append((k, length, tpot))
-    if not math.isfinite(baseline) or len(points) < 2:
-        raise UsageError(
-            f"--cost-points: {path}: needs a k = 0 row (plain decoding) and two or more K"
-        )
-    return points, baseline
+        return read(path)
+    except CostPointsError as err:
+        raise UsageError(f"--cost-points: {err}") from None
 
 
 def command(args: argparse.Namespace) -> int:
     import sys
 
+    from engine.calibrate.cost_points import STEP_US
     from engine.calibrate.fit import (
         CalibrationError,
         calibrate,
@@ -153,7 +125,13 @@ def command(args: argparse.Namespace) -> int:
     if args.cost_points is not None:
         points, baseline = read_cost_points(args.cost_points)
         fixed, per_token = fit_linear_cost(points, baseline)
-        scenario = scenario.replace(**linear_cost_values((fixed, per_token), STEP_US))
+        try:
+            scenario = scenario.replace(**linear_cost_values((fixed, per_token), STEP_US))
+        except ConfigError as err:  # a line through far-apart K extrapolated to K = 0
+            raise UsageError(
+                f"--cost-points: {args.cost_points}: the fitted cost, {fixed:.4g} + "
+                f"{per_token:.4g} x K target steps, is outside the linear cost's range ({err})"
+            ) from None
         cost_note = (
             f"linear cost fitted from {len(points)} K points of {args.cost_points}: a cycle "
             f"costs {fixed:.3f} + {per_token:.3f} x K target steps"

@@ -99,7 +99,22 @@ def _scenario(args: argparse.Namespace) -> Any:
             "(omit --draft-model, or give --draft-model distribution)"
         )
     changes["draft_model"] = "distribution"
-    return base.replace(**changes)
+    scenario = base.replace(**changes)
+    _check_contexts(scenario)
+    return scenario
+
+
+def _check_contexts(scenario: Any) -> None:
+    """The lab runs every rule token by token on each context, one at a time: a file's
+    contexts are bounded as the family's are (``--family-size``), before any of it runs."""
+    from engine.acceptance.distribution import CONTEXTS_MAX, context_count, family_of
+
+    contexts = context_count(family_of(scenario))
+    if scenario.dist_file and contexts > CONTEXTS_MAX:
+        raise UsageError(
+            f"--dist-file: {scenario.dist_file}: {contexts:,} contexts; the lab runs each rule "
+            f"on every context, at most {CONTEXTS_MAX:,} (as --family-size)"
+        )
 
 
 def command(args: argparse.Namespace) -> int:

@@ -9,8 +9,16 @@ import re
 from dataclasses import dataclass
 
 from engine.calibrate.logs.bounded import Reader
-from engine.calibrate.logs.printed import COUNT, NUMBER, half_unit, read_count
+from engine.calibrate.logs.printed import (
+    COUNT,
+    NUMBER,
+    WHOLE,
+    half_unit,
+    read_count,
+    read_number,
+)
 from engine.calibrate.logs.window import Raw
+from engine.core.fields import ascii_int
 
 # The most lines a multi-line summary (vllm bench's, the offline example's) is read to.
 BLOCK_MAX_LINES = 1000
@@ -36,11 +44,11 @@ _BLOCKS = (
         {
             "acceptance": re.compile(r"Acceptance rate \(%\):\s*" + NUMBER),
             "mean_length": re.compile(r"Acceptance length:\s*" + NUMBER),
-            "drafts": re.compile(r"Drafts:\s*" + NUMBER),
-            "drafted": re.compile(r"Draft tokens:\s*" + NUMBER),
-            "accepted": re.compile(r"Accepted tokens:\s*" + NUMBER),
+            "drafts": re.compile(r"Drafts:\s*" + COUNT),
+            "drafted": re.compile(r"Draft tokens:\s*" + COUNT),
+            "accepted": re.compile(r"Accepted tokens:\s*" + COUNT),
         },
-        re.compile(r"Position (\d+):\s*" + NUMBER),
+        re.compile(r"Position " + WHOLE + r":\s*" + NUMBER),
         0.01,
         re.compile(r"Per-position acceptance \(%\):"),
     ),
@@ -48,12 +56,12 @@ _BLOCKS = (
         "vllm-offline",
         re.compile(r"(?:total_num_output_tokens|num_drafts):"),
         {
-            "drafts": re.compile(r"num_drafts:\s*" + NUMBER),
-            "drafted": re.compile(r"num_draft_tokens:\s*" + NUMBER),
-            "accepted": re.compile(r"num_accepted_tokens:\s*" + NUMBER),
+            "drafts": re.compile(r"num_drafts:\s*" + COUNT),
+            "drafted": re.compile(r"num_draft_tokens:\s*" + COUNT),
+            "accepted": re.compile(r"num_accepted_tokens:\s*" + COUNT),
             "mean_length": re.compile(r"mean acceptance length:\s*" + NUMBER),
         },
-        re.compile(r"acceptance at token (\d+):\s*" + NUMBER),
+        re.compile(r"acceptance at token " + WHOLE + r":\s*" + NUMBER),
         1.0,
         re.compile(
             r"-{5,}$|total_num_output_tokens:|num_tokens_generated_without_sd:"
@@ -64,7 +72,7 @@ _BLOCKS = (
         "vllm-offline",
         re.compile(r"=+ Speculative Decoding Stats =+$"),
         {
-            "drafts": re.compile(r"Number of drafts:\s*" + NUMBER),
+            "drafts": re.compile(r"Number of drafts:\s*" + COUNT),
             "drafted": re.compile(r"Draft tokens generated:\s*" + COUNT),
             "accepted": re.compile(r"Accepted tokens:\s*" + COUNT),
             "mean_length": re.compile(r"Mean acceptance length:\s*" + NUMBER),
@@ -114,7 +122,7 @@ def block_at(first: str, index: int, reader: Reader) -> tuple[Raw, int] | None:
             values[name] = spec.fields[name].match(text).group(1)  # type: ignore[union-attr]
             end = j + 1
         elif position is not None:
-            rates[int(position.group(1))] = position.group(2)
+            rates[ascii_int(position.group(1))] = position.group(2)
             end = j + 1
         elif j == 0 or spec.filler.match(text):
             continue
@@ -123,23 +131,21 @@ def block_at(first: str, index: int, reader: Reader) -> tuple[Raw, int] | None:
     if not values:
         return None
     raw = Raw(spec.source, index, "\n".join(seen[:end]), fixed_k=spec.fixed_k)
-    if "drafts" in values:
-        raw.drafts = float(values["drafts"])
-    for name in ("drafted", "accepted"):
+    for name in ("drafts", "drafted", "accepted"):
         if name in values:
             setattr(raw, name, read_count(raw.problems, name, values[name]))
     if "mean_length" in values:
         raw.mean_length, raw.mean_step = (
-            float(values["mean_length"]),
+            read_number(values["mean_length"]),
             half_unit(values["mean_length"]),
         )
     if "acceptance" in values:
-        raw.acceptance = float(values["acceptance"]) * spec.scale
+        raw.acceptance = read_number(values["acceptance"]) * spec.scale
         raw.acceptance_step = half_unit(values["acceptance"], spec.scale)
     if rates:
         if sorted(rates) != list(range(len(rates))):
             raw.problems.append(f"per-position rates for positions {sorted(rates)}")
         printed = [rates[i] for i in sorted(rates)]
-        raw.rates = tuple(float(r) * spec.scale for r in printed)
+        raw.rates = tuple(read_number(r) * spec.scale for r in printed)
         raw.rate_step = max(half_unit(r, spec.scale) for r in printed)
     return raw, end - 1

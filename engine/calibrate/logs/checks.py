@@ -6,7 +6,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from engine.calibrate.logs.printed import COUNT_MAX, UNREADABLE
 from engine.calibrate.logs.window import Raw, Window
+from engine.core.fields import K_MAX
 
 # Relative slack on K = drafted / drafts: n-gram drafters sometimes propose fewer than K
 # tokens (vllm-project/vllm#24344: 4960 draft tokens in 993 drafts of K = 5).
@@ -56,7 +58,8 @@ def _whole_k(drafted: int, drafts: float) -> int | None:
 def finish(raw: Raw) -> Window:
     """Derive the missing fields of a window and check that its numbers agree.
 
-    The checks: counts non-negative, accepted <= drafted, the printed acceptance rate =
+    The checks: counts in [0, :data:`~.printed.COUNT_MAX`], M in [1, K_MAX + 1] (a draft of
+    K tokens emits K + 1 at most), accepted <= drafted, the printed acceptance rate =
     accepted / drafted, M = 1 + accepted / drafts, K = drafted / drafts a whole number (where
     every draft has K tokens), cumulative rates between 0 and 1 and non-increasing, and
     M = 1 + sum r_i (M >= 1 + sum r_i where the list is shorter than K). Tolerances are half a
@@ -67,6 +70,11 @@ def finish(raw: Raw) -> Window:
     for name, value in counts:
         if value is not None and value < 0:
             problems.append(f"{name} {value:g} < 0")
+    # Counts summed over engines or differenced between lines are bounded too.
+    if any(v > COUNT_MAX for _, v in counts if v is not None) or any(
+        v > COUNT_MAX for v in raw.position_accepted or ()
+    ):
+        problems.append(f"a count above {COUNT_MAX:.0e}, more than any server counts")
     drafted, accepted = raw.drafted, raw.accepted
     if drafted is not None and accepted is not None:
         if accepted > drafted:
@@ -101,6 +109,8 @@ def finish(raw: Raw) -> Window:
         k = whole if k is None else k
     if mean is not None and mean < 1.0 - raw.mean_step:
         problems.append(f"M {mean:g} < 1")
+    elif mean is not None and mean > K_MAX + 1.0 + raw.mean_step:  # at any K a scenario takes
+        problems.append(f"M {mean:.4g} > K + 1 for every K up to {K_MAX}")
 
     positions = raw.position_accepted
     rates, rate_step = raw.rates, raw.rate_step
@@ -184,7 +194,7 @@ def unreadable(text: str, index: int, error: Exception) -> Window:
         None,
         None,
         None,
-        (f"numbers that cannot be read ({type(error).__name__}: {error})",),
+        (f"{UNREADABLE} ({type(error).__name__}: {error})",),
     )
 
 

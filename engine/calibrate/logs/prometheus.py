@@ -7,14 +7,16 @@ import re
 from dataclasses import dataclass, field
 
 from engine.calibrate.logs.checks import READ_ERRORS, finished, unreadable
+from engine.calibrate.logs.printed import UNREADABLE, WHOLE, read_count, shown
 from engine.calibrate.logs.window import Raw, Window
+from engine.core.fields import K_MAX
 
 _PROMETHEUS = re.compile(
     r"^(vllm:spec_decode_num_(?:drafts|draft_tokens|accepted_tokens_per_pos|accepted_tokens))"
-    r"(?:_total)?(\{[^}]*\})?\s+(\S+)(?:\s+\d+)?\s*$"
+    r"(?:_total)?(\{[^}]*\})?\s+(\S+)(?:\s+[0-9]+)?\s*$"
 )
 _PROMETHEUS_COMMENT = re.compile(r"^#\s*(?:HELP|TYPE)\s+vllm:spec_decode_")
-_POSITION_LABEL = re.compile(r'position="(\d+)"')
+_POSITION_LABEL = re.compile(r'position="' + WHOLE + '"')
 
 
 @dataclass
@@ -28,6 +30,12 @@ class _Scrape:
     drafted: float = 0.0
     accepted: float = 0.0
     positions: dict[int, float] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)  # the first bad sample's, by line
+
+    def reject(self, index: int, problem: str) -> None:
+        """Reject the scrape for the sample on line ``index`` (the first such is kept)."""
+        if not self.problems:
+            self.problems.append(f"{UNREADABLE}: line {index + 1}'s {problem}")
 
 
 class Prometheus:
@@ -47,10 +55,6 @@ class Prometheus:
         if match is None:
             return False
         name, labels, value = match.group(1), match.group(2) or "", match.group(3)
-        try:
-            number = float(value)
-        except ValueError:
-            return False
         key = (name, labels)
         if self.current is None or key in self.current.seen:
             self._close()
@@ -58,10 +62,23 @@ class Prometheus:
         scrape = self.current
         scrape.seen.add(key)
         scrape.lines.append(line)
+        # A counter's sample is a token count (Prometheus prints it as a float: "1000.0"):
+        # one that is not (1e308, NaN, "١٢") rejects the scrape, never reads as a number.
+        problems: list[str] = []
+        count = read_count(problems, name, value)
+        if count is None:
+            scrape.reject(index, problems[0])
+            return True
+        number = float(count)
         if name.endswith("_per_pos"):
             position = _POSITION_LABEL.search(labels)
             if position is not None:
-                i = int(position.group(1))
+                i = read_count(problems, "position", position.group(1))
+                if i is None or i >= K_MAX:  # from 0: K_MAX positions at most
+                    scrape.reject(
+                        index, f"position {shown(position.group(1))} is not 0 to {K_MAX - 1}"
+                    )
+                    return True
                 scrape.positions[i] = scrape.positions.get(i, 0.0) + number
         elif name.endswith("_drafts"):
             scrape.drafts += number
@@ -82,7 +99,9 @@ class Prometheus:
         except READ_ERRORS as error:  # a counter that is not a number
             self.windows.append(unreadable(text, scrape.index, error))
         scrape.lines, scrape.seen = [], set()
-        self.previous, self.current = scrape, None
+        if not scrape.problems:  # the next interval is since the last scrape read whole
+            self.previous = scrape
+        self.current = None
 
     def take(self) -> list[Window]:
         """The windows closed since the last take (none are held longer)."""
@@ -112,6 +131,7 @@ def _interval(scrape: _Scrape, previous: _Scrape | None) -> Raw:
         drafts=drafts,
         drafted=round(drafted),
         accepted=round(accepted),
+        problems=list(scrape.problems),
     )
     if min([drafts, drafted, accepted, *positions.values()]) < 0:
         raw.problems.append("a counter went down between scrapes (server restarted?)")

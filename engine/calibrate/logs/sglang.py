@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from engine.calibrate.logs.printed import NUMBER, half_unit
+from engine.calibrate.logs.printed import NUMBER, half_unit, read_number
 from engine.calibrate.logs.window import Raw
 
 _SGLANG = re.compile(r"Decode batch[.,].*?accept len:\s*" + NUMBER)
@@ -16,4 +16,4 @@ def decode_line(line: str, index: int) -> Raw | None:
     if match is None:
         return None
     mean = match.group(1)
-    return Raw("sglang", index, line, mean_length=float(mean), mean_step=half_unit(mean))
+    return Raw("sglang", index, line, mean_length=read_number(mean), mean_step=half_unit(mean))

@@ -7,7 +7,15 @@ import re
 from dataclasses import dataclass
 
 from engine.calibrate.logs.checks import EXACT
-from engine.calibrate.logs.printed import COUNT, NUMBER, half_unit, rate_list, read_count
+from engine.calibrate.logs.printed import (
+    COUNT,
+    NUMBER,
+    half_unit,
+    rate_list,
+    read_count,
+    read_k,
+    read_number,
+)
 from engine.calibrate.logs.window import Raw
 
 _V1 = re.compile(r"SpecDecoding metrics:")
@@ -18,17 +26,17 @@ _V1_FIELDS = {
     "accepted": re.compile(r"Accepted:\s*" + COUNT + r"\s+tokens"),
     "drafted": re.compile(r"Drafted:\s*" + COUNT + r"\s+tokens"),
     "rates": re.compile(
-        r"Per-position acceptance (?:rate|probabilities):\s*(\d[\d.]*(?:,\s*\d[\d.]*)*)"
+        r"Per-position acceptance (?:rate|probabilities):\s*([0-9][0-9.]*(?:,\s*[0-9][0-9.]*)*)"
     ),
 }
 _SPECULATIVE = re.compile(r"Speculative metrics:")
 _SPECULATIVE_FIELDS = {
     "acceptance": re.compile(r"Draft acceptance rate:\s*" + NUMBER + r"(%?)"),
     "efficiency": re.compile(r"System efficiency:\s*" + NUMBER),
-    "k": re.compile(r"Number of speculative tokens:\s*(\d+)"),
+    "k": re.compile(r"Number of speculative tokens:\s*" + COUNT),
     "accepted": re.compile(r"Number of accepted tokens:\s*" + COUNT),
     "drafted": re.compile(r"Number of draft tokens:\s*" + COUNT),
-    "emitted": re.compile(r"Number of emitted tokens:\s*(\d+)"),
+    "emitted": re.compile(r"Number of emitted tokens:\s*" + COUNT),
 }
 
 
@@ -46,17 +54,17 @@ def v1_line(line: str, index: int) -> Raw | None:
     raw = Raw("vllm-v1", index, line)
     for name in ("acceptance", "avg_acceptance"):
         if name in found:
-            raw.acceptance = float(found[name].group(1)) / 100.0
+            raw.acceptance = read_number(found[name].group(1)) / 100.0
             raw.acceptance_step = half_unit(found[name].group(1), 0.01)
     if "mean_length" in found:
-        raw.mean_length = float(found["mean_length"].group(1))
+        raw.mean_length = read_number(found["mean_length"].group(1))
         raw.mean_step = half_unit(found["mean_length"].group(1))
     for name in ("accepted", "drafted"):
         if name in found:
             setattr(raw, name, read_count(raw.problems, name, found[name].group(1)))
     if "rates" in found:
         raw.rates, raw.rate_step = rate_list(found["rates"].group(1))
-    if raw.accepted is None and raw.mean_length is None:
+    if raw.accepted is None and raw.mean_length is None and not raw.problems:
         return None
     return raw
 
@@ -90,13 +98,16 @@ def speculative_line(line: str, index: int) -> Raw | V0Line | None:
         raw = Raw("vllm-v1", index, line, drafted=drafted, accepted=accepted)
         if rate is not None:
             scale = 0.01 if rate.group(2) else 1.0
-            raw.acceptance = float(rate.group(1)) * scale
+            raw.acceptance = read_number(rate.group(1)) * scale
             raw.acceptance_step = half_unit(rate.group(1), scale)
         return raw
-    k, emitted = int(found["k"].group(1)), int(found["emitted"].group(1))
+    k = read_k(problems, found["k"].group(1))
+    emitted = read_count(problems, "emitted", found["emitted"].group(1))
+    if k is None or emitted is None:
+        return Raw("vllm-v0", index, line, problems=problems)
     if rate is not None and drafted > 0:
         share = accepted / drafted
-        if abs(share - float(rate.group(1))) > half_unit(rate.group(1)) + EXACT:
+        if abs(share - read_number(rate.group(1))) > half_unit(rate.group(1)) + EXACT:
             problems.append(f"acceptance rate {rate.group(1)} != accepted / drafted {share:.4g}")
     if drafted % k:
         problems.append(f"draft tokens {drafted} not a multiple of K = {k}")
@@ -108,7 +119,7 @@ def speculative_line(line: str, index: int) -> Raw | V0Line | None:
     efficiency = found.get("efficiency")
     if efficiency is not None and drafts:
         value = emitted / (drafts * (k + 1))
-        if abs(value - float(efficiency.group(1))) > half_unit(efficiency.group(1)) + EXACT:
+        if abs(value - read_number(efficiency.group(1))) > half_unit(efficiency.group(1)) + EXACT:
             problems.append(
                 f"system efficiency {efficiency.group(1)} != emitted / (drafts (K + 1)) {value:.4g}"
             )

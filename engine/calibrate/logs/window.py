@@ -1,13 +1,11 @@
 """What a parse gives: a measurement :class:`Window`, the :class:`ParseResult` of a text, and
-the :class:`Raw` window as printed, before :func:`engine.calibrate.logs.checks.finish`."""
+the :class:`Raw` window as printed, before :func:`engine.calibrate.logs.checks.finish`; and
+what calibration reads of a window (:class:`WindowLike`, :func:`mean_length_of`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from engine.calibrate.fit import WindowLike
+from typing import Protocol
 
 SOURCES = (
     "vllm-v1",
@@ -94,6 +92,28 @@ class Raw:
     acceptance_step: float = 0.0
     fixed_k: bool = True  # every draft has K tokens (vLLM); llama.cpp drafts vary
     problems: list[str] = field(default_factory=list)
+
+
+class WindowLike(Protocol):
+    """What calibration (:func:`engine.calibrate.fit.calibrate`) reads of a :class:`Window`
+    (re-exported by :mod:`engine.calibrate.fit`)."""
+
+    @property
+    def source(self) -> str: ...
+    @property
+    def drafts(self) -> float | None: ...
+    @property
+    def drafted(self) -> int | None: ...
+    @property
+    def accepted(self) -> int | None: ...
+    @property
+    def k(self) -> int | None: ...
+    @property
+    def mean_length(self) -> float | None: ...
+    @property
+    def position_accepted(self) -> tuple[float, ...] | None: ...
+    @property
+    def windows(self) -> int: ...  # the log's windows it stands for (merged ones: several)
 
 
 def mean_length_of(w: WindowLike) -> float | None:
