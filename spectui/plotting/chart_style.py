@@ -111,24 +111,30 @@ class _Style:
         self.drawing.notes.append(text)
 
 
-def legend_lines(drawing: Drawing, width: int, color: bool = False) -> list[str]:
+def legend_lines(
+    drawing: Drawing, width: int, color: bool = False, flow: bool = False
+) -> list[str]:
     """The legend (entries side by side, wrapped at ``width``) and then the notes, as lines;
-    ANSI-coloured when ``color``."""
+    ANSI-coloured when ``color``. With ``flow`` the notes follow the entries on their line
+    while they fit, each wrapped to a line of its own when not (a short screen's rows)."""
     import plotext
 
-    lines: list[str] = []
-    line, used = "", 0
+    items = []  # (text as printed, its width)
     for entry in drawing.legend:
         glyph = plotext.colorize(entry.glyph, entry.color) if color and entry.color else entry.glyph
-        size = len(entry.glyph) + 1 + len(entry.label)
+        items.append((f"{glyph} {entry.label}", len(entry.glyph) + 1 + len(entry.label)))
+    notes = [(note, len(note)) for note in drawing.notes] if flow else []
+    lines: list[str] = []
+    line, used = "", 0
+    for text, size in items + notes:
         if used and used + 2 + size > width:
             lines.append(line)
             line, used = "", 0
-        line += ("  " if used else "") + f"{glyph} {entry.label}"
+        line += ("  " if used else "") + text
         used += (2 if used else 0) + size
     if used:
         lines.append(line)
-    if drawing.notes:
+    if drawing.notes and not flow:
         lines.append(" · ".join(drawing.notes))
     return lines
 
@@ -143,6 +149,67 @@ def nice_ticks(low: float, high: float, rows: int) -> list[float]:
         if last - first + 1 <= most:
             return [round(i * step, 10) for i in range(first, last + 1)]
     return [low, high] if span else [low]
+
+
+ROUND_STEPS = (1.0, 2.0, 2.5, 5.0)  # a tick step is one of these times a power of ten
+
+
+def even_ticks(low: float, high: float, rows: int) -> tuple[float, float, list[float]]:
+    """An axis for values from ``low`` to ``high`` (finite) drawn on ``rows`` character rows:
+    its limits and its ticks, at round values (:data:`ROUND_STEPS` times a power of ten),
+    the same number of rows apart: two to four rows (on fewer than five rows: one), at
+    least three ticks on seven rows or more, else two.
+
+    plotext puts a value ``v`` on row ``floor(0.5 + (rows - 1)(v - lo)/(hi - lo))``. The
+    axis spans ``rows - 1`` rows of ``step / gap`` each and starts at a whole number of
+    them, so every tick (a multiple of ``step``) lands on a row exactly, ``gap`` rows above
+    the last; the limits themselves need not be ticks. Of the axes that hold the values, the
+    one with the finest rows (the values fill the most of it), then the most ticks. The
+    same arguments give the same axis: a redraw moves no tick. Values within a millionth of
+    each other count as one, given 10 % either side.
+    """
+    rows = max(2, rows)
+    if high < low:
+        low, high = high, low
+    if high - low <= 1e-6 * max(abs(low), abs(high)):
+        # One value (to a millionth: lines equal but for rounding noise), in a span around
+        # it: rows above and below it, not ticks a rounding error apart.
+        spread = abs(low) * 0.1 or 1.0
+        low, high = low - spread, high + spread
+    span = high - low
+    gaps = range(2, 5) if rows >= 5 else range(1, 2)
+    least = 3 if rows >= 7 else 2
+    best: tuple[float, int, float, float] | None = None  # (row's worth, -ticks, lo, step)
+    exponent = math.floor(math.log10(span / rows)) - 1
+    while best is None or 10.0**exponent <= best[0] * max(gaps):
+        for mantissa in ROUND_STEPS:
+            step = mantissa * 10.0**exponent
+            for gap in gaps:
+                per_row = step / gap
+                lo = math.floor(low / per_row + 1e-9) * per_row
+                hi = lo + per_row * (rows - 1)
+                count = math.floor(hi / step + 1e-9) - math.ceil(lo / step - 1e-9) + 1
+                if hi < high - 1e-9 * span or count < least:
+                    continue
+                candidate = (per_row, -count, lo, step)
+                if best is None or candidate[:2] < best[:2]:
+                    best = candidate
+        exponent += 1
+    assert best is not None  # a step as wide as the span always holds the values
+    per_row, _, lo, step = best
+    hi = lo + per_row * (rows - 1)
+    first = math.ceil(lo / step - 1e-9)
+    last = math.floor(hi / step + 1e-9)
+    return lo, hi, [round(n * step, 10) for n in range(first, last + 1)]
+
+
+def tick_labels(ticks: Sequence[float]) -> list[str]:
+    """``ticks`` written with the same number of decimals, the fewest that tell them apart
+    exactly ("0.10", "0.15", "0.20"; "0", "500", "1000")."""
+    for decimals in range(11):
+        if all(abs(round(t, decimals) - t) < 1e-9 * max(1.0, abs(t)) for t in ticks):
+            break
+    return [f"{t:.{decimals}f}" for t in ticks]
 
 
 def _yticks(axes: Any, low: float, high: float, rows: int) -> None:

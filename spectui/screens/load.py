@@ -2,7 +2,10 @@
 
 A chart of TPOT p50 (``t`` cycles it through TPOT p99 and throughput) against the level of
 load, one line per policy, filling as levels finish, with the level where speculation stops
-paying marked; under it a table of every level and policy that scrolls. The load settings
+paying marked: round y ticks the same rows apart, each policy a line style of its own and
+its letter on its points (told apart without colour; policies on one point name it
+together, "fg"), the legend on the line under the chart, off its lines. Under it a table of
+every level and policy, with units, that scrolls. The load settings
 are the preset's ``[load]`` table, else :data:`DEFAULTS`. The run is a thread worker:
 Escape stops it (the finished levels stay), a second Escape closes the screen; ``r`` runs
 again; ``e`` (``p``) runs again streaming a row per finished request to a CSV (Parquet)
@@ -14,8 +17,9 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from rich.text import Text
 from textual import work
@@ -27,6 +31,15 @@ from textual.widgets import DataTable, Static
 from textual.worker import get_current_worker
 
 from engine.serve.load import COLUMNS
+from spectui.plotting.chart_style import (
+    PLAIN_MARKERS,
+    Drawing,
+    LegendEntry,
+    even_ticks,
+    legend_lines,
+    spaced_ticks,
+    tick_labels,
+)
 from spectui.widgets.common import ReportsWorkerErrors, results_dir
 from spectui.widgets.footer import KeysFooter
 from spectui.widgets.plot import Plot
@@ -43,7 +56,29 @@ CHARTS = (
     ("tpot_p99_ms", "TPOT p99 (ms)"),
     ("throughput_tok_s", "throughput (tok/s)"),
 )
-GLYPHS = ("dot", "hd", "braille", "fhd", "sd")
+# Where speculation stops paying, by the figure the chart shows (its p50 TPOT: the p99's).
+STOPS_BY = {
+    "tpot_p50_ms": ("tpot_p99_ms", "p99 TPOT"),
+    "tpot_p99_ms": ("tpot_p99_ms", "p99 TPOT"),
+    "throughput_tok_s": ("throughput_tok_s", "throughput"),
+}
+# A line style per policy, in the plan's order: the character its line is drawn with. Lines
+# that differ in colour alone are one grey line under NO_COLOR. Whole characters, not
+# plotext's half blocks or braille: those put a value up to a row away from where its letter
+# (and another line's character) puts it.
+LINE_STYLES = ("•", "-", ":", "~", "+")
+# textual-plotext's colours for a figure's first series (its plot.py's sequence): the lines'
+# colours before they were named here, on the theme's plot background.
+LINE_COLOURS = ((0, 130, 200), (60, 180, 75), (230, 25, 75), (255, 225, 25), (245, 130, 48))
+# What plotext draws around the plot area: the frame (a row above, a row below), the x tick
+# labels and the axis labels' row; the frame's two columns beside the y tick labels.
+FRAME_ROWS = 4
+FRAME_COLUMNS = 2
+
+
+def _header(figure: str, header: str) -> str:
+    """A column's header with its unit: the figures in milliseconds say so ("TTFT p50 ms")."""
+    return f"{header} ms" if figure.endswith("_ms") else header
 
 
 class LoadStopped(Exception):
@@ -65,8 +100,147 @@ class LoadDone(Message):
     records: str | None
 
 
+@dataclass(frozen=True)
+class Line:
+    """One policy's finished levels and its figure at each (finite values only)."""
+
+    policy: str
+    levels: list[float]
+    values: list[float]
+
+
+class Area(NamedTuple):
+    """The plot area as drawn: the x axis's limits over ``columns`` character columns, the
+    y axis's over ``rows`` rows."""
+
+    left: float
+    right: float
+    columns: int
+    low: float
+    high: float
+    rows: int
+
+    def cell(self, x: float, y: float) -> tuple[int, int]:
+        """The character (column, row) of the point (x, y)."""
+        return _cell(x, self.left, self.right, self.columns), _cell(
+            y, self.low, self.high, self.rows
+        )
+
+
+def point_letters(policies: Sequence[str]) -> dict[str, str]:
+    """The letter on each policy's points: the first letter of its name that no earlier
+    policy took ("o" off, "f" fixed, "g" goodput, "s" schedule, "b" budget), else the first
+    free plain marker."""
+    letters: dict[str, str] = {}
+    for policy in policies:
+        free = [c for c in policy.lower() if c.isalnum() and c not in letters.values()]
+        spare = [m for m in PLAIN_MARKERS if m not in letters.values()]
+        letters[policy] = (free or spare or ["?"])[0]
+    return letters
+
+
 class LoadChart(Plot):
-    """One figure against the level of load, a line per policy."""
+    """One figure against the level of load: a line per policy (:data:`LINE_STYLES`), the
+    policy's letter on each of its points; the caller prints the legend under it."""
+
+    def draw(
+        self,
+        levels: Sequence[float],
+        lines: Sequence[Line],
+        labels: tuple[str, str],
+        stop: tuple[float, str] | None = None,
+    ) -> Drawing:
+        """Draw ``lines`` on an x axis over every level of the plan (``levels``), so that
+        the axis stays put as levels finish, with the axes' ``labels`` (x, y) and a vertical
+        line at ``stop`` (the level, and in what speculation stops paying there); returns
+        the legend and its notes for the caller to print under the chart."""
+        drawing = Drawing()
+        letters = point_letters([line.policy for line in lines])
+        plt = self.plt
+        plt.clear_data()
+        plt.clear_figure()
+        plt.xlabel(labels[0])
+        plt.ylabel(labels[1])
+        for i, line in enumerate(lines):
+            glyph = LINE_STYLES[i % len(LINE_STYLES)]
+            mark = f"{glyph}{letters[line.policy]}{glyph}"
+            drawing.legend.append(LegendEntry(line.policy, mark, self._colour(i)))
+        if any(line.values for line in lines):
+            area = self._axes(levels, [v for line in lines for v in line.values])
+            for i, line in enumerate(lines):
+                if line.levels:
+                    marker = LINE_STYLES[i % len(LINE_STYLES)]
+                    plt.plot(line.levels, line.values, marker=marker, color=self._colour(i))
+            drawing.notes += self._letters(lines, letters, area)
+            if stop is not None:
+                plt.vline(stop[0])
+                drawing.notes.append(f"│ {stop[0]:g}: speculation stops paying in {stop[1]}")
+        self.refresh()
+        return drawing
+
+    def _colour(self, index: int) -> Any:
+        """The colour of the ``index``-th policy's line, None under NO_COLOR."""
+        return None if self.app.no_color else LINE_COLOURS[index % len(LINE_COLOURS)]
+
+    def _axes(self, levels: Sequence[float], values: list[float]) -> Area:
+        """Set both axes for ``values`` at the chart's size: the y ticks the same rows apart
+        (:func:`even_ticks`), an x tick per level that fits. Returns the plot area."""
+        plt = self.plt
+        rows = self.size.height - FRAME_ROWS
+        low, high, ticks = even_ticks(min(values), max(values), rows)
+        texts = tick_labels(ticks)
+        plt.ylim(low, high)
+        plt.yticks(ticks, texts)
+        columns = max(2, self.size.width - FRAME_COLUMNS - max(len(text) for text in texts))
+        left, right = _x_limits(levels, columns)
+        plt.xlim(left, right)
+        plt.xticks(*spaced_ticks(list(levels), [f"{lv:g}" for lv in levels], columns))
+        return Area(left, right, columns, low, high, max(2, rows))
+
+    def _letters(self, lines: Sequence[Line], letters: dict[str, str], area: Area) -> list[str]:
+        """Each point's letter, over the lines, in its line's colour. The policies whose
+        points fall in one character cell have their letters side by side there ("fg"; a
+        later line would hide an earlier one's point). Returns the notes that say which
+        policies share a point."""
+        cells: dict[tuple[int, int], list[tuple[int, float]]] = {}
+        for i, line in enumerate(lines):
+            for level, value in zip(line.levels, line.values, strict=True):
+                cells.setdefault(area.cell(level, value), []).append((i, value))
+        per_column = (area.right - area.left) / (area.columns - 1)
+        together: dict[str, str] = {}
+        for (column, _), points in cells.items():
+            start = column - len(points) // 2  # centred on the point's column
+            for offset, (i, value) in enumerate(points):
+                x = area.left + (start + offset) * per_column  # on that column exactly
+                marker = letters[lines[i].policy]
+                self.plt.scatter([x], [value], marker=marker, color=self._colour(i))
+            if len(points) > 1:
+                names = [lines[i].policy for i, _ in points]
+                text = "".join(letters[name] for name in names)
+                together[text] = f"{', '.join(names[:-1])} and {names[-1]}"
+        return [f"{text}: {names} at one point" for text, names in together.items()]
+
+    def on_resize(self) -> None:
+        # The ticks and the points' cells follow the size: drawn again at the new one.
+        screen = self.screen
+        if isinstance(screen, LoadScreen) and screen.result is not None:
+            screen.draw_chart()
+
+
+def _x_limits(levels: Sequence[float], columns: int) -> tuple[float, float]:
+    """The x axis's limits over ``levels`` in a plot area ``columns`` wide: two columns
+    beyond the first and the last level, so that their letters stay inside the frame."""
+    first, last = min(levels), max(levels)
+    if last == first:
+        return first - 1.0, last + 1.0
+    margin = 2 * (last - first) / max(1, columns - 5)
+    return first - margin, last + margin
+
+
+def _cell(value: float, low: float, high: float, cells: int) -> int:
+    """The character column (or row) of ``value`` on an axis from ``low`` to ``high`` over
+    ``cells`` columns, as plotext places it (its utility get_matrix_data)."""
+    return math.floor(round(0.5 + (cells - 1) * (value - low) / (high - low), 8))
 
 
 class LoadScreen(ReportsWorkerErrors, ModalScreen[None]):
@@ -88,6 +262,10 @@ class LoadScreen(ReportsWorkerErrors, ModalScreen[None]):
     LoadScreen LoadChart {
         height: 1fr;
         min-height: 8;
+    }
+    LoadScreen #load-legend {
+        height: auto;
+        padding: 0 1;
     }
     LoadScreen DataTable {
         height: 1fr;
@@ -115,12 +293,17 @@ class LoadScreen(ReportsWorkerErrors, ModalScreen[None]):
         yield Static("Load", id="load-title")
         yield Static("", id="load-status")
         yield LoadChart(id="load-chart")
+        yield Static("", id="load-legend")
         yield DataTable(id="load-table", zebra_stripes=False, cursor_type="row")
         yield KeysFooter()
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
-        for name in ("level", "policy", *(header for _, header, _ in COLUMNS)):
+        for name in (
+            "level",
+            "policy",
+            *(_header(figure, header) for figure, header, _ in COLUMNS),
+        ):
             table.add_column(name)
         self.start()
 
@@ -240,22 +423,27 @@ class LoadScreen(ReportsWorkerErrors, ModalScreen[None]):
 
     def draw_chart(self) -> None:
         figure, label = CHARTS[self.chart]
-        plt = self.query_one(LoadChart).plt
-        plt.clear_data()
-        plt.clear_figure()
         names = {"rate": "rate (req/s)", "concurrency": "concurrency", "speed": "trace speed"}
-        plt.xlabel(names[self.plan.unit] + " · t: next chart")
-        plt.ylabel(label)
-        for i, policy in enumerate(self.plan.policies):
-            levels = [lv for lv in self.plan.levels if (lv, policy) in self.result.cells]
-            if not levels:
-                continue
-            values = [self.result.cells[(lv, policy)].mean(figure) for lv in levels]
-            plt.plot(levels, values, marker=GLYPHS[i % len(GLYPHS)], label=policy)
-        stop = self.result.stops_paying(figure if figure != "tpot_p50_ms" else "tpot_p99_ms")
-        if stop is not None:
-            plt.vline(stop)  # where speculation stops paying
-        self.query_one(LoadChart).refresh()
+        lines = []
+        for policy in self.plan.policies:
+            points = [
+                (lv, self.result.cells[(lv, policy)].mean(figure))
+                for lv in self.plan.levels
+                if (lv, policy) in self.result.cells
+            ]
+            points = [(lv, value) for lv, value in points if math.isfinite(value)]
+            lines.append(Line(policy, [lv for lv, _ in points], [v for _, v in points]))
+        stop_figure, stop_words = STOPS_BY[figure]
+        stop = self.result.stops_paying(stop_figure)
+        drawing = self.query_one(LoadChart).draw(
+            self.plan.levels,
+            lines,
+            (names[self.plan.unit] + " · t: next chart", label),
+            None if stop is None else (stop, stop_words),
+        )
+        width = max(10, self.size.width - 2)
+        lines_text = legend_lines(drawing, width, color=not self.app.no_color, flow=True)
+        self.query_one("#load-legend", Static).update(Text.from_ansi("\n".join(lines_text)))
 
     # ------------------------------------------------------------------ keys
 

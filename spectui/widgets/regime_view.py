@@ -21,7 +21,9 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.css.scalar import Scalar
 from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import DataTable, Static
 from textual.worker import Worker, get_current_worker
 
@@ -131,6 +133,30 @@ class RegimeMapTable(HidesColumnsHint, Heatmap):
         # A new map starts at its first cell, scrolled home.
         self.move_cursor(row=0, column=0, animate=False)
         self.scroll_to(x=0, y=0, animate=False, immediate=True)
+        self.fit_whole_columns()
+
+    def fit_whole_columns(self) -> None:
+        """Be as wide as the row labels and the whole columns that fit in the view beside
+        them (when every column fits: the view's width). A column cut at the right edge
+        showed its first figures under no heading (a heading is right-aligned: it was the
+        part cut away); the columns out of sight are named by the hint under the map."""
+        offered = self.parent.size.width if isinstance(self.parent, Widget) else 0
+        bar = self.styles.scrollbar_size_vertical if self.show_vertical_scrollbar else 0
+        # Every row has a label: their column's width, before DataTable's deferred pass
+        # has seen them (show_map sets it).
+        width = self._label_column.get_render_width(self) + bar
+        widths = [column.get_render_width(self) for column in self.ordered_columns]
+        fit = 0
+        while fit < len(widths) and width + widths[fit] <= offered:
+            width += widths[fit]
+            fit += 1
+        wanted = width if 0 < fit < len(widths) else None
+        if self.styles.max_width != (None if wanted is None else Scalar.from_number(wanted)):
+            self.styles.max_width = wanted
+
+    def watch_show_vertical_scrollbar(self) -> None:
+        # The scrollbar takes columns of its own from the table's width.
+        self.fit_whole_columns()
 
     def describe(self, i: int, j: int) -> str:
         """The cell (i, j) in words: where, K*, speedup, verify pass, whether K pays."""
@@ -185,6 +211,10 @@ class RegimeView(ReportsWorkerErrors, Vertical):
         yield Static("", id="regime-legend")
         yield Static("", id="regime-off")
         yield Static("", id="regime-status")
+
+    def on_resize(self) -> None:
+        # The map's width follows the view's (the form shown or hidden: ctrl+b).
+        self.query_one(RegimeMapTable).fit_whole_columns()
 
     def on_mount(self) -> None:
         from engine.analysis.regime import SHORT_LEGEND
