@@ -28,6 +28,12 @@ REPLICATIONS_MAX = 100
 LEVELS_MAX = 64
 SLO_MAX_MS = 1e7
 USD_MAX = 1e4
+# The most simulated request-steps a study may take (requests x (prompt chunks + output
+# tokens) x levels x policies x replications, :meth:`Plan.work`), checked before it starts.
+# The compiled loop does about 2.5e6 a second on one core when every step serves one request
+# (the slowest case; 3e7 with full batches): this is at most about an hour, where what the
+# other bounds allow (a million requests of a million tokens) would take years.
+WORK_MAX = 1e10
 # Student's t at 0.975 for 1..30 degrees of freedom (then the normal's 1.96).
 T975 = (
     12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
@@ -124,7 +130,17 @@ class Plan:
         if not (math.isfinite(self.usd_per_gpu_hour) and 0 <= self.usd_per_gpu_hour <= USD_MAX):
             raise ConfigError("usd_per_gpu_hour", f"must be a number in [0, {USD_MAX:g}]")
         self.server.check()
-        self.level_workload(self.levels[0]).check()
+        for level in self.levels:  # each: a rate against its requests, a speed its trace
+            self.level_workload(level).check()
+        check_work(self.work())
+
+    def work(self) -> float:
+        """The estimated simulated request-steps of the whole plan
+        (:meth:`engine.serve.workload.Workload.steps` of every level, for every policy and
+        replication)."""
+        chunk = self.server.max_num_batched_tokens
+        runs = len(self.policies) * self.replications
+        return runs * sum(self.level_workload(level).steps(chunk) for level in self.levels)
 
     def level_workload(self, level: float) -> Workload:
         if self.trace is not None:
@@ -133,6 +149,20 @@ class Plan:
         if self.closed:
             return replace(self.workload, rate=None, concurrency=int(level), trace=None)
         return replace(self.workload, rate=float(level), concurrency=None, trace=None)
+
+
+def check_work(steps: float) -> None:
+    """ConfigError if ``steps`` simulated request-steps (:meth:`Plan.work`) exceed
+    :data:`WORK_MAX`, with the estimate and the bound."""
+    if steps > WORK_MAX:
+        estimate, bound = (f"{x:.2g}".replace("e+", "e") for x in (steps, WORK_MAX))
+        raise ConfigError(
+            "requests",
+            f"this study is about {estimate} simulated request-steps (requests x (prompt "
+            "chunks + output tokens) x levels x policies x replications), beyond the bound "
+            f"of {bound} (about an hour of CPU): give fewer requests, shorter "
+            "outputs, or fewer levels, policies or replications",
+        )
 
 
 @dataclass
@@ -244,6 +274,7 @@ def run_cell(
     cell = Cell(level, policy)
     for replication in range(plan.replications):
         requests = workload.draw(plan.seed, replication)
+        n = len(requests)
         outcome = simulate_load(
             config,
             cost,
@@ -259,12 +290,17 @@ def run_cell(
             on_finish=(
                 None if on_finish is None else partial(on_finish, level, policy, replication)
             ),
-            check=check,
+            # done: the cell's requests so far, the earlier replications' and this one's
+            check=None if check is None else partial(_done_in_cell, check, replication * n),
         )
         figures = outcome.summary.figures(gpus, plan.usd_per_gpu_hour)
         for name in FIGURES:
             cell.values.setdefault(name, []).append(figures[name])
     return cell
+
+
+def _done_in_cell(check: Callable[[int], None], before: int, done: int) -> None:
+    check(before + done)
 
 
 def run_load(
@@ -278,8 +314,9 @@ def run_load(
     submit: Callable[..., Any] | None = None,
 ) -> LoadResult:
     """Run every (level, policy, replication) of ``plan`` for the scenario ``config`` priced
-    by ``cost``. ``on_cell`` gets each finished cell; ``check(done)`` may raise to stop (a
-    cancelled run keeps its finished cells); ``on_finish(level, policy, replication, rows)``
+    by ``cost``. ``on_cell`` gets each finished cell; ``check(done)`` (``done``: the requests
+    the current cell has finished, over its replications) may raise to stop (a cancelled
+    run keeps its finished cells); ``on_finish(level, policy, replication, rows)``
     receives finished requests' records. With ``submit`` (an executor's or a Dask client's:
     ``submit(run_cell, config, plan, level, policy)`` gives a future), the cells run there,
     each on its own numbers, so the results do not depend on where they ran."""
@@ -291,10 +328,10 @@ def run_load(
         for future in futures:
             cell = future.result()
             result.cells[(cell.level, cell.policy)] = cell
-            if check is not None:
-                check(0)
             if on_cell is not None:
                 on_cell(cell)
+            if check is not None:  # after on_cell: a count of the cells done includes this one
+                check(0)
         return result
     for level, policy in cells:
         cell = run_cell(config, plan, level, policy, cost=cost, check=check, on_finish=on_finish)

@@ -32,9 +32,13 @@ class LogHistogram:
         self.total = 0.0
 
     def add(self, values: np.ndarray) -> None:
+        """Count ``values`` (seconds); ValueError if one is not finite (NaN has no bin: its
+        index would be a wild integer)."""
         values = np.asarray(values, dtype=np.float64)
         if values.size == 0:
             return
+        if not np.isfinite(values).all():
+            raise ValueError("latencies must be finite seconds")
         index = np.floor(np.log(np.maximum(values, LOW_S) / LOW_S) / math.log(RATIO)) + 1
         index = np.clip(index, 0, BINS - 1).astype(np.int64)
         np.add.at(self.counts, index, 1)
@@ -133,7 +137,8 @@ class Summary:
     def figures(self, gpus: int, usd_per_gpu_hour: float) -> dict[str, float]:
         """The run's figures: latencies in ms (p50, p90, p99, mean), output tokens/s,
         goodput (requests/s meeting the SLOs), mean running batch, KV use, preemptions and
-        the cost of a million output tokens."""
+        the cost of a million output tokens. With no finished request, ``requests`` is 0 and
+        every other figure but the preemptions is nan (shown as "-")."""
         self.flush()
         span = self.last_finish_s - self.first_arrival_s if self.requests else math.nan
         out: dict[str, float] = {"requests": float(self.requests)}
@@ -150,5 +155,8 @@ class Summary:
         out["acceptance"] = (
             self.accepted_tokens / self.spec_tokens if self.spec_tokens else math.nan
         )
-        out["usd_per_m_tokens"] = gpus * usd_per_gpu_hour / 3600.0 / throughput * 1e6
+        # No finished request (or no span): nan, never a division by zero.
+        out["usd_per_m_tokens"] = (
+            gpus * usd_per_gpu_hour / 3600.0 / throughput * 1e6 if throughput > 0 else math.nan
+        )
         return out

@@ -117,9 +117,6 @@ def plan_of(settings: dict[str, Any], config: Any) -> Plan:
         )
     if values["lengths"] not in LENGTHS:
         raise ConfigError("lengths", f"must be one of {', '.join(LENGTHS)}")
-    for key in ("requests", "replications", "max_num_seqs"):
-        if values[key] < 1:
-            raise ConfigError(key, "must be a whole number >= 1")
     prompt, output = lengths_of(values["lengths"], config)
     closed = values["concurrency"] is not None
     plan = Plan(

@@ -21,7 +21,7 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine.core.fields import ConfigError
+from engine.core.fields import ConfigError, ascii_number
 
 if TYPE_CHECKING:
     import numpy as np
@@ -34,7 +34,19 @@ REQUESTS_MAX = 1_000_000  # drawn arrays and a queue of waiting requests stay bo
 LENGTH_MAX = 1_000_000  # tokens of a prompt or an output
 TRACE_MAX_BYTES = 64 * 2**20
 TRACE_ROWS_MAX = 1_000_000
+# The simulated span in which a run's requests arrive: at most a trace's latest arrival
+# (1e9 s, 32 years). Simulated time is a float64 of seconds: up to 1e9 s it still resolves
+# 0.12 us, far below a step (a step at 1e300 s would not move the clock, and gaps of a rate
+# of 5e-324 are infinite). An open loop's rate must therefore be at least requests / span
+# (:func:`rate_min`), and a trace's speed at least its span / this.
+ARRIVAL_SPAN_MAX_S = 1e9  # (the messages write it out: 1e9)
 DISTRIBUTIONS = ("fixed", "uniform", "lognormal")
+
+
+def rate_min(requests: int) -> float:
+    """The lowest open-loop rate (requests/s) at which ``requests`` requests arrive, on
+    average, within :data:`ARRIVAL_SPAN_MAX_S`."""
+    return requests / ARRIVAL_SPAN_MAX_S
 
 
 @dataclass(frozen=True)
@@ -72,6 +84,15 @@ class Lengths:
         values = np.exp(np.log(self.median) + self.sigma * rng.standard_normal(n))
         return np.clip(np.rint(values), self.low, self.high).astype(np.int64)
 
+    def mean(self) -> float:
+        """The mean length in tokens (a lognormal's unclipped mean, at most ``high``): what
+        a study's work is estimated from."""
+        if self.dist == "fixed":
+            return float(self.median)
+        if self.dist == "uniform":
+            return (self.low + self.high) / 2
+        return min(float(self.high), self.median * math.exp(self.sigma**2 / 2))
+
 
 @dataclass(frozen=True)
 class Workload:
@@ -98,12 +119,22 @@ class Workload:
                 math.isfinite(self.rate) and 0.0 < self.rate <= RATE_MAX
             ):
                 raise ConfigError("rate", f"must be a number in (0, {RATE_MAX:g}] requests/s")
+            if self.rate is not None and self.rate < rate_min(self.requests):
+                raise ConfigError("rate", rate_too_low(self.requests))
             if self.concurrency is not None and not 1 <= self.concurrency <= CONCURRENCY_MAX:
                 raise ConfigError(
                     "concurrency", f"must be a whole number in [1, {CONCURRENCY_MAX}]"
                 )
         if not (math.isfinite(self.speed) and 0.0 < self.speed <= SPEED_MAX):
             raise ConfigError("speeds", f"must be numbers in (0, {SPEED_MAX:g}]")
+        if self.trace is not None:
+            span = float(_trace_once(Path(self.trace), self.requests).arrival_s[-1])
+            if span / self.speed > ARRIVAL_SPAN_MAX_S:
+                raise ConfigError(
+                    "speeds",
+                    f"must be numbers in [{span / ARRIVAL_SPAN_MAX_S:.3g}, {SPEED_MAX:g}] for "
+                    f"this trace: its {span:g} s of arrivals must come within 1e9 s",
+                )
         if not (math.isfinite(self.cv) and 0.0 < self.cv <= CV_MAX):
             raise ConfigError("cv", f"must be a number in (0, {CV_MAX:g}]")
         if not (math.isfinite(self.warmup) and 0.0 <= self.warmup <= 0.5):
@@ -114,6 +145,19 @@ class Workload:
     @property
     def closed(self) -> bool:
         return self.trace is None and self.concurrency is not None
+
+    def steps(self, chunk: int) -> float:
+        """The estimated work of one run: request-steps (each request's prefill chunks of
+        ``chunk`` tokens and its output tokens: at most one step each, a step that accepts
+        drafts doing fewer), what a run's CPU grows with."""
+        if self.trace is not None:
+            import numpy as np
+
+            read = _trace_once(Path(self.trace), self.requests)
+            chunks = np.maximum(1, -(-read.prompt // chunk))  # a prompt of 0 still takes a step
+            return float(chunks.sum() + read.output.sum())
+        prompt_chunks = max(1, math.ceil(self.prompt.mean() / chunk))
+        return self.requests * (prompt_chunks + self.output.mean())
 
     def longest_context(self) -> int:
         """The longest prompt and output a request of this workload may have, together."""
@@ -225,6 +269,15 @@ class Requests:
         return self._whole[2]
 
 
+def rate_too_low(requests: int) -> str:
+    """What a rate below :func:`rate_min` is told."""
+    return (
+        f"must be numbers in [{rate_min(requests):.3g}, {RATE_MAX:g}] requests/s with "
+        f"{requests:,} requests: they must arrive within 1e9 s of simulated time "
+        "(requests / rate; a float64 clock then still resolves a step)"
+    )
+
+
 def _trace_once(path: Path, limit: int) -> Requests:
     """:func:`read_trace`, read once while the file stays the same (every level, policy and
     replication of a study serves it)."""
@@ -274,12 +327,15 @@ def read_trace(path: Path, limit: int) -> Requests:
         try:
             if len(cells) != 3:
                 raise ValueError
-            arrival, prompt, output = float(cells[0]), int(cells[1]), int(cells[2])
+            arrival = ascii_number(cells[0])
+            prompt, output = (ascii_number(c, integer=True) for c in cells[1:])
         except ValueError:
             raise ConfigError(
-                "trace", f"{path}: line {number} must be three numbers: seconds, tokens, tokens"
+                "trace",
+                f"{path}: line {number} must be three numbers in ASCII digits: seconds, "
+                "tokens, tokens",
             ) from None
-        if not (math.isfinite(arrival) and arrival >= last and arrival <= 1e9):
+        if not (math.isfinite(arrival) and arrival >= last and arrival <= ARRIVAL_SPAN_MAX_S):
             raise ConfigError(
                 "trace",
                 f"{path}: line {number}: arrival_s must be finite, in [0, 1e9] and not "

@@ -7,6 +7,13 @@ best k by batch size as vLLM, TensorRT-LLM and SGLang settings, shell-quoted. Ro
 as levels finish; Ctrl-C keeps the finished ones. ``--json`` prints everything as one JSON
 object, ``--csv FILE`` writes a row per level and policy, ``--records FILE`` streams a row
 per finished request.
+
+Numbers are ASCII digits (engine.core.config.ascii_number) and a range error names its flag.
+A study is bounded before it starts: its rates by the span its requests must arrive in,
+its work by engine.serve.load.WORK_MAX. ``--csv`` is as safe as ``sweep --out``: the file's
+lock (``FILE.lock``) refuses a second writer; each level's rows go to ``FILE.partial`` as the
+level finishes (a kill -9 keeps them, ``--resume`` reads them); SIGTERM ends the run as
+Ctrl-C does (the CSV written whole, no temporary file left, worker processes stopped).
 """
 
 from __future__ import annotations
@@ -16,24 +23,45 @@ import csv
 import json
 import math
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from engine.core.config import ascii_number
+from engine.core.fields import SHOWN_MAX, ConfigError
 from spectui.cli.flags import add_scenario_flags, base_config, given_fields
 from spectui.errors import UsageError
 
 
-def _numbers(kind: type, name: str) -> Any:
+def _numbers(integer: bool) -> Any:
+    """An argparse type: a comma-separated list of numbers in ASCII digits
+    (engine.core.config.ascii_number: '١٢', '５' and '1_0' are refused)."""
+
     def parse(text: str) -> tuple[Any, ...]:
         items = [t.strip() for t in text.split(",") if t.strip()]
         if not items:
-            raise argparse.ArgumentTypeError(f"{name}: expected a comma-separated list")
+            raise argparse.ArgumentTypeError("expected a comma-separated list")
         try:
-            return tuple(kind(item) for item in items)
+            return tuple(ascii_number(item, integer=integer) for item in items)
         except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"{name}: expected {'whole numbers' if kind is int else 'numbers'}, got {text!r}"
+            raise argparse.ArgumentTypeError(  # argparse names the flag first
+                f"expected {'whole numbers' if integer else 'numbers'} in ASCII digits, "
+                f"comma-separated; got {text[:SHOWN_MAX]!r}"
             ) from None
+
+    return parse
+
+
+def _number(integer: bool) -> Any:
+    """An argparse type: one number in ASCII digits (engine.core.config.ascii_number); its
+    range is the load setting's check (engine.serve.settings), which names the flag."""
+
+    def parse(text: str) -> Any:
+        try:
+            return ascii_number(text, integer=integer)
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
 
     return parse
 
@@ -44,11 +72,11 @@ def _names(text: str) -> tuple[str, ...]:
 
 # How each kind of load setting (engine.serve.settings) reads from the command line.
 _TYPES: dict[str, Any] = {
-    "int": int,
-    "float": float,
+    "int": _number(integer=True),
+    "float": _number(integer=False),
     "text": str,
     "texts": _names,
-}
+}  # and "ints", "floats": lists, read by _numbers
 _METAVARS = {"int": "N", "float": "F", "text": "NAME", "texts": "LIST", "floats": "LIST"}
 
 
@@ -77,11 +105,7 @@ def add_parser(sub: Any) -> None:
         flag = "--" + setting.key.replace("_", "-")
         where = levels if setting.key in ("rate", "concurrency") else group
         kind = setting.kind
-        parse = (
-            _numbers(float if kind == "floats" else int, flag)
-            if kind in ("floats", "ints")
-            else _TYPES[kind]
-        )
+        parse = _numbers(kind == "ints") if kind in ("floats", "ints") else _TYPES[kind]
         default = setting.default
         if isinstance(default, tuple):
             default = ",".join(f"{v:g}" if isinstance(v, float) else str(v) for v in default)
@@ -111,7 +135,7 @@ def add_parser(sub: Any) -> None:
     where = load.add_argument_group("where the runs go")
     where.add_argument(
         "--workers",
-        type=int,
+        type=_number(integer=True),  # its range: engine.sweep.pool.check_workers
         default=1,
         metavar="N",
         help="worker processes, each running a level and policy at a time (0 or 1: none; "
@@ -127,7 +151,13 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="with --csv: keep the levels and policies the file holds, run the rest",
     )
-    out.add_argument("--csv", metavar="FILE", type=Path, help="a row per level and policy")
+    out.add_argument(
+        "--csv",
+        metavar="FILE",
+        type=Path,
+        help="a row per level and policy (each level's rows in FILE.partial as it finishes; "
+        "FILE.lock refuses a second writer)",
+    )
     out.add_argument("--records", metavar="FILE", type=Path, help="a row per finished request")
 
 
@@ -144,7 +174,7 @@ def plan_of(args: argparse.Namespace) -> tuple[Any, Any, Any]:
         raise UsageError(
             "give --rate LIST, --concurrency LIST or --trace FILE (or a preset with [load])"
         )
-    plan = settings_plan(settings, config)
+    plan = flagged(settings_plan, args)(settings, config)
     cost = build_cost(config)
     kv_capacity(cost, plan.server)  # weights that do not fit: refused before any run
     return config, cost, plan
@@ -183,6 +213,22 @@ def _header(plan: Any) -> str:
     return " ".join(names)
 
 
+_PAIRED = ("throughput_tok_s", "tpot_p99_ms")  # the figures paired against off in the CSV
+
+
+def _columns(keys: list[str]) -> list[str]:
+    """The columns of a load CSV whose scenarios' grid keys are ``keys``, in the order
+    :func:`_csv_rows` writes them."""
+    from engine.serve.load import FIGURES
+
+    columns = [*keys, "level", "policy"]
+    for figure in FIGURES:
+        columns += [figure, f"{figure}_ci95"]
+    for figure in _PAIRED:
+        columns += [f"{figure}_vs_off", f"{figure}_vs_off_ci95"]
+    return columns
+
+
 def _csv_rows(result: Any, scenario: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     from engine.core.writes import csv_cell
     from engine.serve.load import FIGURES
@@ -197,7 +243,7 @@ def _csv_rows(result: Any, scenario: dict[str, Any] | None = None) -> list[dict[
         for figure in FIGURES:
             row[figure] = csv_cell(cell.mean(figure))
             row[f"{figure}_ci95"] = csv_cell(cell.half_width(figure))
-        for figure in ("throughput_tok_s", "tpot_p99_ms"):  # paired against off
+        for figure in _PAIRED:
             diff, half = result.paired(level, policy, figure)
             row[f"{figure}_vs_off"] = csv_cell(diff)
             row[f"{figure}_vs_off_ci95"] = csv_cell(half)
@@ -217,21 +263,99 @@ def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
         out.writerows(rows)
 
 
-def _kept_rows(path: Path | None, resume: bool) -> list[dict[str, str]]:
-    """The rows of an earlier run's CSV to keep (``--resume``), read bounded."""
-    if not resume:
-        return []
+def _partial_of(path: Path) -> Path:
+    """Where a load's finished levels stream while it runs (as a sweep's ``.partial``)."""
+    return path.with_name(path.name + ".partial")
+
+
+class _Streamed:
+    """A load CSV as it is written: ``<csv>.partial`` holds the kept rows, then each level's
+    rows as the level finishes, flushed (a process killed, even with SIGKILL, keeps them:
+    ``--resume`` reads that file first); :meth:`finish` writes the CSV whole and removes
+    the partial file."""
+
+    def __init__(self, path: Path, columns: list[str], kept: list[dict[str, str]]) -> None:
+        from engine.core.writes import atomic_open, writable_target
+
+        self.path = writable_target(path)
+        self.partial = writable_target(_partial_of(self.path))
+        with atomic_open(self.partial) as handle:  # the kept rows, whole or not at all
+            writer = csv.DictWriter(handle, fieldnames=columns)
+            writer.writeheader()
+            writer.writerows(kept)
+        self._handle = self.partial.open("a", encoding="utf-8", newline="")
+        self._writer = csv.DictWriter(self._handle, fieldnames=columns)
+
+    def add(self, rows: list[dict[str, Any]]) -> None:
+        self._writer.writerows(rows)
+        self._handle.flush()
+
+    def finish(self, rows: list[dict[str, Any]]) -> None:
+        """``rows`` (every scenario's, in order) to the CSV, atomically; no partial file."""
+        self._handle.close()
+        _write_csv(self.path, rows)
+        self.partial.unlink(missing_ok=True)
+
+
+LOAD_CSV_MAX_BYTES = 64 << 20  # an earlier run's CSV: 64 rows a scenario, far below this
+
+
+def _kept_rows(path: Path | None, resume: bool, columns: list[str]) -> list[dict[str, str]]:
+    """The rows of an earlier run's CSV to keep (``--resume``): its partial file if a run
+    was stopped before it wrote the CSV, else the CSV; read bounded, as text, and checked
+    (this run's columns, a number in ``level``). A later row of the same scenario, level
+    and policy replaces an earlier one (a level run again). Without ``--resume``, a partial
+    file that holds rows is refused, not overwritten."""
     if path is None:
-        raise UsageError("--resume: needs --csv FILE (the file to resume)")
-    if not path.exists():
+        return []
+    from spectui.cli.sweep import _has_rows  # a sweep's partial file is looked at so too
+
+    partial = _partial_of(path)
+    if not resume:
+        if _has_rows(partial):
+            raise UsageError(
+                f"--csv: {partial} holds the levels of an interrupted load; add --resume to "
+                "go on with it, or remove it to start again"
+            )
+        return []
+    source = partial if partial.exists() else path
+    if not source.exists():
         return []
     from engine.core.inputs import read_input_text
 
-    text = read_input_text(path, 64 << 20, "load CSV")
-    rows = list(csv.DictReader(text.splitlines()))
-    if rows and not {"level", "policy"} <= set(rows[0]):
-        raise UsageError(f"--resume: {path} is not a spectui load CSV (no level, policy)")
-    return rows
+    try:
+        text = read_input_text(source, LOAD_CSV_MAX_BYTES, "load CSV")
+    except UnicodeDecodeError:
+        raise UsageError(f"--resume: {source} is not a text file (UTF-8 expected)") from None
+    lines = text.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines.pop()  # cut short by a kill: that level runs again
+    try:
+        header = next(csv.reader(lines[:1]), None)
+    except csv.Error:
+        header = []
+    if header is None:
+        return []
+    if not {"level", "policy"} <= set(header):
+        raise UsageError(f"--resume: {source} is not a spectui load CSV (no level, policy)")
+    if header != columns:
+        raise UsageError(
+            f"--resume: {source} has other columns than this run; use a new --csv, or drop "
+            "--resume to start again"
+        )
+    rows: dict[tuple[str, ...], dict[str, str]] = {}
+    for number, line in enumerate(lines[1:], start=2):  # a row is a line: no cell holds one
+        try:
+            cells = next(csv.reader([line]))
+            if len(cells) != len(columns):
+                raise ValueError
+            ascii_number(cells[columns.index("level")])
+        except (ValueError, csv.Error, StopIteration):
+            raise UsageError(
+                f"--resume: {source} line {number} is not a row of a spectui load CSV"
+            ) from None
+        rows[tuple(cells[: columns.index("policy") + 1])] = dict(zip(columns, cells, strict=True))
+    return list(rows.values())
 
 
 def _finite(value: Any) -> Any:
@@ -338,19 +462,49 @@ def _runner(args: argparse.Namespace) -> tuple[Any, Any]:
 
 
 def command(args: argparse.Namespace) -> int:
-    from engine.cost.models import build_cost
-    from engine.serve.load import LoadResult, run_load
     from engine.serve.settings import plan_of as settings_plan
-    from spectui.cli.progress import delayed_progress
 
     config, cost, plan = plan_of(args)
     scenarios = _scenarios(args, config)
     settings = _settings(args)  # each scenario's plan: the same settings, its own fields
-    kept = _kept_rows(args.csv, args.resume)
+    plans = [
+        plan if not values else flagged(settings_plan, args)(settings, scenario)
+        for values, scenario in scenarios
+    ]
+    if args.resume and args.csv is None:
+        raise UsageError("--resume: needs --csv FILE (the file to resume)")
     if args.records is not None and (args.workers != 1 or args.scheduler):
         raise UsageError("--records: streams from one process; leave out --workers/--scheduler")
-    per_scenario = len(plan.levels) * len(plan.policies) * plan.replications
-    total = len(scenarios) * per_scenario * plan.workload.requests
+    with _csv_lock(args.csv), _sigterm_as_exit():
+        return _serve(args, config, cost, scenarios, plans)
+
+
+def _serve(
+    args: argparse.Namespace,
+    config: Any,
+    cost: Any,
+    scenarios: list[tuple[dict[str, Any], Any]],
+    plans: list[Any],
+) -> int:
+    """:func:`command` once it holds the lock of ``--csv``."""
+    from engine.cost.models import build_cost
+    from engine.serve.load import LoadResult, check_work, run_load
+    from spectui.cli.progress import delayed_progress
+
+    columns = _columns(list(scenarios[0][0]))
+    kept = _kept_rows(args.csv, args.resume, columns)
+    keys = [{k: str(v) for k, v in values.items()} for values, _ in scenarios]
+    todos = []
+    for key, scenario_plan in zip(keys, plans, strict=True):
+        done_here = {(float(r["level"]), r["policy"]) for r in kept if _matches(r, key)}
+        todos.append(remaining_levels(scenario_plan, done_here))
+    # Refused before anything runs: the estimate over every scenario's levels still to run.
+    flagged(check_work, args)(sum(todo.work() for todo in todos if todo is not None))
+    total = sum(
+        len(t.levels) * len(t.policies) * t.replications * t.workload.requests
+        for t in todos
+        if t is not None
+    )
     advance, close = delayed_progress(total, "load: requests")
     done_before = [0]
 
@@ -367,65 +521,79 @@ def command(args: argparse.Namespace) -> int:
             raise UsageError(f"--records: writing Parquet needs pyarrow: {PARQUET_INSTALL}")
         records = records_writer(args.records)
         on_finish = records.__enter__()
-    submit, close_runner = _runner(args)
-    rows: list[dict[str, Any]] = []  # every scenario's, in order, for the CSV
-    summaries: list[tuple[Any, Any, Any]] = []
+    results = [LoadResult(scenario_plan) for scenario_plan in plans]
+    streamed = _Streamed(args.csv, columns, kept) if args.csv else None
+
+    def all_rows() -> list[dict[str, Any]]:
+        """Every scenario's rows, in order: this run's, else the kept ones."""
+        rows: list[dict[str, Any]] = []
+        for (values, _), key, result in zip(scenarios, keys, results, strict=True):
+            rows.extend(_merged(result, values, kept, key))
+        return rows
+
     try:
-        for values, scenario in scenarios:
-            key_cells = {k: str(v) for k, v in values.items()}
-            done_here = {
-                (float(r["level"]), r["policy"])
-                for r in kept
-                if all(r.get(k) == v for k, v in key_cells.items())
-            }
-            scenario_plan = plan if not values else settings_plan(settings, scenario)
-            todo = remaining_levels(scenario_plan, done_here)
-            finished = LoadResult(scenario_plan)
+        submit, close_runner = _runner(args)
+    except BaseException:
+        close()
+        if streamed is not None:
+            streamed.finish(all_rows())
+        raise
+    try:
+        for (values, scenario), todo, finished in zip(scenarios, todos, results, strict=True):
             if values and not args.json:
                 print("scenario: " + ", ".join(f"{k} {v}" for k, v in values.items()))
             printed: list[str] = []
 
-            def on_cell(cell: Any, finished: Any = finished, printed: list[str] = printed) -> None:
+            def on_cell(
+                cell: Any,
+                finished: Any = finished,
+                printed: list[str] = printed,
+                values: dict[str, Any] = values,
+            ) -> None:
                 finished.cells[(cell.level, cell.policy)] = cell
+                plan = finished.plan
                 done_before[0] += plan.replications * plan.workload.requests
                 if not args.json:
                     if not printed:
                         printed.append(_header(plan))
                         print(printed[-1])
                     print(_row_line(cell), flush=True)
+                if streamed is not None and all(
+                    (cell.level, p) in finished.cells for p in plan.policies
+                ):  # the level is done: its rows go to the file now
+                    level = _csv_level(cell.level)
+                    streamed.add([r for r in _csv_rows(finished, values) if r["level"] == level])
 
             scenario_cost = cost if not values else build_cost(scenario)
-            try:
-                if todo is not None:
-                    run_load(
-                        scenario,
-                        scenario_cost,
-                        todo,
-                        on_cell=on_cell,
-                        check=check,
-                        on_finish=on_finish,
-                        submit=submit,
-                    )
-            finally:
-                rows.extend(_merged(finished, values, kept, key_cells))
-            summaries.append((scenario, scenario_cost, finished))
+            if todo is not None:
+                run_load(
+                    scenario,
+                    scenario_cost,
+                    todo,
+                    on_cell=on_cell,
+                    check=check,
+                    on_finish=on_finish,
+                    submit=submit,
+                )
     except BaseException:
         close()
         close_runner()
         if records is not None:  # a cancelled run leaves no records file
             records.__exit__(*sys.exc_info())
-        if args.csv and rows:  # the finished cells are kept
-            _write_csv(args.csv, rows)
+        if streamed is not None:  # the finished cells are kept
+            streamed.finish(all_rows())
         raise
     close()
     close_runner()
     if records is not None:
         records.__exit__(None, None, None)
-    if args.csv:
-        _write_csv(args.csv, rows)
+    rows = all_rows()
+    if streamed is not None:
+        streamed.finish(rows)
     lines: list[str] = []
-    for scenario, scenario_cost, result in summaries:
+    for (_, scenario), result in zip(scenarios, results, strict=True):
         if result.levels_done():
+            scenario_cost = cost if scenario is config else build_cost(scenario)
             lines += _summary_lines(scenario, scenario_cost, result)
     if kept:
         lines.append(f"kept {len(kept)} rows of {args.csv}; ran the rest")
@@ -436,6 +604,93 @@ def command(args: argparse.Namespace) -> int:
     for line in lines:
         print(line)
     return 0
+
+
+def flagged(function: Any, args: argparse.Namespace) -> Any:
+    """``function`` whose ConfigError on a load setting given as a flag names the flag
+    ("--slo-tpot-ms: must be ..."; a preset's [load] value keeps its key)."""
+    given = {key.split(".", 1)[1] for key, value in vars(args).items()
+             if key.startswith("load.") and value is not None}  # fmt: skip
+
+    def call(*arguments: Any) -> Any:
+        try:
+            return function(*arguments)
+        except ConfigError as err:
+            field = err.field
+            if field == "levels":  # how many levels: the flag that gave them
+                field = next((k for k in ("rate", "concurrency", "speeds") if k in given), field)
+            if field not in given:
+                raise
+            raise ConfigError("--" + field.replace("_", "-"), err.message) from None
+
+    return call
+
+
+def _csv_level(level: float) -> str:
+    from engine.core.writes import csv_cell
+
+    return csv_cell(float(level))
+
+
+def _matches(row: dict[str, str], key: dict[str, str]) -> bool:
+    """Whether a CSV row is of the scenario whose grid values are ``key``."""
+    return all(row.get(k) == v for k, v in key.items())
+
+
+@contextmanager
+def _csv_lock(path: Path | None) -> Iterator[None]:
+    """Hold ``<csv>.lock`` for the block (engine.core.files.sweep_lock, as ``sweep --out``
+    does): a second load writing the same file is refused in one line naming the lock."""
+    if path is None:
+        yield
+        return
+    from engine.core.files import sweep_lock
+
+    try:
+        lock = sweep_lock(path, field="--csv")
+        lock.__enter__()
+    except ConfigError:
+        raise ConfigError(
+            "--csv",
+            f"{path} is being written by another spectui load (it holds "
+            f"{path.with_name(path.name + '.lock')}); wait for it to end, or use another --csv",
+        ) from None
+    try:
+        yield
+    except BaseException:
+        lock.__exit__(*sys.exc_info())
+        raise
+    lock.__exit__(None, None, None)
+
+
+@contextmanager
+def _sigterm_as_exit() -> Iterator[None]:
+    """SIGTERM ends the command as Ctrl-C does: the finished levels are written, no
+    temporary file is left and the worker processes are stopped (its default action ends
+    the process at once, mid-write). A second SIGTERM ends it at once."""
+    import os
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    ours = os.getpid()
+
+    def on_term(signum: int, frame: Any) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        if os.getpid() != ours:  # a worker forked meanwhile: SIGTERM ends it, as by default
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        print("terminated", file=sys.stderr)
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 LEVELS = ("rate", "concurrency", "trace")  # the settings that give the levels of load
