@@ -6,20 +6,24 @@ views; its actions come from the mixins in spectui.mixins, one group each.
 
 from __future__ import annotations
 
+import asyncio
 import gc
+import threading
 from collections.abc import Iterable
 from typing import Any
 
-from textual import work
-from textual.app import ComposeResult, SystemCommand
+from textual import events, work
+from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.driver import Driver
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Header, Static, TabPane
 from textual.worker import Worker
 
 from engine.presets import load_preset
-from spectui.messages import ConfigChanged, ExactReady
+from spectui.messages import ConfigChanged, ExactReady, TypedKeys
 from spectui.mixins.clipboard import CopyMixin
 from spectui.mixins.pin import PinMixin
 from spectui.mixins.presets import PresetsMixin
@@ -28,12 +32,14 @@ from spectui.mixins.screens import ScreensMixin
 from spectui.widgets.common import failure_reason, report_worker_error
 from spectui.widgets.exact_panel import ERROR_FIELD, ERROR_REASON, ExactPanel
 from spectui.widgets.footer import KeysFooter
+from spectui.widgets.param_fields import FieldInput
 from spectui.widgets.run_view import RunView
 from spectui.widgets.view_tabs import ViewTabs
 
 __all__ = [
     "ACTIONS",
     "ANALYSIS_EVERY_S",
+    "QUIT_KEYS",
     "STARTUP_GC_THRESHOLD",
     "VIEWS",
     "MainScreen",
@@ -55,6 +61,15 @@ VIEWS: tuple[tuple[str, str], ...] = (
     ("regime", "Regime"),
     ("arena", "Arena"),
     ("trees", "Tree"),  # not "tree": the form's shape.tree field has that id
+)
+
+# The keys that quit (Textual's own binding, ctrl+q): queued keys are dropped when one comes
+# (SpectuiApp.post_message).
+QUIT_KEYS = frozenset(
+    key.strip()
+    for binding in App.BINDINGS
+    if isinstance(binding, Binding) and binding.action == "quit"
+    for key in binding.key.split(",")
 )
 
 # One list drives the bindings and the command palette: (key, action, title, help, footer?).
@@ -121,6 +136,25 @@ ACTIONS: tuple[tuple[str, str, str, str, bool], ...] = (
 )
 
 
+_QUICK: dict[type[Driver], type[Driver]] = {}
+
+
+def quick_driver(driver: type[Driver]) -> type[Driver]:
+    """``driver``, posting each input event to the app with one callback on its loop
+    (``loop.call_soon_threadsafe``) where Textual's runs a coroutine for each
+    (``asyncio.run_coroutine_threadsafe``: a task and two futures a key, most of the cost of
+    reading 100 KB of keys). The same order, the same ``App.post_message``."""
+    if driver.send_message is not Driver.send_message:  # a driver with its own: kept
+        return driver
+    if driver not in _QUICK:
+
+        def send_message(self: Driver, message: Message) -> None:
+            self._loop.call_soon_threadsafe(self._app.post_message, message)
+
+        _QUICK[driver] = type(driver.__name__, (driver,), {"send_message": send_message})
+    return _QUICK[driver]
+
+
 class MainScreen(Screen[None]):
     """The app's screen. Nothing is focused on compose: the form, which mounts just after the
     first frame, focuses its first field unless the person has already focused something."""
@@ -140,6 +174,67 @@ class SpectuiApp(PresetsMixin, PinMixin, CopyMixin, RunsMixin, ScreensMixin):
             for i, (v, title) in enumerate(VIEWS, start=1)
         ),
     ]
+
+    _typing: TypedKeys | None = None  # the printable keys queued last, not yet handled
+
+    def post_message(self, message: Message) -> bool:
+        """Queue ``message``. An unbracketed paste comes as one key event each, and each
+        cost Textual about 0.15 ms before it reached the field (the bindings of the focused
+        widget and its ancestors are looked up): 100 KB took 30 s to type, and ctrl+q after
+        it waited as long. So printable keys that come one after another are queued as one
+        :class:`TypedKeys` (:meth:`on_typed_keys`), and a quit key (:data:`QUIT_KEYS`) first
+        drops the keys queued before it, which quitting would throw away."""
+        on_loop = self._thread_id == threading.get_ident()
+        if isinstance(message, events.Key):
+            if message.key in QUIT_KEYS:
+                if on_loop:
+                    self._drop_queued_keys()
+                elif self._loop is not None:  # before the quit key is queued, on the loop
+                    self._loop.call_soon_threadsafe(self._drop_queued_keys)
+            elif on_loop and message.is_printable and not message.is_forwarded:
+                if self._typing is not None:  # queued last: the key joins it
+                    self._typing.keys.append(message)
+                    return True
+                self._typing = TypedKeys(message)
+                return super().post_message(self._typing)
+        if on_loop:
+            self._typing = None  # what comes next is queued after this
+        return super().post_message(message)
+
+    async def on_typed_keys(self, message: TypedKeys) -> None:
+        """Printable keys that came one after another: typed as one text into the form
+        field that has the focus (as the keys one by one would type them), else each key
+        handled as it would have been."""
+        if self._typing is message:
+            self._typing = None
+        field = self.focused
+        if isinstance(field, FieldInput) and isinstance(self.screen, MainScreen):
+            field.type_text("".join(key.character for key in message.keys))
+            return
+        for key in message.keys:
+            await self._dispatch_message(key)
+
+    def _drop_queued_keys(self) -> None:
+        """Take the key events out of the app's queue (``MessagePump._message_queue``,
+        Textual 8); every other message stays, in its order."""
+        queue: asyncio.Queue[Message | None] = self._message_queue
+        kept: list[Message | None] = []
+        while True:
+            try:
+                queued: Message | None = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                break
+            queue.task_done()
+            if not isinstance(queued, events.Key | TypedKeys):
+                kept.append(queued)
+        for message in kept:
+            queue.put_nowait(message)
+        self._typing = None
+
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's driver for this terminal, handing each input event to the app with a
+        callback (:func:`quick_driver`)."""
+        return quick_driver(super().get_driver_class())
 
     def get_default_screen(self) -> Screen:
         return MainScreen(id="_default")

@@ -8,13 +8,16 @@ cannot encode our glyphs:
 
 * ``spectui-ascii`` (command line): readable stand-ins, several characters where needed
   ("±" -> "+-", "→" -> "->", "…" -> "...").
-* ``spectui-ascii-cells`` (the app): exactly one character per character, so that every
-  cell of the screen stays where Textual put it.
+* ``spectui-ascii-cells`` (the app): one character per character, so that every cell of
+  the screen stays where Textual put it; the readable stand-in where blank cells follow
+  that can take its extra characters ("T→∞" as "T->inf", or "T=inf" where there is
+  less room: :data:`RUNS`).
 """
 
 from __future__ import annotations
 
 import codecs
+import re
 import sys
 import unicodedata
 from typing import TextIO
@@ -65,14 +68,44 @@ def stand_in(char: str, cells: bool = False) -> str:
     return "?"
 
 
+# Runs of glyphs with a shorter readable stand-in than their glyphs' own, for where the
+# screen has fewer blank cells after them: the Exact panel's "speedup T→∞   2.460" has
+# three, which "T->inf" would fill (and "2.460" would touch it).
+RUNS: dict[str, tuple[str, ...]] = {"→∞": ("=inf",)}
+# What may follow a glyph on the screen: blank cells, between style changes (SGR sequences,
+# which take no cell). A longer stand-in takes some of those blanks.
+_AFTER = re.compile(r"(?:\x1b\[[0-9;:]*m| )*")
+_BLANK = re.compile(" ")
+
+
 def _handler(cells: bool):
     def handle(error: UnicodeError) -> tuple[str, int]:
         if not isinstance(error, UnicodeEncodeError):
             raise error
         text = error.object[error.start : error.end]
-        return "".join(stand_in(c, cells) for c in text), error.end
+        short = "".join(stand_in(c, cells) for c in text)
+        if cells:
+            return _roomy(error.object, error.end, text, short)
+        return short, error.end
 
     return handle
+
+
+def _roomy(written: str, end: int, text: str, short: str) -> tuple[str, int]:
+    """The screen's stand-in for ``text`` (ending at ``end`` of what is ``written``): a
+    readable one ("T→∞" as "T->inf", else as "T=inf", not "T>~") when the blank cells
+    after it can take its extra characters and still leave one blank, else one character
+    per cell (``short``). Either way every later cell stays where Textual put it."""
+    after = _AFTER.match(written, end)
+    assert after is not None  # (the pattern matches the empty string)
+    blanks = after.group().count(" ")
+    for readable in ("".join(stand_in(c) for c in text), *RUNS.get(text, ())):
+        extra = len(readable) - len(short)
+        if extra <= 0:
+            break
+        if blanks > extra:  # the first ``extra`` blanks go, the style changes stay
+            return readable + _BLANK.sub("", after.group(), count=extra), after.end()
+    return short, end
 
 
 def _register() -> None:

@@ -18,6 +18,16 @@ if TYPE_CHECKING:
     from engine.core.config import SpecConfig
 
 
+class TypedKeys(Message):
+    """Printable keys that reached the app one after another with nothing in between (an
+    unbracketed paste comes as one key each): handled as one text where a form field has
+    the focus, else key by key (``SpectuiApp.post_message``)."""
+
+    def __init__(self, first: Any) -> None:
+        super().__init__()
+        self.keys: list[Any] = [first]  # textual.events.Key, in the order they came
+
+
 @dataclass
 class ConfigChanged(Message):
     """The form holds a new valid configuration (``config``) or is invalid (``None``)."""
@@ -84,11 +94,20 @@ class SweepRunsOn(Message):
 
 
 @dataclass
+class SweepStarted(Message):
+    """A sweep of ``total`` rows started: the rows of the one before are not its rows."""
+
+    total: int
+
+
+@dataclass
 class SweepSnapshot(Message):
-    """The rows finished so far and their optimal-K table (sent at most every 0.5 s)."""
+    """The rows finished so far and their optimal-K table (sent at most every second), of
+    ``total`` rows in all (0: not said)."""
 
     frame: pd.DataFrame
     optimal: Any  # model -> its K* grid (engine.analysis.plot_data.optimal_k_heatmap)
+    total: int = 0
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, SweepSnapshot)

@@ -19,6 +19,8 @@ from spectui.workers import worker_count
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from textual.timer import Timer
+
     from spectui.pinning import Figures, Pinned
     from spectui.widgets.arena_view import ArenaView
     from spectui.widgets.speedup_view import SpeedupView
@@ -36,7 +38,10 @@ class AppBase(App[None]):
         self.sweep_frame: Any = None
         self.sweep_partial = False
         self._sweep_preset = preset if preset.is_sweep else None  # the newest sweep preset
-        self._analysis_drawn = 0.0
+        self.sweep_total: int | None = None  # the newest sweep's rows in all
+        self.sweep_live = False  # its rows so far, while it runs
+        self._analysis_drawn = 0.0  # when the Analysis view was last drawn (monotonic s)
+        self._analysis_timer: Timer | None = None  # its next drawing, while rows come
         self._up = False  # True once the form has posted its first values
         self.pool = SweepPool(worker_count())  # sweeps run in these processes
         self._mounts: dict[str, asyncio.Future[None]] = {}  # views mounted or mounting

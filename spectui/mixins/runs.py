@@ -7,14 +7,14 @@ from typing import Any
 
 from textual.widgets import TabbedContent
 
-from spectui.messages import SweepFinished, SweepSnapshot
+from spectui.messages import SweepFinished, SweepSnapshot, SweepStarted
 from spectui.mixins.views import ViewsMixin
-from spectui.widgets.analysis_view import AnalysisView
+from spectui.widgets.analysis_view import ANALYSIS_EVERY_S, AnalysisView
 from spectui.widgets.param_form import LABELS
 from spectui.widgets.run_view import RunView
 from spectui.widgets.sweep_view import SweepView
 
-ANALYSIS_EVERY_S = 5.0
+__all__ = ["ANALYSIS_EVERY_S", "RunsMixin"]
 
 
 class RunsMixin(ViewsMixin):
@@ -92,24 +92,51 @@ class RunsMixin(ViewsMixin):
             return self._sweep_running()
         return True
 
+    def on_sweep_started(self, message: SweepStarted) -> None:
+        """A new sweep: the Analysis view says it runs (not the sweep before's rows)."""
+        self._sweep_rows(None, partial=True, total=message.total, running=True)
+
     def on_sweep_snapshot(self, message: SweepSnapshot) -> None:
-        self._sweep_rows(message.frame, partial=True)
+        self._sweep_rows(message.frame, partial=True, total=message.total, running=True)
 
     def on_sweep_finished(self, message: SweepFinished) -> None:
-        self._sweep_rows(message.frame, partial=message.cancelled)
+        self._sweep_rows(message.frame, partial=message.cancelled, total=message.total)
         if message.path is not None and message.path.exists():
             self._written = self._last_written = (message.path, "sweep CSV")
 
-    def _sweep_rows(self, frame: Any, partial: bool) -> None:
+    def _sweep_rows(
+        self, frame: Any, partial: bool, total: int | None, running: bool = False
+    ) -> None:
         self.sweep_frame, self.sweep_partial = frame, partial
-        now = time.monotonic()
+        self.sweep_total, self.sweep_live = total, running
         for analysis in self.query(AnalysisView):
-            analysis.set_frame(frame, partial)
-            # Analysis runs on the UI thread: while a sweep runs, redraw it only now and then.
-            due = not partial or now - self._analysis_drawn >= ANALYSIS_EVERY_S
-            if self.query_one(TabbedContent).active == "analysis" and due:
-                analysis.render_now()
-                self._analysis_drawn = now
+            analysis.set_frame(frame, partial, total, running)
+        self._draw_analysis()
         plots = self._plots_view()
-        if plots is not None and hasattr(plots, "update_results"):
+        if frame is not None and plots is not None and hasattr(plots, "update_results"):
             plots.update_results(frame)
+
+    def _draw_analysis(self) -> None:
+        """Draw the Analysis view, if it is shown, on the newest rows: at once when the sweep
+        has ended or the last drawing is ANALYSIS_EVERY_S old; else when it will be (a
+        timer), so that the rows shown are never older than that while rows come."""
+        if self.query_one(TabbedContent).active != "analysis":
+            return
+        for analysis in self.query(AnalysisView):
+            now = time.monotonic()
+            wait = ANALYSIS_EVERY_S - (now - self._analysis_drawn)
+            if analysis.partial and analysis.frame is not None and wait > 0:
+                if self._analysis_timer is None:
+                    self._analysis_timer = self.set_timer(wait, self._analysis_due)
+                continue
+            if self._analysis_timer is not None:
+                self._analysis_timer.stop()
+                self._analysis_timer = None
+            analysis.render_now()
+            self._analysis_drawn = now
+
+    def _analysis_due(self) -> None:
+        """The timer of :meth:`_draw_analysis`: the newest rows, drawn now."""
+        self._analysis_timer = None
+        self._analysis_drawn = 0.0
+        self._draw_analysis()

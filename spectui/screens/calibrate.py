@@ -40,7 +40,7 @@ from textual.widgets import DataTable, Input, Static, TabbedContent, TabPane, Te
 from textual.worker import Worker
 
 from spectui.screens.calibrate_analysis import NO_K, Analysis, AnalysisReady
-from spectui.screens.calibrate_input import HINT, CalibrateInput
+from spectui.screens.calibrate_input import HINT, LOG_K_LABEL, CalibrateInput
 from spectui.screens.calibrate_panes import MARK_ERROR, ROWS_MAX, CalibratePanes
 from spectui.screens.calibrate_plot import (
     FIT_COLOR,
@@ -205,16 +205,18 @@ class CalibrateScreen(
         self._rows: list[tuple[Any, bool]] = []  # the table's windows, and whether used
         self._windows_note = ""
         self._last: tuple[str, str, str | None] | None = None  # what was analysed last
+        self._shown_input: tuple[str, str, str | None] | None = None  # what is shown's
 
     def compose(self) -> ComposeResult:
         yield Static("Calibrate from serving logs (vLLM, SGLang, llama.cpp)", id="cal-title")
         with Horizontal(id="cal-source"):
             yield Input(placeholder="log file path (enter loads it)", id="cal-path", compact=True)
             yield Input(
-                placeholder="log K",
+                placeholder=LOG_K_LABEL,
                 id="cal-k",
                 compact=True,
-                type="integer",
+                restrict=r"[0-9]*",  # ASCII digits (type="integer" takes "١٢" and "1_0")
+                max_length=8,
                 tooltip="The K the log was recorded at, where it does not say (SGLang)",
             )
         yield TextArea(id="cal-text", placeholder="…or paste log lines here", soft_wrap=False)

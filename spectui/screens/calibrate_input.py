@@ -11,8 +11,10 @@ from textual import work
 from textual.timer import Timer
 from textual.widgets import Input, TextArea
 
+from engine.core.config import K_MAX, ascii_int
 from spectui.confined import OutsideFiles, confine
 from spectui.screens.calibrate_analysis import run_analysis
+from spectui.screens.calibrate_panes import MARK_ERROR
 from spectui.screens.calibrate_text import PASTED, source_label
 
 if TYPE_CHECKING:
@@ -24,7 +26,13 @@ if TYPE_CHECKING:
 else:
     _Screen = object
 
-HINT = "paste log lines above, or type a log file's path and press enter"
+# 1 2 3 show the panes only outside the text fields (in them, a digit is typed, as the log K
+# and the log lines need): the hint says so, as the tabs' labels show the digits.
+HINT = (
+    "paste log lines above, or type a log file's path and press enter; "
+    "1 2 3 show the panes from outside the text fields (tab leaves them)"
+)
+LOG_K_LABEL = "log K"
 
 
 class CalibrateInput(_Screen):
@@ -84,14 +92,34 @@ class CalibrateInput(_Screen):
         self._start(path, path=str(Path(path).expanduser()))
 
     def _log_k(self) -> int | None:
-        text = self.query_one("#cal-k", Input).value.strip()
-        return int(text) if text.isdigit() and int(text) > 0 else None
+        """The log K typed in (None if empty); ValueError naming the field and its range
+        if it is not an integer in [1, K_MAX] in ASCII digits."""
+        field = self.query_one("#cal-k", Input)
+        text = field.value.strip()
+        k = None
+        if text:
+            try:
+                k = ascii_int(text)
+            except ValueError:
+                k = 0
+        wrong = k is not None and not 1 <= k <= K_MAX
+        field.set_class(wrong, "-invalid")
+        if wrong:
+            raise ValueError(
+                f"{LOG_K_LABEL}: {text!r} is not allowed; expected an integer in [1, {K_MAX}]"
+            )
+        return k
 
     def _start(self, source: str, *, text: str = "", path: str | None = None) -> None:
         self._last = (source, text, path)
-        self._generation += 1
+        self._generation += 1  # whatever is under way is stale
+        try:
+            log_k = self._log_k()
+        except ValueError as err:
+            self._status(f"{MARK_ERROR} {err}", error=True)
+            return
         self._status(f"{source_label(source)}: parsing…")
-        self._analyse(self._generation, source, text, path, self._log_k(), self.scenario)
+        self._analyse(self._generation, source, text, path, log_k, self.scenario)
 
     @work(thread=True, exclusive=True, group="calibrate", exit_on_error=False)
     def _analyse(

@@ -12,6 +12,7 @@ from textual.widgets import DataTable, Input, Static
 from spectui.screens.calibrate_analysis import Analysis, AnalysisReady, calibration_module
 from spectui.screens.calibrate_plot import FIT_SIDE_WIDTH, RatesPlot
 from spectui.screens.calibrate_text import (
+    PASTED,
     counts_text,
     details_text,
     models_table,
@@ -45,13 +46,17 @@ class CalibratePanes(_Screen):
     _windows_note: str
     _generation: int  # the newest analysis started: an older one's news is dropped
     analysis: Analysis | None
+    _last: tuple[str, str, str | None] | None  # what was analysed last
+    _shown_input: tuple[str, str, str | None] | None  # what the analysis shown was of
 
     def on_analysis_ready(self, message: AnalysisReady) -> None:
         message.stop()
         found = message.analysis
         if found.generation != self._generation:
             return  # an older text's analysis
-        self.analysis = found
+        if self._keeps_loaded(found):
+            return
+        self.analysis, self._shown_input = found, self._last
         label = source_label(found.source)
         self.query_one("#cal-k", Input).set_class(found.wants_k, "-wanted")
         if found.error is not None:
@@ -66,6 +71,21 @@ class CalibratePanes(_Screen):
             self._show_windows(found.parsed)
         self._show_fit(found.calibration, found.curves)
         self._show_recommendation(found)
+
+    def _keeps_loaded(self, found: Analysis) -> bool:
+        """Pasted text with nothing usable (a digit typed into the paste box for a pane's
+        key, say) does not wipe a log file's fit: the panes keep it, the status says both."""
+        shown = self.analysis
+        if found.error is None or found.source != PASTED or shown is None:
+            return False
+        if shown.source == PASTED or shown.calibration is None:
+            return False
+        self._status(
+            f"{MARK_ERROR} {found.error} · still showing {source_label(shown.source)}",
+            error=True,
+        )
+        self._last = self._shown_input  # what enter in the log K analyses again
+        return True
 
     def _status(self, text: str, error: bool = False) -> None:
         status = self.query_one("#cal-status", Static)

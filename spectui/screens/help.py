@@ -8,6 +8,9 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Markdown
 
+# On the help's frame, in sight before any scrolling (the page is longer than a screen).
+CLOSE_HINT = "Help · escape, q or F1 closes it · ↑ ↓ scroll"
+
 HELP_TEXT = """\
 # spectui: speculative decoding, cycle by cycle
 
@@ -35,7 +38,7 @@ budget) and the chain's best K by batch size.
 | --- | --- | --- |
 | `F1` `?` | anywhere | this help; `F1` in a form field: that field's help first |
 | `ctrl+p` | anywhere | command palette: every action, every preset |
-| `1` … `8` | outside a field | Run, Speedup vs K, Sweep, Analysis, Plots, Regime, Arena, Tree |
+| `1` … `8` | outside a field | the view whose tab shows the key (`2Speed`: Speedup vs K) |
 | `F2` | anywhere | focus the parameter form |
 | `F3` | anywhere | focus the current view |
 | `ctrl+b` | anywhere | hide / show the form panel (more room at 80x24) |
@@ -45,7 +48,8 @@ budget) and the chain's best K by batch size.
 | `F8` | anywhere | calibrate: paste or open a serving log; the windows, the fit, the K to use |
 | `F4` | anywhere | copy what is current (below) to the clipboard |
 | `F9` | anywhere | pin the form's result to compare with as the form changes; again: unpin |
-| `1` `2` `3` `f` `ctrl+f` | Calibrate | windows, fit, recommendation; send the model to the form |
+| `1` `2` `3` | Calibrate, outside a text field (`tab`) | windows, fit, recommendation |
+| `f` `ctrl+f` | Calibrate | send the model to the form (`ctrl+f` in a text field) |
 | `ctrl+o` | anywhere | load a preset (picker) |
 | `ctrl+s` | anywhere | save the form as a preset (enter saves, escape cancels) |
 | `tab` / `shift+tab` | anywhere | next / previous field or widget |
@@ -56,6 +60,7 @@ budget) and the chain's best K by batch size.
 | `n` `p` `m` `d` | Plots view | next / previous plot, heatmap model, plot 1: more panels |
 | `↑` `↓` `[` `]` `l` | Arena view | the policy traced; earlier / later cycles; the columns |
 | `s` `↑` `↓` | Tree view | sample another cycle (its accepted path marked `✓`); move in the tree |
+| `escape` `q` `F1` | this help | close it |
 | `ctrl+q` | anywhere | quit |
 
 In the form, `▶` marks the field that has the focus and `✗` a field whose value is not
@@ -114,7 +119,8 @@ class HelpScreen(ModalScreen[None]):
             from spectui.widgets.param_form import field_help
 
             text = f"{field_help(self.field)}\n\n{HELP_TEXT}"
-        with VerticalScroll(id="help-body"):
+        with VerticalScroll(id="help-body") as body:
+            body.border_title = CLOSE_HINT
             yield Markdown(text)
 
     def action_dismiss(self, result: None = None) -> None:  # type: ignore[override]

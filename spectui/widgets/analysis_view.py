@@ -15,6 +15,14 @@ from textual.widgets import Static
 from spectui.widgets.common import ReportsWorkerErrors
 
 PARETO_ROWS = 12
+# The analysis runs on the UI thread: while a sweep runs, it is redrawn at most this often
+# (a newer snapshot waits for its turn, and is then drawn: see RunsMixin._draw_analysis).
+ANALYSIS_EVERY_S = 5.0
+NO_SWEEP = "No sweep yet: run one in the Sweep view (F6)."
+NO_ROWS_YET = (
+    "The sweep is running; no rows are done yet. The analysis of the rows done so far "
+    f"comes with the first of them, and follows the sweep (at most every {ANALYSIS_EVERY_S:g} s)."
+)
 
 
 def _f(value: Any, digits: int = 3) -> str:
@@ -132,7 +140,8 @@ def render_analysis(frame: Any, partial: bool) -> Group:
 
 
 class AnalysisView(ReportsWorkerErrors, VerticalScroll):
-    """Re-renders when shown after the sweep frame changed."""
+    """Re-renders when shown after the sweep frame changed. While a sweep runs, the rows
+    done so far, and how many of how many they are."""
 
     can_focus = True
 
@@ -140,28 +149,61 @@ class AnalysisView(ReportsWorkerErrors, VerticalScroll):
         super().__init__(**kwargs)
         self.frame: Any = None
         self.partial = False
+        self.total: int | None = None  # the sweep's rows in all, when known
+        self.running = False  # rows of a sweep still running (else finished or cancelled)
         self.dirty = False
 
     def compose(self):
-        yield Static("No sweep yet: run one in the Sweep view (s).", id="analysis-body")
+        yield Static(self._empty_text(), id="analysis-body")
 
     def on_mount(self) -> None:
         # Mounted when first shown: show the sweep (finished or partial) that came before.
         frame = getattr(self.app, "sweep_frame", None)
         if frame is not None and self.frame is None:
-            self.set_frame(frame, partial=getattr(self.app, "sweep_partial", False))
+            self.set_frame(
+                frame,
+                partial=getattr(self.app, "sweep_partial", False),
+                total=getattr(self.app, "sweep_total", None),
+                running=getattr(self.app, "sweep_live", False),
+            )
             self.render_now()
 
-    def set_frame(self, frame: Any, partial: bool) -> None:
-        self.frame, self.partial, self.dirty = frame, partial, True
+    def _empty_text(self) -> str:
+        running = getattr(self.app, "_sweep_running", None)
+        return NO_ROWS_YET if running is not None and running() else NO_SWEEP
+
+    def set_frame(
+        self, frame: Any, partial: bool, total: int | None = None, running: bool = False
+    ) -> None:
+        """The rows to analyse: all the sweep's (``partial`` False) or those done so far of
+        ``total``, the sweep still ``running`` or cancelled."""
+        self.frame, self.partial, self.total, self.running = frame, partial, total, running
+        self.dirty = True
+
+    def _progress(self) -> Text | None:
+        """The line above a partial sweep's analysis: how many rows of how many."""
+        if not self.partial:
+            return None
+        state = "running" if self.running else "cancelled"
+        of = f" of {self.total:,}" if self.total else ""
+        again = f"; redrawn as rows come, at most every {ANALYSIS_EVERY_S:g} s" * (
+            state == "running"
+        )
+        return Text(f"Sweep {state}: {len(self.frame):,}{of} rows done, analysed here{again}\n")
 
     def render_now(self) -> None:
-        if not self.dirty or self.frame is None or not len(self.frame):
+        body = self.query_one("#analysis-body", Static)
+        if self.frame is None or not len(self.frame):
+            body.update(self._empty_text())
+            return
+        if not self.dirty:
             return
         self.dirty = False
-        body = self.query_one("#analysis-body", Static)
         try:
-            body.update(render_analysis(self.frame, self.partial))
+            found = render_analysis(self.frame, self.partial)
         except Exception as err:  # analysis of odd partial frames must not kill the app
             body.update(f"analysis failed: {type(err).__name__}: {err}")
             self.notify(f"Analysis failed: {err}", severity="error")
+            return
+        progress = self._progress()
+        body.update(found if progress is None else Group(progress, found))

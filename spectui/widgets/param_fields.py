@@ -190,9 +190,33 @@ def _is_select(key: str) -> bool:
 
 class FieldInput(Input):
     """A form field's input, at most its field's ``text_max`` characters long: a longer
-    paste (or keystroke) past it is refused whole, and a toast says so."""
+    paste past it is refused whole; keys typed (one by one, or a burst of them: an
+    unbracketed paste, :meth:`type_text`) fill it to its length and the rest is refused. A
+    toast says so, once for the same text (100 KB of keys into a full field made 100,000
+    toasts, each of which looked through all the others).
+
+    Its text is validated by the form, once a burst of keys is handled
+    (``ParamForm._settle``), not on each key: a long text is read once, not once per key.
+    """
+
+    _refused: str | None = None  # the text the last refusal was shown for
+
+    def type_text(self, text: str) -> None:
+        """``text`` typed, as its keys one by one would type it: in place of the selection,
+        else at the cursor; the characters past ``max_length`` refused (one toast)."""
+        self._restart_blink()
+        start, end = sorted(self.selection)
+        room = self.max_length - (len(self.value) - (end - start)) if self.max_length else len(text)
+        taken = text[: max(room, 0)]
+        if taken:
+            self.replace(taken, start, end)
+        if len(taken) < len(text):
+            self.restricted()
 
     def restricted(self) -> None:
+        if self._refused == self.value:
+            return
+        self._refused = self.value
         key = _KEYS[self.id or ""]
         self.notify(
             f"{LABELS[key]}: at most {self.max_length:,} characters: the text was not taken",

@@ -112,6 +112,10 @@ class ParamForm(FormValues, VerticalScroll, can_focus=False):
         self._focus_within = False
         self._focused_row: str | None = None  # the field whose row shows the focus marker
         self.reasons: dict[str, str] = {}  # why each wrong field is wrong, shown or not
+        # Fields changed since the last _settle (True: edited, not a new row's own value).
+        self._dirty: dict[str, bool] = {}
+        self._settling = False  # a _settle is queued
+        self.settled = 0  # texts validated (the tests count them)
         self.errors: dict[str, str] = {}
         self._whole: dict[str, str] = {}  # errors of the whole configuration, by field
         self._rejected: tuple[SpecConfig, dict[str, str]] | None = None
@@ -177,17 +181,35 @@ class ParamForm(FormValues, VerticalScroll, can_focus=False):
         return str(self._fields["draft_model"].value)
 
     def on_input_changed(self, event: Input.Changed) -> None:
+        """A field's text changed: validated, and the form posted, once the keys queued now
+        are handled (:meth:`_settle`). A burst of keys (an unbracketed paste arrives as one
+        key each) thus costs one validation and one computation of the figures, not one
+        per key, each reading the whole text so far."""
         event.stop()
         key = _KEYS[event.input.id or ""]
         first = self._fresh.pop(key, None) == event.value  # a new row's own value: no edit
-        result = event.validation_result
-        failure = None if result is None or result.is_valid else result.failure_descriptions[0]
-        if failure:
-            self.reasons[key] = failure
-        else:
-            self.reasons.pop(key, None)
-        self._show_error(key)
-        if not self._loading and not first:
+        self._dirty[key] = self._dirty.get(key, False) or not first
+        if not self._settling:
+            self._settling = True
+            self.call_later(self._settle)
+
+    def _settle(self) -> None:
+        """Validate the fields changed since the last time, mark them, and post the form
+        if one of them was edited."""
+        self._settling = False
+        dirty, self._dirty = self._dirty, {}
+        for key in dirty:
+            field = self._fields.get(key)
+            if not isinstance(field, Input):
+                continue
+            self.settled += 1
+            result = field.validate(field.value)
+            if result is None or result.is_valid:
+                self.reasons.pop(key, None)
+            else:
+                self.reasons[key] = result.failure_descriptions[0]
+            self._show_error(key)
+        if not self._loading and any(dirty.values()):
             self._emit()
 
     def on_select_changed(self, event: Select.Changed) -> None:

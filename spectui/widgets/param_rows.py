@@ -84,7 +84,7 @@ class FormRows(_Widget):
                 max_length=FIELD_SPECS[key].text_max,
                 compact=True,
                 validators=[FieldValidator(key)],
-                validate_on=["changed"],
+                validate_on=[],  # the form validates a burst of keys once (_settle)
                 tooltip=tooltip_text(key),
             )
         row = Horizontal(label, field, classes="field", id=f"row-{widget_id}")

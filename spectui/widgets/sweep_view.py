@@ -26,7 +26,7 @@ from textual.widgets import ProgressBar, Select, Static
 from textual.worker import get_current_worker
 
 from engine.core.config import ConfigError, SpecConfig
-from spectui.messages import SweepFinished, SweepSnapshot
+from spectui.messages import SweepFinished, SweepSnapshot, SweepStarted
 from spectui.widgets.common import results_dir
 from spectui.widgets.heatmap import LEGEND, Heatmap, SweepHeatmap
 from spectui.widgets.sweep.choice import SweepChoice, _CancelledPlanning, _CannotRun, _Planned
@@ -150,6 +150,7 @@ class SweepView(SweepChoice, SweepGrid, SweepStatus):
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
         self.out_path = results_dir() / f"sweep-{preset.name}-{stamp}.csv"
         self.frame = self.finished = None
+        self.cancel_asked = False
         bar = self.query_one(ProgressBar)
         bar.update(total=self.running_total, progress=0)
         self.query_one("#sweep-count", Static).styles.height = 1
@@ -161,6 +162,7 @@ class SweepView(SweepChoice, SweepGrid, SweepStatus):
         self._poll_progress()
         self._clear_grid(f"{preset.name}: laying out its grid…")  # the thread posts it
         self.sweep_worker = self._sweep(preset, configs, self.out_path, scheduler)
+        self.post_message(SweepStarted(self.running_total))  # for the Analysis view
         self._start_ticker()
         self.app.refresh_bindings()
 
@@ -185,6 +187,7 @@ class SweepView(SweepChoice, SweepGrid, SweepStatus):
 
     def action_cancel(self) -> None:
         if self.running and self.sweep_worker is not None:
+            self.cancel_asked = True  # its rows so far are saved as its CSV (_run)
             self.sweep_worker.cancel()
             self.query_one("#sweep-count", Static).update("cancelling…")
 
@@ -235,7 +238,19 @@ def _run(
         where.close()
     if len(store) < plan.total:
         where.cancelled()
+        if not view.cancel_asked:  # the app quits: the rows stay in <out>.partial
+            _interrupted(writer, len(store))
+            return
     _post_finished(view, store, planned, writer.finish(), start)
+
+
+def _interrupted(writer: Any, done: int) -> None:
+    """A sweep the app quit during (its worker cancelled, Escape not pressed): its rows are
+    left where an interrupted ``spectui sweep`` leaves them, in ``<out>.partial``, which says
+    the sweep is partial and which ``spectui sweep --resume --out <out>`` goes on with (a
+    finished ``<out>`` would read as the whole sweep). Nothing done: no file at all."""
+    if not done:
+        writer.partial.unlink(missing_ok=True)
 
 
 def _plan(
@@ -314,7 +329,7 @@ def _compute(
         if shown is not None and shown in stale:
             stale.discard(shown)
             grids = _grids(frame, planned, [shown])
-        view.post_message(SweepSnapshot(frame, grids))
+        view.post_message(SweepSnapshot(frame, grids, plan.total))
         # A snapshot costs this thread's time and the UI's (one interpreter lock):
         # keep it under SNAPSHOT_SHARE of the sweep's, however big the sweep grows.
         last = time.perf_counter()

@@ -237,8 +237,9 @@ async def test_quitting_during_a_dask_sweep_stops_it_and_shuts_the_cluster(
         app.exit()  # cancels the sweep's worker: the gate opens
     # The sweep's thread stops taking rows, closes the cluster and saves what it had.
     await _until(lambda: runner.client is None and runner.cluster is None)
-    await _until(lambda: bool(list(results.glob("sweep-seed-576-*.csv"))))
-    (saved,) = results.glob("sweep-seed-576-*.csv")
+    await _until(lambda: view.sweep_worker is not None and view.sweep_worker.is_finished)
+    assert not list(results.glob("sweep-seed-576-*.csv"))  # quitting leaves it partial
+    (saved,) = results.glob("sweep-seed-576-*.csv.partial")
     assert 8 <= len(pd.read_csv(saved)) <= 5 * 8
 
 

@@ -30,6 +30,9 @@ class SweepBase(ReportsWorkerErrors, Vertical):
         self.model_index = 0
         self.out_path: Path | None = None
         self.finished: SweepFinished | None = None
+        # Escape (or the app's cancel) stopped the sweep running: its rows so far are saved
+        # as its CSV. Stopped otherwise (the app quits), they stay in the CSV's .partial.
+        self.cancel_asked = False
         self._planned_cache: dict[str, Any] = {}  # preset name -> its planned frame
         self.running_name: str | None = None  # the preset of the sweep started last
         self.running_total = 0  # its configurations
