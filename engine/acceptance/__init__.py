@@ -21,6 +21,7 @@ BUILT_IN = (
     "markov",
     "confidence",
     "distribution",
+    "depth_rates",
 )
 for _module in BUILT_IN:
     importlib.import_module(f"{__name__}.{_module}")

@@ -21,6 +21,7 @@ COMMANDS = (
     "tree",
     "lab",
     "validate",
+    "acceptance",
     "presets",
     "serve",
 )
