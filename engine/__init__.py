@@ -31,7 +31,7 @@ __all__ = sorted(_EXPORTS)
 
 # The built-in parts register with their registries (engine.core.parts): light modules
 # (numpy loads when a part first computes).
-from engine import acceptance, cost, policies, shapes  # noqa: E402, F401
+from engine import acceptance, cost, policies, proposers, shapes  # noqa: E402, F401
 from engine.cost import models  # noqa: E402, F401
 
 

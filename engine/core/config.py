@@ -2,7 +2,8 @@
 
 A scenario is the original simulator's configuration generalised (docs/model.md, "Beyond
 the original"): an acceptance model (``draft_model``), a cost model (``cost.model``), a K
-policy (``policy.name``) and a draft shape (``shape.name``), each a registered part
+policy (``policy.name``), a draft shape (``shape.name``) and a proposer
+(``proposer.name``), each a registered part
 (:mod:`engine.core.parts`) chosen by name and read with its own fields, plus the workload
 and the seed.
 
@@ -57,7 +58,7 @@ from engine.core.fields import (
     rates_of,
     schedule_k,
 )
-from engine.core.parts import ACCEPTANCE, COST, POLICY, REGISTRIES, SHAPE, on_change
+from engine.core.parts import ACCEPTANCE, COST, POLICY, PROPOSER, REGISTRIES, SHAPE, on_change
 
 __all__ = [
     "BATCH_MAX",
@@ -483,7 +484,7 @@ def _check_across(config: SpecConfig) -> None:
 def _check_parts(config: SpecConfig) -> None:
     """Refuse parts that cannot work together, naming the field: each chosen part's own
     checks, then the size of a stepwise run's price tables."""
-    for registry in (POLICY, ACCEPTANCE, COST, SHAPE):
+    for registry in (POLICY, ACCEPTANCE, COST, SHAPE, PROPOSER):
         registry.of(config).check(config)
     if needs_stepwise(config):
         widest = policy_k_max(config)

@@ -266,6 +266,15 @@ CORE_FIELDS: tuple[FieldSpec, ...] = (
         flag="--shape",
         help="draft shape",
     ),
+    field(
+        "proposer.name",
+        "model",
+        attr="proposer",
+        label="proposer",
+        kind="choice",
+        flag="--proposer",
+        help="where the drafts come from",
+    ),
 )
 
 

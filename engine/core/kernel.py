@@ -27,7 +27,7 @@ import numpy.typing as npt
 
 from engine.core.config import SpecConfig, part_fields
 from engine.core.cost_model import CostModel
-from engine.core.parts import COST
+from engine.core.parts import COST, PROPOSER
 
 Z95 = 1.959963984540054
 
@@ -82,7 +82,13 @@ def context_length(config: SpecConfig, remaining: Any) -> Any:
 
 
 def cycle_times(
-    cost: CostModel, k: Any, batch: int, context: Any, *, tree: Any = None
+    cost: CostModel,
+    k: Any,
+    batch: int,
+    context: Any,
+    *,
+    tree: Any = None,
+    lookup_us: float | None = None,
 ) -> tuple[Any, Any, Any]:
     """(draft_us, verify_us, cycle_us) of cycles drafting ``k`` tokens at context ``context``:
     k draft passes, then one target pass over w = k + 1 tokens per sequence. With ``tree``
@@ -91,16 +97,38 @@ def cycle_times(
     tree's depth like a chain), plus ``draft_fixed_us`` where the model has one, then one
     target pass over ``nodes + 1`` tokens. A cost model's ``spec_overhead_us``, the fixed
     cost of a speculative cycle (paid at k = 0 too, never by the baseline's decoding steps),
-    is added to the verify pass. The one place a cycle's time is added up."""
-    if tree is None:
+    is added to the verify pass. With ``lookup_us`` (a model-free proposer: n-gram, suffix
+    decoding), a step has no draft pass: its "draft" time is the CPU look-up, and a step
+    that drafts ``k > 0`` tokens verifies them in one target pass over w = k + 1 (plus the
+    speculative cycle's tax), while a step that drafts nothing (no match, or the clamp
+    tail's last step) is a plain decoding step at the baseline step's cost (w = 1, no tax).
+    The one place a cycle's time is added up."""
+    tax = getattr(cost, "spec_overhead_us", 0.0)
+    if tree is not None:
+        draft, verify = _tree_parts(cost, tree, batch, context)
+    elif lookup_us is not None:
+        draft, verify = _lookup_parts(cost, k, batch, context, lookup_us, tax)
+        tax = 0.0  # paid above by the steps that drafted only
+    else:
         draft = cost.draft_us(k, batch, context)
         verify = cost.verify_us(np.add(k, 1), batch, context)
-    else:
-        draft, verify = _tree_parts(cost, tree, batch, context)
-    tax = getattr(cost, "spec_overhead_us", 0.0)
     if tax:
         verify = verify + tax
     return draft, verify, draft + verify
+
+
+def _lookup_parts(
+    cost: CostModel, k: Any, batch: int, context: Any, lookup_us: float, tax: float
+) -> tuple[Any, Any]:
+    """(look-up, verify) of model-free steps drafting ``k`` (see :func:`cycle_times`)."""
+    drafts = np.asarray(k, dtype=np.int64)
+    checked = np.asarray(cost.verify_us(drafts + 1, batch, context), dtype=np.float64)
+    plain = np.asarray(cost.verify_us(np.ones_like(drafts), batch, context), dtype=np.float64)
+    verify = np.where(drafts > 0, checked + tax if tax else checked, plain)
+    lookup = np.full(np.shape(verify), float(lookup_us))
+    if verify.ndim == 0:
+        return float(lookup), float(verify)
+    return lookup, verify
 
 
 def _tree_parts(cost: CostModel, tree: Any, batch: Any, context: Any) -> tuple[Any, Any]:
@@ -150,6 +178,11 @@ class CycleCosts:
     cost_ratio: float  # one draft pass / one decoding step, at the prompt's context
     bound: str  # the verify pass of a full cycle at the prompt's context: memory, compute, -
     warnings: tuple[str, ...] = field(default=())
+    # A model-free proposer (engine.proposers): its look-up per step, and the price of a step
+    # that drafts nothing (look-up plus the baseline's step) by r; None for a draft model,
+    # whose draft_us, verify_us and cycle_us are then those of a step that drafts k[r].
+    lookup_us: float | None = None
+    miss_us: FloatArray | None = None
 
 
 # The fields a cycle's price depends on, besides the cost model's own: the draft count (K,
@@ -188,6 +221,8 @@ def _price_key_of(config: SpecConfig) -> tuple[tuple[str, Any], ...]:
 
 def _price_key(config: SpecConfig) -> tuple[tuple[str, Any], ...]:
     keys = (*_PRICE_FIELDS, "cost.model", *part_fields("cost.model", config.cost_model))
+    if PROPOSER.of(config).model_free:  # its look-up prices every step
+        keys = (*keys, "proposer.name", *part_fields("proposer.name", config.proposer))
     return tuple((key, config.get(key)) for key in keys)
 
 
@@ -221,7 +256,8 @@ class _PriceCache:
 
 def _table_bytes(costs: CycleCosts) -> int:
     arrays = (costs.k, costs.draft_us, costs.verify_us, costs.cycle_us, costs.step_us)
-    return sum(a.nbytes for a in arrays) + 1024
+    extra = costs.miss_us.nbytes if costs.miss_us is not None else 0
+    return sum(a.nbytes for a in arrays) + extra + 1024
 
 
 _PRICES = _PriceCache(PRICE_CACHE_BYTES)
@@ -243,9 +279,18 @@ def _price(price: tuple[tuple[str, Any], ...]) -> CycleCosts:
     r[0] = 1  # unused; keeps the context and the draft count valid
     k = np.asarray(draft_count(config, r), dtype=np.int64)
     context = context_length(config, r)
+    proposer = PROPOSER.of(config)
+    lookup = proposer.lookup_us(config) if proposer.model_free else None
     draft, verify, cycle = (
-        np.asarray(a, dtype=np.float64) for a in cycle_times(cost, k, batch, context)
+        np.asarray(a, dtype=np.float64)
+        for a in cycle_times(cost, k, batch, context, lookup_us=lookup)
     )
+    miss = None
+    if lookup is not None:
+        miss = np.asarray(
+            cycle_times(cost, np.zeros_like(k), batch, context, lookup_us=lookup)[2],
+            dtype=np.float64,
+        )
     step = np.asarray(cost.verify_us(np.ones_like(r), batch, context), dtype=np.float64)
     steps = step[1:]
     # math.fsum rounds the exact sum once: T equal steps give exactly T * step, the
@@ -260,7 +305,9 @@ def _price(price: tuple[tuple[str, Any], ...]) -> CycleCosts:
         np.all(draft[1:] == k[1:] * per_token[0])
     )
     prompt = config.prompt_len
-    limit_draft, limit_verify, limit_cycle = cycle_times(cost, config.k, batch, prompt)
+    limit_draft, limit_verify, limit_cycle = cycle_times(
+        cost, config.k, batch, prompt, lookup_us=lookup
+    )
     limit_step = float(cost.verify_us(1, batch, prompt))
     bound_of = getattr(cost, "bound", None)
     bound = str(bound_of(config.k + 1, batch, prompt)) if bound_of is not None else "-"
@@ -272,15 +319,61 @@ def _price(price: tuple[tuple[str, Any], ...]) -> CycleCosts:
         step_us=step,
         baseline_us=baseline,
         constant_cycle_us=constant,
-        draft_per_token_us=float(per_token[0]) if proportional else None,
+        draft_per_token_us=float(per_token[0]) if proportional and lookup is None else None,
         limit_draft_us=float(limit_draft),
         limit_verify_us=float(limit_verify),
         limit_cycle_us=float(limit_cycle),
         limit_step_us=limit_step,
-        cost_ratio=float(cost.draft_us(1, batch, prompt)) / limit_step,
+        # No draft pass without a draft model: its look-up is not a draft pass.
+        cost_ratio=float(cost.draft_us(1, batch, prompt)) / limit_step if lookup is None else 0.0,
         bound=bound,
         warnings=tuple(getattr(cost, "warnings", ())),
+        lookup_us=lookup,
+        miss_us=miss,
     )
+
+
+def proposer_step_us(config: SpecConfig, cost: CostModel, k: Any, remaining: Any) -> Any:
+    """The time of model-free steps (``config``'s proposer has no draft pass) that draft ``k``
+    tokens with ``remaining`` tokens still needed (int arrays): the look-up plus one target
+    pass (:func:`cycle_times`); ``cost`` is the configuration's built cost model."""
+    lookup = PROPOSER.of(config).lookup_us(config)
+    context = context_length(config, remaining)
+    return cycle_times(cost, k, config.batch_size, context, lookup_us=lookup)[2]
+
+
+def proposer_hit_steps(config: SpecConfig) -> tuple[FloatArray, FloatArray]:
+    """(expected time, expected drafted tokens) of a step that found a match, by r (the
+    tokens still needed; index 0 unused), for a model-free proposer: over the proposer's
+    draft lengths ``min(L, k_r)`` (:meth:`engine.proposers.base.ProposerPart.length_survival`),
+    each step priced by :func:`cycle_times`; added k = 1, 2, ... An n-gram step drafts k_r:
+    its time is ``cycle_costs(config).cycle_us``. A step with k_r = 0 (the clamp tail's
+    last) drafts nothing: a plain step."""
+    costs = cycle_costs(config)
+    assert costs.miss_us is not None, "a model-free proposer's configuration"
+    proposer = PROPOSER.of(config)
+    caps = costs.k
+    survival = np.asarray(proposer.length_survival(config, config.k), dtype=np.float64)
+    if bool(np.all(survival == 1.0)):
+        return costs.cycle_us, caps.astype(np.float64)
+    cost = COST.of(config).build(config)
+    total = config.tokens_per_seq
+    r = np.arange(total + 1, dtype=np.int64)
+    r[0] = 1
+    extended = np.append(survival, 0.0)
+    time = np.zeros(total + 1)
+    drafted = np.zeros(total + 1)
+    for k in range(1, int(caps.max()) + 1):
+        # P(min(L, cap) = k): P(L = k) below the cap, P(L >= k) at it, 0 above.
+        p = np.where(
+            k < caps, extended[k - 1] - extended[k], np.where(k == caps, extended[k - 1], 0.0)
+        )
+        step = np.asarray(proposer_step_us(config, cost, np.full_like(r, k), r), dtype=float)
+        time = time + p * step
+        drafted = drafted + p * k
+    plain = caps == 0
+    time[plain] = costs.miss_us[plain]
+    return time, drafted
 
 
 def baseline_time_us(config: SpecConfig, tokens: Any) -> Any:
@@ -315,6 +408,8 @@ class Totals:
     # cycles that ended on a rejection (n < k). See engine.core.runs.acceptance_by_position.
     accepted_counts: np.ndarray | None = None
     rejected_counts: np.ndarray | None = None
+    # Model-free proposers: the steps that drafted (found a match and had room to draft).
+    drafting_cycles: int = 0
 
     def add_cycles(
         self, cycles: int, drafted: int, accepted: int, accepted_kept: int, draft_time_us: float

@@ -2,8 +2,9 @@
 ``register``/``make`` (docs/scenarios.md, "Adding a part").
 
 A scenario chooses one part of each kind by name: an acceptance model (``draft_model``), a
-cost model (``cost.model``), a K policy (``policy.name``) and a draft shape
-(``shape.name``). A part is a class in its own file that declares
+cost model (``cost.model``), a K policy (``policy.name``), a draft shape (``shape.name``)
+and a proposer (``proposer.name``: where the drafts come from, a draft model or a
+model-free look-up). A part is a class in its own file that declares
 
 - ``name``: what a scenario, a preset, a flag and a CSV cell call it;
 - ``description``: one line for tables, help and toasts;
@@ -143,14 +144,18 @@ def on_change(listener: Callable[[], None]) -> None:
 
 
 # The registries, one per kind (their base classes: engine.acceptance.base.AcceptanceModel,
-# engine.cost.part.CostPart, engine.policies.base.PolicyPart, engine.shapes.base.ShapePart).
+# engine.cost.part.CostPart, engine.policies.base.PolicyPart, engine.shapes.base.ShapePart,
+# engine.proposers.base.ProposerPart).
 ACCEPTANCE: Registry[Any] = Registry(
     "acceptance", "draft_model", "draft model", "acceptance (draft model)"
 )
 COST: Registry[Any] = Registry("cost", "cost.model", "cost model", "cost model")
 POLICY: Registry[Any] = Registry("policy", "policy.name", "policy", "K policy")
 SHAPE: Registry[Any] = Registry("shape", "shape.name", "shape", "draft shape")
-REGISTRIES: dict[str, Registry[Any]] = {r.kind: r for r in (ACCEPTANCE, COST, POLICY, SHAPE)}
+PROPOSER: Registry[Any] = Registry("proposer", "proposer.name", "proposer", "proposer")
+REGISTRIES: dict[str, Registry[Any]] = {
+    r.kind: r for r in (ACCEPTANCE, COST, POLICY, SHAPE, PROPOSER)
+}
 
 
 def chosen(config: Any) -> Iterator[Part]:
@@ -163,6 +168,7 @@ __all__ = [
     "ACCEPTANCE",
     "COST",
     "POLICY",
+    "PROPOSER",
     "REGISTRIES",
     "SHAPE",
     "Part",

@@ -36,7 +36,7 @@ import numpy.typing as npt
 from engine.acceptance.draft_models import get_model
 from engine.core.config import FIELD_SPECS, SpecConfig
 from engine.core.kernel import CycleCosts, cycle_costs, draft_count
-from engine.core.parts import ACCEPTANCE, POLICY, SHAPE
+from engine.core.parts import ACCEPTANCE, POLICY, PROPOSER, SHAPE
 from engine.simulate.sequence_dp import ACCUMULATE_COLUMNS, expected_over_sequence
 
 FloatArray = npt.NDArray[np.float64]
@@ -232,18 +232,33 @@ def _policy_figures(configs: Sequence[SpecConfig], out: dict[str, FloatArray]) -
     from engine.simulate.policies import exact_speedup, needs_stepwise
 
     # What each choice of parts needs, once per choice (a grid holds few, of many configs).
-    needs: dict[tuple[Any, ...], tuple[bool, bool, bool]] = {}
-    shape, policy, model = (FIELD_SPECS[r.selector].attr for r in (SHAPE, POLICY, ACCEPTANCE))
+    needs: dict[tuple[Any, ...], tuple[bool, bool, bool, bool]] = {}
+    shape, policy, model, proposer = (
+        FIELD_SPECS[r.selector].attr for r in (SHAPE, POLICY, ACCEPTANCE, PROPOSER)
+    )
     for i, config in enumerate(configs):
-        chosen = (getattr(config, shape), getattr(config, policy), getattr(config, model))
+        chosen = (
+            getattr(config, shape),
+            getattr(config, policy),
+            getattr(config, model),
+            getattr(config, proposer),
+        )
         need = needs.get(chosen)
         if need is None:
             need = needs[chosen] = (
                 SHAPE.of(config).tree,
                 needs_stepwise(config),
                 POLICY.of(config).stepwise,
+                PROPOSER.of(config).model_free,
             )
-        tree, stepwise, chooses_k = need
+        tree, stepwise, chooses_k, model_free = need
+        if model_free:  # no draft pass; a match per step (engine.simulate.model_free_exact)
+            from engine.simulate.model_free_exact import model_free_exact
+
+            figures = model_free_exact(config)
+            for name in EXACT_METRIC_NAMES:
+                out[name][i] = figures[name]
+            continue
         if tree:  # the accepted depth's distribution, the tree's costs
             from engine.simulate.tree_scenario import tree_exact
 
@@ -296,6 +311,10 @@ def expected_sequence_time_us(config: SpecConfig) -> float:
     each cycle priced by the cost model at its own context (engine.core.kernel.cycle_costs)."""
     from engine.simulate.policies import exact_policy, needs_stepwise
 
+    if PROPOSER.of(config).model_free:
+        from engine.simulate.model_free_exact import model_free_exact
+
+        return model_free_exact(config)["time_us"]
     if SHAPE.of(config).tree:
         from engine.simulate.tree_scenario import tree_exact
 
@@ -320,6 +339,10 @@ def tokens_per_cycle_at_length(config: SpecConfig) -> float:
     """
     from engine.simulate.policies import exact_policy, needs_stepwise
 
+    if PROPOSER.of(config).model_free:  # steps without a match emit one token
+        from engine.simulate.model_free_exact import model_free_exact
+
+        return model_free_exact(config)["tokens_per_cycle_at_length"]
     if SHAPE.of(config).tree:  # every cycle drafts the whole tree (full tail)
         from engine.simulate.tree_scenario import tree_exact
 

@@ -18,7 +18,7 @@ from engine.core.kernel import (
     emitted_and_kept,
     metrics_from_totals,
 )
-from engine.core.parts import ACCEPTANCE, POLICY, SHAPE
+from engine.core.parts import ACCEPTANCE, POLICY, PROPOSER, SHAPE
 from engine.core.runs import RECORD_DTYPES, RunResult, config_rng
 from engine.simulate.exact import exact_metrics
 
@@ -31,6 +31,10 @@ def simulate_reference(config: SpecConfig, *, records: bool = False) -> RunResul
     their own (engine.simulate.tree_scenario)."""
     from engine.simulate.policies import needs_stepwise
 
+    if PROPOSER.of(config).model_free:  # a match per step, then the same per-token tests
+        from engine.simulate.model_free_run import simulate_model_free_reference
+
+        return simulate_model_free_reference(config, records=records)
     if SHAPE.of(config).tree:
         raise ConfigError(
             "shape.name", "the reference engine runs chains, not a tree; use the fast engine"

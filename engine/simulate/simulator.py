@@ -25,7 +25,7 @@ from engine.core.kernel import (
     cycle_costs,
     metrics_from_totals,
 )
-from engine.core.parts import SHAPE
+from engine.core.parts import PROPOSER, SHAPE
 from engine.core.runs import (
     CycleSink,
     KeptRecords,
@@ -128,6 +128,18 @@ def simulate(
     """
     from engine.simulate.policies import needs_stepwise, simulate_run
 
+    if PROPOSER.of(config).model_free:  # no draft pass; a match per step, drawn
+        from engine.simulate.model_free_run import simulate_model_free
+
+        return simulate_model_free(
+            config,
+            records=records,
+            on_cycles=on_cycles,
+            max_records=max_records,
+            position_counts=position_counts,
+            should_stop=should_stop,
+            on_progress=on_progress,
+        )
     if SHAPE.of(config).tree:  # the accepted path of a token tree, sampled
         from engine.simulate.tree_scenario import simulate_tree
 
@@ -221,6 +233,9 @@ def simulate_shared(
         return [simulate(first_config, should_stop=should_stop)]
     if any(draw_key(c) != key for c in configs[1:]):
         raise ValueError("simulate_shared: the configurations do not share their draws")
+    if PROPOSER.of(first_config).model_free:
+        # Each alone, from the same generator (their steps are priced as they are drawn).
+        return [simulate(c, should_stop=should_stop) for c in configs]
     sampler = get_model(first_config.draft_model).prefix_sampler(first_config)
     rng = config_rng(first_config)
     priced = [_Priced.of(cycle_costs(c), Totals()) for c in configs]
