@@ -50,8 +50,9 @@ def _speedup(value: float) -> str:
     return speedup_text(value, 3, unit="")
 
 
-def run_summary(result: RunResult) -> Panel:
-    """One run: its configuration and every metric, Monte Carlo beside exact."""
+def run_summary(result: RunResult, assumed: bool = False) -> Panel:
+    """One run: its configuration and every metric, Monte Carlo beside exact; ``assumed``:
+    nothing gave the acceptance (spectui.cli.flags.choose_acceptance), the title says so."""
     from engine.analysis.formatting import acceptance_text, cost_setting_text, policy_text
     from engine.core.config import part_fields
     from engine.core.kernel import cycle_costs
@@ -124,7 +125,7 @@ def run_summary(result: RunResult) -> Panel:
     for row in rows:
         table.add_row(*row)
     policy = f"policy {policy_text(c)}" if stepwise else f"K={c.k}"
-    drafting = f"{acceptance_text(c)}, {policy}"
+    drafting = f"{acceptance_text(c)}{' assumed' if assumed else ''}, {policy}"
     if tree_shape:
         drafting = f"tree {c.tree} (rank probabilities {c.rank_probs})"
     title = (

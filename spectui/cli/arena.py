@@ -22,7 +22,13 @@ from typing import Any
 from engine.core.config import ConfigError
 from engine.core.parts import POLICY
 from engine.presets import ARENA_KEYS
-from spectui.cli.flags import add_scenario_flags, given_fields
+from spectui.cli.flags import (
+    AcceptanceChoice,
+    add_catalog_flags,
+    add_scenario_flags,
+    choose_acceptance,
+    given_fields,
+)
 from spectui.errors import UsageError
 
 
@@ -41,11 +47,14 @@ def add_parser(sub: Any) -> None:
         "--preset", metavar="NAME|PATH", help="start from a preset; flags override it"
     )
     add_scenario_flags(arena)
+    add_catalog_flags(arena)
     out = arena.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print the leaderboards as JSON")
 
 
-def _scenarios_and_contenders(args: argparse.Namespace) -> list[tuple[Any, list[Any]]]:
+def _scenarios_and_contenders(
+    args: argparse.Namespace,
+) -> tuple[list[tuple[Any, list[Any]]], AcceptanceChoice]:
     from engine.analysis.arena import default_contenders
     from engine.core.config import SpecConfig
     from engine.presets import contenders_of, load_preset
@@ -53,9 +62,11 @@ def _scenarios_and_contenders(args: argparse.Namespace) -> list[tuple[Any, list[
 
     preset = load_preset(args.preset) if args.preset else None
     given = given_fields(args)
+    base = preset.config if preset else SpecConfig()
+    acceptance = choose_acceptance(args, base)
+    given.update(acceptance.changes)
     scenario_changes = {f: v for f, v in given.items() if f not in ARENA_KEYS}
     policy_changes = {f: v for f, v in given.items() if f in ARENA_KEYS}
-    base = preset.config if preset else SpecConfig()
     # The base keeps its policy fields apart from the scenario: an invalid combination
     # (a threshold policy on a model without confidences) is the contender's error.
     base = base.replace(**{"policy.name": "fixed"}).replace(**scenario_changes)
@@ -70,7 +81,7 @@ def _scenarios_and_contenders(args: argparse.Namespace) -> list[tuple[Any, list[
         else:
             contenders = default_contenders(scenario)
         out.append((scenario, contenders))
-    return out
+    return out, acceptance
 
 
 def _table(result: Any) -> Any:
@@ -122,12 +133,15 @@ def command(args: argparse.Namespace) -> int:
     from spectui.render import console
 
     try:
-        plan = _scenarios_and_contenders(args)
+        plan, acceptance = _scenarios_and_contenders(args)
     except ConfigError as err:
         raise UsageError(str(err)) from None
     out, err_out = console(), console(stderr=True)
     live = not args.json and sys.stdout.isatty()
     boards = []
+    line = acceptance.line()
+    if line is not None and not args.json:
+        out.print(Text(line))
     for scenario, contenders in plan:
         if not args.json:
             out.print(Text(f"Arena: {scenario_text(scenario)}", style="bold"))
@@ -157,6 +171,7 @@ def command(args: argparse.Namespace) -> int:
                 "best_fixed_k": r.best_fixed_k,
                 "standings": [_standing_json(s) for s in r.ranked()],
                 "notes": r.notes,
+                "acceptance": acceptance.json(),
             }
             for r in boards
         ]

@@ -4,10 +4,13 @@ the argument types of paths."""
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from pathlib import Path
 from typing import Any
 
-from engine.core.config import FIELD_SPECS, ConfigError, SpecConfig, parse_value
+from engine.core.config import DEFAULTS, FIELD_SPECS, ConfigError, SpecConfig, parse_value
+from spectui.errors import UsageError
 
 DEFAULT_SWEEP_OUT = Path("results/sweep_summary.csv")
 ENGINES = ("fast", "reference")
@@ -45,8 +48,6 @@ _METAVARS = {
 
 
 def _default_text(field: str) -> str:
-    from engine.core.config import DEFAULTS
-
     value = DEFAULTS[field]
     if isinstance(value, float):
         return f"{value:g}"
@@ -116,3 +117,156 @@ def file_path(text: str) -> Path:
     if not text.strip():
         raise argparse.ArgumentTypeError("an empty path is not a file name")
     return Path(text)
+
+
+# --- Acceptance from the catalog (--method, --dataset) ---------------------------------
+
+# The one scenario field the catalog lookup reads rather than the acceptance model: its
+# flag (--temperature) chooses among the catalog's rows and is no explicit acceptance.
+LOOKUP_TEMPERATURE = "acceptance.temperature"
+ASSUMED_HINT = "give --method or --acceptance-rate"
+
+
+def add_catalog_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags of "acceptance from the catalog": ``--method`` and ``--dataset``."""
+    from engine.acceptance.catalog import METHODS
+    from engine.acceptance.nearest import ALIASES
+
+    group = parser.add_argument_group(
+        "acceptance from the catalog",
+        "Without an acceptance flag, --method takes the acceptance from the nearest rows of "
+        "the acceptance catalog (same target and head, same target, same family, same "
+        "method on another target) for --target, --draft, --dataset and --temperature, "
+        "fitted; the output says which rows, their sources and how near. An acceptance "
+        "flag (--draft-model, --acceptance-rate, ...) wins.",
+    )
+    group.add_argument(
+        "--method",
+        metavar="NAME",
+        help=f"a drafting method of the catalog: {', '.join(METHODS)} (any case; also "
+        f"{', '.join(ALIASES)})",
+    )
+    group.add_argument(
+        "--dataset",
+        metavar="NAME",
+        help="prefer the method's catalog rows of this dataset (MT-Bench, HumanEval, ...)",
+    )
+
+
+def acceptance_fields() -> frozenset[str]:
+    """The fields that set a scenario's acceptance: the acceptance registry's selector and
+    every field of its parts (not the temperature the catalog lookup reads)."""
+    from engine.core.parts import ACCEPTANCE
+
+    keys = {ACCEPTANCE.selector}
+    for part in ACCEPTANCE.values():
+        keys.update(spec.key for spec in part.fields)
+    return frozenset(keys - {LOOKUP_TEMPERATURE})
+
+
+@dataclass(frozen=True)
+class AcceptanceChoice:
+    """Where a command's acceptance comes from: ``changes`` (the fields the catalog's fit
+    sets, or none), ``text`` (the line to print before the results, without its
+    "acceptance: " prefix; None: the flags or the preset gave it, nothing to add),
+    ``assumed`` (nothing gave it: the default, or a method the catalog has nothing for),
+    and the catalog rows used and their level."""
+
+    changes: dict[str, Any] = dataclass_field(default_factory=dict)
+    text: str | None = None
+    assumed: bool = False
+    rows: tuple[str, ...] = ()
+    level: str | None = None
+
+    @property
+    def default(self) -> bool:
+        """Nothing was asked: the scenario's default acceptance, assumed."""
+        return self.assumed and self.level is None
+
+    def line(self) -> str | None:
+        return None if self.text is None else f"acceptance: {self.text}"
+
+    def json(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "assumed": self.assumed,
+            "rows": list(self.rows),
+            "level": self.level,
+        }
+
+
+def choose_acceptance(args: argparse.Namespace, base: SpecConfig) -> AcceptanceChoice:
+    """The acceptance of a command's scenario (``base``, the preset's or the defaults, with
+    the flags given): an explicit acceptance flag wins; else ``--method``'s nearest
+    catalog rows, fitted; else the preset's; else the default, said to be assumed.
+    UsageError for a method or dataset the catalog does not know, one line naming the
+    known ones."""
+    from engine.analysis.formatting import acceptance_text
+
+    given = given_fields(args)
+    fields = acceptance_fields()
+    explicit = [key for key in FIELD_SPECS if key in given and key in fields]
+    # The acceptance alone (a command may still change the cost model: regime, tree).
+    scenario = base.replace(**{key: given[key] for key in explicit})
+    method, dataset = getattr(args, "method", None), getattr(args, "dataset", None)
+    preset = bool(getattr(args, "preset", None))
+    if method is None:
+        if dataset is not None:
+            raise UsageError("--dataset: chooses among a method's catalog rows; give --method")
+        if explicit or preset:
+            return AcceptanceChoice()
+        return AcceptanceChoice(
+            text=f"{acceptance_text(scenario)}, the default (assumed; {ASSUMED_HINT})",
+            assumed=True,
+        )
+    from engine.acceptance.catalog import load_catalog
+    from engine.acceptance.nearest import (
+        CatalogLookupError,
+        catalog_acceptance,
+        resolve_method,
+    )
+
+    catalog = load_catalog()
+    try:
+        name = resolve_method(method)
+        if explicit:
+            from engine.acceptance.nearest import resolve_dataset
+
+            if dataset is not None:
+                resolve_dataset(catalog, dataset)
+            flags = ", ".join(FIELD_SPECS[key].cli_flag for key in explicit)
+            return AcceptanceChoice(
+                text=f"{acceptance_text(scenario)}, as given ({flags}); the catalog was not "
+                f"used (--method {name})"
+            )
+        target = str(given.get("cost.target", base.get("cost.target")))
+        draft = given.get("cost.draft", base.get("cost.draft"))
+        draft_given = "cost.draft" in given or draft != DEFAULTS["cost.draft"]
+        found = catalog_acceptance(
+            catalog,
+            name,
+            scenario,
+            target=target,
+            draft=str(draft) if draft_given else None,
+            dataset=dataset,
+            temperature=given.get(LOOKUP_TEMPERATURE),
+        )
+    except CatalogLookupError as err:
+        raise UsageError(str(err)) from None
+    default_target = "cost.target" not in given and target == DEFAULTS["cost.target"]
+    target_text = f"target {target}" + (" (the default; give --target)" if default_target else "")
+    ids = tuple(row.id for row in found.nearest.rows)
+    level = found.nearest.level
+    if not found.found:
+        fallback = "the preset's" if preset else "the default"
+        return AcceptanceChoice(
+            text=f"{found.text}; {target_text}; assumed {acceptance_text(scenario)}, "
+            f"{fallback} ({ASSUMED_HINT})",
+            assumed=True,
+            rows=ids,
+            level=level,
+        )
+    text = f"{found.text}; {target_text}"
+    if found.assumed:
+        text += f"; assumed: {found.assumed}"
+    return AcceptanceChoice(changes=dict(found.values), text=text, rows=ids, level=level)

@@ -17,7 +17,15 @@ from typing import TYPE_CHECKING, Any
 
 from engine.core.config import DEFAULTS, FIELD_SPECS, ConfigError, ascii_int, check_value
 from engine.core.parts import COST
-from spectui.cli.flags import add_scenario_flags, base_config, given_fields
+from spectui.cli.flags import (
+    ASSUMED_HINT,
+    AcceptanceChoice,
+    add_catalog_flags,
+    add_scenario_flags,
+    base_config,
+    choose_acceptance,
+    given_fields,
+)
 from spectui.errors import UsageError
 
 if TYPE_CHECKING:
@@ -95,6 +103,7 @@ def add_parser(sub: Any) -> None:
         "--gpu --target --draft).",
     )
     add_scenario_flags(regime)
+    add_catalog_flags(regime)
     for action in regime._actions:
         if action.dest == "cost.model" and action.help:
             action.help = action.help.replace(
@@ -130,21 +139,23 @@ def add_parser(sub: Any) -> None:
     out.add_argument("--csv", metavar="FILE", type=Path, help="also write one CSV row per cell")
 
 
-def _config(args: argparse.Namespace) -> tuple[Any, list[str]]:
-    """The base scenario and notes to print: the preset and flags, roofline by default."""
+def _config(args: argparse.Namespace) -> tuple[Any, list[str], AcceptanceChoice]:
+    """The base scenario, notes to print and where its acceptance comes from: the preset
+    and flags (or --method's catalog rows), roofline by default."""
     for field, flag in AXIS_FLAGS.items():
         if getattr(args, field, None) is not None:
             given = FIELD_SPECS[field].cli_flag
             raise UsageError(f"{given}: the map varies this; use {flag}")
     base = base_config(args)
-    changes = given_fields(args)
+    acceptance = choose_acceptance(args, base)
+    changes = {**given_fields(args), **acceptance.changes}
     if "cost.model" not in changes and not COST.of(base).batch_dependent:
         changes["cost.model"] = default_cost()
     config = base.replace(**changes)
     cost = COST.of(config)
     flat = not (cost.batch_dependent or cost.context_dependent)
     notes = [flat_note(config.cost_model)] if flat else []
-    return config, notes
+    return config, notes, acceptance
 
 
 def _axes(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
@@ -192,8 +203,9 @@ def summary_lines(regime: RegimeMap) -> list[str]:
     return [LEGEND, regime.off_text()]
 
 
-def _json_payload(regime: RegimeMap) -> dict[str, Any]:
+def _json_payload(regime: RegimeMap, acceptance: AcceptanceChoice) -> dict[str, Any]:
     return {
+        "acceptance": acceptance.json(),
         "config": regime.config.to_dict(),
         "batch_sizes": list(regime.batch_sizes),
         "contexts": list(regime.contexts),
@@ -213,7 +225,7 @@ def command(args: argparse.Namespace) -> int:
     from engine.analysis.regime import regime_map
     from spectui.cli.progress import delayed_progress
 
-    config, notes = _config(args)
+    config, notes, choice = _config(args)
     axes = _axes(args)
     # A bar on a terminal once the map takes a second, by step (the cells' baselines, then
     # each K); Ctrl-C stops it (main() prints one line, exits with 130).
@@ -233,7 +245,7 @@ def command(args: argparse.Namespace) -> int:
             writer.writeheader()
             writer.writerows(rows)
     if args.json:
-        print(json.dumps(_json_payload(regime)))
+        print(json.dumps(_json_payload(regime, choice)))
         return 0
     from rich.text import Text
 
@@ -243,8 +255,14 @@ def command(args: argparse.Namespace) -> int:
     no_color = bool(os.environ.get("NO_COLOR"))
     ks = f"K {regime.ks[0]}..{regime.ks[-1]}" if len(regime.ks) > 1 else f"K {regime.ks[0]}"
     length, acceptance, cost = regime.legend_lines()
+    acceptance_choice = choice
     out.print(Text(f"Regime map, {ks}, {length}", style="bold"))
-    out.print(Text(f"acceptance: {acceptance}\ncost: {cost}"))
+    where = acceptance_choice.text
+    if where is not None and not acceptance_choice.default:
+        out.print(Text(f"acceptance: {where}\ncost: {cost}"))
+    else:
+        assumed = f", the default (assumed; {ASSUMED_HINT})" if acceptance_choice.default else ""
+        out.print(Text(f"acceptance: {acceptance}{assumed}\ncost: {cost}"))
     out.print(regime_table(regime, no_color))
     warnings = [f"warning: {w}" for w in regime.warnings]
     for line in [*summary_lines(regime), *notes, *warnings]:

@@ -8,8 +8,18 @@ import math
 from typing import Any
 
 from engine.core.config import SpecConfig
-from spectui.cli.flags import ENGINE_HELP, ENGINES, add_scenario_flags, config_from_args, file_path
+from spectui.cli.flags import (
+    ENGINE_HELP,
+    ENGINES,
+    add_catalog_flags,
+    add_scenario_flags,
+    base_config,
+    choose_acceptance,
+    file_path,
+    given_fields,
+)
 from spectui.cli.progress import delayed_progress
+from spectui.cli.run_proposer import print_proposer, proposer_json
 from spectui.errors import UsageError
 
 RUN_PROGRESS_BY_TOKENS = 100  # a run of fewer sequences counts its tokens
@@ -20,6 +30,7 @@ SUMMARY_OPTIONAL = ("sampler",)
 def add_parser(sub: Any) -> None:
     run = sub.add_parser("run", help="simulate one configuration and print its metrics")
     add_scenario_flags(run)
+    add_catalog_flags(run)
     run.add_argument("--preset", metavar="NAME|PATH", help="start from a preset; flags override it")
     run.add_argument(
         "--summary-out", metavar="FILE", type=file_path, help="append a summary CSV row"
@@ -70,7 +81,9 @@ def command(args: argparse.Namespace) -> int:
     from engine.simulate.simulator import simulate
     from engine.sweep.sweep import sampler_name
 
-    config = config_from_args(args)
+    base = base_config(args)
+    acceptance = choose_acceptance(args, base)
+    config = base.replace(**{**given_fields(args), **acceptance.changes})
     sampler = sampler_name(args.engine, config=config)
     # Before the run, so that a run's work is never thrown away on a bad output file.
     if args.cycles_out is not None and is_parquet(args.cycles_out) and not parquet_available():
@@ -104,12 +117,21 @@ def command(args: argparse.Namespace) -> int:
             "sampler": sampler,
             "metrics": {k: _json_safe(v) for k, v in result.metrics.items()},
             "cost": _cost_figures(config),
+            "acceptance": acceptance.json(),
         }
+        payload.update(proposer_json(result))
         print(json.dumps(payload))
     else:
+        from rich.text import Text
+
         from spectui.render import console, run_summary
 
-        console().print(run_summary(result))
+        out = console()
+        line = acceptance.line()
+        if line is not None and not acceptance.default:  # the title says "assumed" then
+            out.print(Text(line))
+        out.print(run_summary(result, assumed=acceptance.assumed))
+        print_proposer(out, result)
     return 0
 
 

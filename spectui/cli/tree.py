@@ -16,7 +16,15 @@ from typing import Any
 
 from engine.core.config import DEFAULTS, ConfigError, ascii_int
 from engine.core.parts import COST, SHAPE
-from spectui.cli.flags import add_scenario_flags, base_config, given_fields
+from spectui.cli.flags import (
+    ASSUMED_HINT,
+    AcceptanceChoice,
+    add_catalog_flags,
+    add_scenario_flags,
+    base_config,
+    choose_acceptance,
+    given_fields,
+)
 from spectui.cli.regime import default_cost
 from spectui.errors import UsageError
 
@@ -43,6 +51,7 @@ def add_parser(sub: Any) -> None:
     tree.add_argument("--preset", metavar="NAME|PATH", help="start from a preset; flags override")
     tree.add_argument("--kary", type=_pair, default=(2, 3), metavar="K,DEPTH", help="k-ary tree")
     add_scenario_flags(tree)
+    add_catalog_flags(tree)
     for action in tree._actions:
         if action.dest == "cost.model" and action.help:
             action.help = action.help.replace(
@@ -51,13 +60,81 @@ def add_parser(sub: Any) -> None:
     tree.add_argument("--json", action="store_true", help="print everything as JSON")
 
 
-def _scenario(args: argparse.Namespace) -> Any:
+RANK_PROBS = "shape.rank_probs"
+
+
+def _scenario(args: argparse.Namespace) -> tuple[Any, AcceptanceChoice]:
+    """The scenario and where its rank probabilities come from: ``--rank-probs`` or the
+    preset's; else ``--method``'s catalog fit (:func:`rank_probs_from_fit`); else the
+    default ones, said to be assumed."""
     base = base_config(args)
     changes = given_fields(args)
     if "cost.model" not in changes and not COST.of(base).batch_dependent:
         changes["cost.model"] = default_cost()
     changes.setdefault("shape.name", SHAPE.where(lambda shape: shape.tree)[0])
-    return base.replace(**changes)
+    scenario = base.replace(**changes)
+    if RANK_PROBS in changes or (args.preset and getattr(args, "method", None) is None):
+        if getattr(args, "method", None) is None:
+            return scenario, AcceptanceChoice()
+        choose_acceptance(args, base)  # an unknown method or dataset: one line, exit 2
+        return scenario, AcceptanceChoice(
+            text=f"rank probabilities {scenario.rank_probs}, as given (--rank-probs); the "
+            "catalog was not used (--method)"
+        )
+    acceptance = choose_acceptance(args, base)
+    if not acceptance.changes:
+        if acceptance.text is None:  # an acceptance flag: the tree reads rank probabilities
+            return scenario, AcceptanceChoice(
+                text=f"rank probabilities {scenario.rank_probs}, the default (assumed; the "
+                f"tree reads --rank-probs, not the chain's acceptance flags)",
+                assumed=True,
+            )
+        if acceptance.default:
+            return scenario, AcceptanceChoice(
+                text=f"rank probabilities {scenario.rank_probs}, the default (assumed; "
+                f"{ASSUMED_HINT.replace('--acceptance-rate', '--rank-probs')})",
+                assumed=True,
+            )
+        return scenario, acceptance
+    fitted = scenario.replace(**acceptance.changes)
+    probs, rate = rank_probs_from_fit(fitted)
+    scenario = scenario.replace(**{RANK_PROBS: probs})
+    text = (
+        f"rank probabilities {probs}: rank 1 {rate:.4g}, the per-token rate of the same "
+        f"mean accepted length at K={fitted.k} as {acceptance.text}; ranks 2.. the scenario's "
+        "scaled to the rest (assumed: the catalog gives a chain's acceptance)"
+    )
+    return scenario, AcceptanceChoice(
+        changes={RANK_PROBS: probs}, text=text, rows=acceptance.rows, level=acceptance.level
+    )
+
+
+def rank_probs_from_fit(fitted: Any) -> tuple[str, float]:
+    """Rank probabilities for a scenario whose acceptance model is a catalog fit: rank 1 the
+    constant per-token rate ``a`` whose chain of K drafts has the fit's mean accepted length
+    at the scenario's K (1 + a + ... + a^K = 1 + sum_j P(n >= j)), ranks 2.. the scenario's
+    own scaled by (1 - a) / (1 - its rank 1), so that they share what rank 1 leaves as they
+    did. Returns the text of the field and ``a``."""
+    from engine.acceptance.catalog import mean_length_at_constant_rate
+    from engine.core.config import rates_of
+    from engine.core.parts import ACCEPTANCE
+
+    k = int(fitted.k)
+    survival, product = 0.0, 1.0
+    for p in ACCEPTANCE.of(fitted).position_probs(fitted, k):
+        product *= float(p)
+        survival += product
+    target, low, high = 1.0 + survival, 0.0, 1.0
+    for _ in range(60):  # M(a) rises with a: bisection to 1e-18
+        middle = (low + high) / 2
+        low, high = (
+            (middle, high) if mean_length_at_constant_rate(middle, k) < target else (low, middle)
+        )
+    rate = round(low, 6)
+    own = list(rates_of(fitted.rank_probs))
+    scale = (1.0 - rate) / (1.0 - own[0]) if own[0] < 1.0 else 0.0
+    rest = [min(1.0, p * scale) for p in own[1:]]
+    return ",".join(f"{p:.6g}" for p in [rate, *rest]), rate
 
 
 def command(args: argparse.Namespace) -> int:
@@ -73,7 +150,7 @@ def command(args: argparse.Namespace) -> int:
     # Each part a bar on a terminal once it takes a second (at 10^6 tokens, minutes); Ctrl-C
     # stops it between two programs (main() prints one line, exits with 130).
     try:
-        scenario = _scenario(args)
+        scenario, acceptance = _scenario(args)
         # The tree asked for, too: built (or refused, in one line: a Sequoia tree above
         # engine.shapes.trees.SEQUOIA_WORK_MAX) before the comparison starts.
         given = None
@@ -105,6 +182,7 @@ def command(args: argparse.Namespace) -> int:
             json.dumps(
                 {
                     "scenario": scenario.to_dict(),
+                    "acceptance": acceptance.json(),
                     "shapes": [
                         {
                             "name": r.name,
@@ -132,7 +210,7 @@ def command(args: argparse.Namespace) -> int:
             )
         )
         return 0
-    _print(scenario, rows, grid)
+    _print(scenario, rows, grid, acceptance)
     import sys
 
     for warning in dict.fromkeys(warnings):
@@ -140,13 +218,16 @@ def command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print(scenario: Any, rows: list[Any], grid: Any) -> None:
+def _print(scenario: Any, rows: list[Any], grid: Any, acceptance: AcceptanceChoice) -> None:
     from rich.text import Text
 
     from engine.analysis.formatting import cost_setting_text, speedup_text
     from spectui.render import console, plain_table
 
     out = console()
+    line = acceptance.line()
+    if line is not None:
+        out.print(Text(line))
     out.print(
         Text(
             f"Token trees: rank probabilities {scenario.rank_probs}; "

@@ -55,13 +55,35 @@ def exact_figures(config: SpecConfig) -> dict[str, Any]:
 
 
 class ExactPanel(Static):
-    """Shows :func:`exact_figures` of the current configuration."""
+    """Shows :func:`exact_figures` of the current configuration, and under them, when
+    given (:meth:`set_provenance`), where its acceptance comes from."""
+
+    provenance: str | None = None
+    _table: Table | None = None
+
+    def set_provenance(self, text: str | None) -> None:
+        """Show ``text`` (one line: the catalog rows the acceptance was fitted to, or that
+        an edit replaced them; spectui.widgets.method_fields) under the figures."""
+        self.provenance = text
+        if self._table is not None:
+            self._show(self._table)
+
+    def _show(self, table: Table) -> None:
+        self._table = table
+        if self.provenance is None:
+            self.update(table)
+        else:
+            from rich.console import Group
+            from rich.text import Text
+
+            self.update(Group(table, Text(self.provenance, style="dim")))
 
     def on_mount(self) -> None:
         self.border_title = "Exact"
         self.tooltip = TIMES_HELP
 
     def show_invalid(self) -> None:
+        self._table = None
         self.update("form invalid: fix the marked fields")
 
     def show_figures(self, config: SpecConfig, figures: dict[str, Any]) -> None:
@@ -88,8 +110,9 @@ class ExactPanel(Static):
         if figures["bound"] != "-":  # the cost model says what bounds the verify pass
             table.add_row("  bound", figures["bound"])
         table.add_row("step us", fmt(figures["limit_step_us"]))
-        self.update(table)
+        self._show(table)
 
     def show_failed(self, reason: str) -> None:
         """The figures could not be computed (the reason is also in a notification)."""
+        self._table = None
         self.update(f"✗ not computed: {reason}")
