@@ -133,3 +133,49 @@ def test_only_judges_no_goals(cli):
     assert status == 0
     assert "(goal <=" not in out and "fitted once" not in out
     assert "(only the entries asked for: goals are judged over the whole table)" in out
+
+
+def test_the_entries_without_acceptance_are_the_catalog_group(cli):
+    status, out, _ = cli("validate")
+    assert status == 0
+    # The table's entries whose source reports no acceptance for the run, counted here.
+    count = sum(e.assumed for e in shipped_table() if not e.pending)
+    assert count > 0
+    assert f"catalog acceptance ({count}): M from the nearest catalog rows of other sources" in out
+    summary = next(line for line in out.splitlines() if "from specs, catalog acceptance " in line)
+    assert summary.endswith(f"{count} of {count}")
+    assert "from specs, catalog acceptance: median" in out and "(goal <= 15 %)" in out
+    assert "acceptance assumed" not in out
+
+
+def test_json_names_each_catalog_entrys_rows_and_the_k_sweeps(cli):
+    status, out, _ = cli("validate", "--json")
+    assert status == 0
+    data = json.loads(out)
+    by_id = {e["id"]: e for e in data["entries"]}
+    # The EAGLE-3 paper's SGLang runs report no acceptance: the same head on the same target,
+    # vLLM issue #20780's chains at K = 2..7, another source.
+    found = by_id["eagle3-paper-eagle3-bs2"]["catalog"]
+    assert found["rows"] == [f"vllm-20780-eagle3-k{k}" for k in range(2, 8)]
+    assert found["level"] == "same target and head" and found["excluded"] == []
+    assert found["k"] == 3 and by_id["eagle3-paper-eagle3-bs2"]["group"] == "catalog acceptance"
+    assert by_id["vllm-20780-eagle3-k3"]["catalog"] is None
+    assert ("specs", "catalog acceptance") in {(s["method"], s["group"]) for s in data["summary"]}
+    # PR 16937's EAGLE-1 at K = 2, 4, 7: 201.69, 198 and 169.92 tokens/s, fastest at K = 2.
+    sweep = next(s for s in data["k_sweeps"] if s["ids"][0] == "vllm-16937-eagle1-k2")
+    assert sweep["ks"] == [2, 4, 7] and sweep["measured_best"] == 2
+    assert sweep["group"] == "catalog acceptance"
+    assert data["catalog_goals"] == {"median": 0.15, "best_k": 0.80}
+
+
+def test_the_docs_say_where_the_catalog_group_stands_and_which_rows_it_used():
+    text = DOC.read_text(encoding="utf-8")
+    stands = text[text.index("## Where it stands") : text.index("## Entries")]
+    assert "- from specs, catalog acceptance: median " in stands
+    section = text[text.index("## Catalog acceptance") : text.index("## Misses")]
+    assert "- eagle-paper-v7b-bs2 to eagle-paper-v7b-bs4 (3 entries): M 3.570 at K = 5" in section
+    assert "Rows used: specbench-3090-vicuna-7b-eagle." in section
+    # Before the catalog, the group's median from specs was 32.9 % (issue #42's figure).
+    assert (
+        "with the M the table assumed before the catalog (another run's) it was 32.9 %" in section
+    )

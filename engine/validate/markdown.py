@@ -5,14 +5,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from engine.validate.catalog_acceptance import CATALOG_GROUP, runs_text
 from engine.validate.predict import DEFAULT_CONTEXT, METHOD_TITLES, METHODS, OverheadFit
 from engine.validate.report import (
+    CATALOG_GOALS,
     GOALS,
+    MODEL_FREE,
     OWN,
+    KSweep,
     Report,
     Row,
     Summary,
+    best_k_counts,
+    catalog_goal_text,
     goal_text,
+    k_sweeps,
     overhead_text,
     percent,
     summarise,
@@ -101,6 +108,119 @@ def _missing_term(fit: OverheadFit, rows: Sequence[Row]) -> str:
     )
 
 
+def _best_k_text(sweeps: Sequence[KSweep]) -> str:
+    """``best K right (the K of the fastest point) in K sweeps of one setup: from specs 1 of
+    2 with their own acceptance and 1 of 1 with the catalog's; calibrated ...``."""
+    parts = []
+    for method in METHODS:
+        counts = []
+        for group, words in (
+            ("all", "with their own acceptance"),
+            (CATALOG_GROUP, "with the catalog's"),
+        ):
+            right, judged = best_k_counts(sweeps, group, method)
+            if judged:
+                counts.append(f"{right} of {judged} {words}")
+        if counts:
+            parts.append(f"{METHOD_TITLES[method]} {' and '.join(counts)}")
+    sizes = ", ".join(
+        f"{s.ids[0]} to {s.ids[-1]} (K {','.join(map(str, s.ks))}: fastest measured K = "
+        f"{s.measured_best})"
+        for s in sweeps
+    )
+    return (
+        "best K right (the K of the fastest point) in K sweeps of one setup: "
+        f"{'; '.join(parts)} (the sweeps: {sizes})"
+    )
+
+
+def _catalog_section(rows: Sequence[Row]) -> list[str]:
+    """The catalog group: how each entry's acceptance is chosen, and per run of entries the
+    rows, their fit and how near they are."""
+    chosen = [r for r in rows if r.catalog is not None and not r.entry.pending]
+    if not chosen:
+        return []
+    out = [
+        "",
+        f"## {CATALOG_GROUP[0].upper()}{CATALOG_GROUP[1:]}",
+        "",
+        f"The {len(chosen)} entries whose source reports no acceptance for the run are "
+        "predicted, by both methods, with the mean accepted length M (bonus token included) "
+        "that the acceptance catalog (engine/acceptance/data/catalog.toml) gives for their "
+        "setup, never with a figure of their own source. Every catalog row of the entry's "
+        "own source is left out (the same address, or the same publication at another: an "
+        "arXiv paper by its number, a GitHub issue or pull request by its repository and "
+        "number, a repository's file at any commit). Of the rest, the nearest rows for the "
+        "entry's method, target, draft, dataset and temperature are chosen as `--method` "
+        "chooses them (same target and head, same target, same family, the method on another "
+        "target; within a level the asked dataset, the nearest temperature, then the setup "
+        "with the most rows), one registered acceptance model is fitted to them as `spectui "
+        "acceptance` fits them, and the entry takes its M at the entry's K: a chain's K; a "
+        "tree's depth when the rows state theirs, else the K the rows were fitted at (their "
+        "own M: a tree row measures its own tree, and how M changes with a tree's shape is "
+        "not modelled). The same rule for every entry; no entry or source has a choice of its "
+        "own. The figure the table assumed before the catalog (another run's M) predicts "
+        "nothing of the entry; it still calibrates the entries of its series that state their "
+        "own acceptance, whose figures are what they were.",
+        "",
+    ]
+    out += [_catalog_against_assumed(chosen), ""]
+    accepted = {r.entry.id: r.catalog for r in chosen if r.catalog is not None}
+    texts = runs_text([r.entry for r in chosen], accepted)
+    runs: list[list[Row]] = []
+    for r in chosen:
+        if runs and accepted[runs[-1][-1].entry.id].source_text == accepted[r.entry.id].source_text:
+            runs[-1].append(r)
+        else:
+            runs.append([r])
+    for text, run in zip(texts, runs, strict=True):
+        first = accepted[run[0].entry.id]
+        used = ", ".join(first.rows) if first.rows else "none"
+        left = (
+            f"; left out as its own source: {', '.join(first.excluded)}" if first.excluded else ""
+        )
+        out.append(f"- {_escaped(text)}. Rows used: {used}{left}.")
+    return out
+
+
+def _catalog_against_assumed(chosen: Sequence[Row]) -> str:
+    """The catalog group against the acceptance the table assumed before the catalog
+    (another run's M): how far the two M are apart, and the median error from specs with
+    each."""
+    import statistics
+
+    from engine.validate.predict import from_specs
+
+    with_catalog, with_assumed, apart = [], [], []
+    for r in chosen:
+        error = r.error("specs")
+        if error is not None:
+            with_catalog.append(abs(error))
+        assumed = r.entry.tokens_per_cycle
+        if assumed is None or r.catalog is None or r.catalog.mean_length is None:
+            continue
+        apart.append(abs(r.catalog.mean_length / assumed - 1.0))
+        value = from_specs(r.entry).value  # the entry as the table gives it
+        if value is not None:
+            with_assumed.append(abs(value / r.entry.measured - 1.0))
+    if not with_catalog or not apart:
+        return ""
+    close = sum(a <= 0.01 for a in apart)
+    median = percent(statistics.median(with_catalog))
+    text = f"From specs the group's median absolute error is {median}"
+    if with_assumed:
+        text += (
+            f"; with the M the table assumed before the catalog (another run's) it was "
+            f"{percent(statistics.median(with_assumed))}"
+        )
+    return (
+        f"{text}. The catalog's M is within 1 % of the assumed one for {close} of the "
+        f"{len(apart)} entries that carried one (at most {percent(max(apart))} apart): for those "
+        "the acceptance is the same, and what misses is the cost of their cycle, as the misses "
+        "below explain."
+    )
+
+
 def _summary_table(summaries: Sequence[Summary]) -> list[str]:
     out = [
         "| method | entries | predicted | median abs. error | within 10 % | kept apart |",
@@ -122,8 +242,11 @@ def markdown(
     ``temperature``: the source and rows of engine.validate.temperature, a section last."""
     rows, fit = report.rows, report.fit
     summaries = summarise(rows)
+    sweeps = k_sweeps(rows)
     ok = [r for r in rows if not r.entry.pending]
     own = [r for r in ok if r.group in OWN]
+    catalog = [r for r in ok if r.group == CATALOG_GROUP]
+    free = [r for r in ok if r.group == MODEL_FREE]
     pending = [r for r in rows if r.entry.pending]
     out = [
         "# How good are spectui's predictions?",
@@ -132,10 +255,17 @@ def markdown(
         "engine/validate/data/measurements.toml; edit the table, not this file. -->",
         "",
         f"spectui predicts {len(ok)} published measurements of speculative decoding two ways: "
-        f"{len(own)} with the acceptance their source reports, and {len(ok) - len(own)} whose "
-        "source reports none for that run, with another run's (kept apart, marked "
-        f"'acceptance assumed'). It keeps {len(pending)} more that need what it does not "
-        "model yet (pending). No entry has a parameter of its own.",
+        f"{len(own)} with the acceptance their source reports, {len(catalog)} whose "
+        "source reports none for that run, with the acceptance catalog's (its nearest rows "
+        f"from other sources: kept apart, marked '{CATALOG_GROUP}')"
+        + (
+            f", and {len(free)} drafting without a draft model (n-gram / prompt lookup, "
+            f"suffix decoding: the '{MODEL_FREE}' category, with their own acceptance)"
+            if free
+            else ""
+        )
+        + f". It keeps {len(pending)} more that need what it does not model yet (pending). "
+        "No entry has a parameter of its own.",
         "",
         f"- **{METHOD_TITLES['specs']}**: the `roofline` cost model (additive form) on the "
         "shipped hardware and model data (engine/cost/data/) with one global set of "
@@ -154,6 +284,20 @@ def markdown(
         "entries on the same hardware and target (other methods or drafts) fit one overhead "
         "per pass t0 (the least median error on a 10 us grid), added to every pass of the "
         "roofline above. An entry alone in its series has no calibrated prediction.",
+        *(
+            [
+                f"- **{MODEL_FREE}** (n-gram / prompt lookup, suffix decoding: no draft pass): "
+                "from specs, a step is a CPU look-up (the proposer's default "
+                "`proposer.cpu_us`) and, with the entry's hit rate (stated or assumed: its "
+                "note says which), a target pass over the drafted tokens plus one, else a "
+                "plain decoding step; the speedup is the tokens per step (every step, hits "
+                "and misses) over the mean step. Calibrated only on the series' other "
+                "entries of the same proposer: a model-free step has no draft pass, so a "
+                "draft model's entries do not calibrate it, nor it theirs.",
+            ]
+            if free
+            else []
+        ),
         "",
         "Errors are predicted / measured - 1. Verdicts: within 10 %, within 25 %, miss.",
         "",
@@ -170,6 +314,10 @@ def markdown(
                 out.append(f"- {METHOD_TITLES[s.method]}: {goal_text(s)}.")
             if s.group == "all" and s.method == "specs" and fit is not None:
                 out.append(f"- {overhead_text(fit)}.")
+        if any(r.catalog is not None for r in rows):
+            out.append(f"- {catalog_goal_text(summaries, sweeps)}.")
+        if sweeps:
+            out.append(f"- {_best_k_text(sweeps)}.")
     out += ["", *_summary_table(summaries)]
     if fit is not None and not report.partial:
         out += ["", _missing_term(fit, rows)]
@@ -177,7 +325,10 @@ def markdown(
         "",
         f"Goals: median absolute error at most {100 * GOALS['calibrated']:.0f} % calibrated "
         f"and at most {100 * GOALS['specs']:.0f} % from specs, over the entries that are "
-        "neither pending nor predicted from an assumed acceptance.",
+        f"neither pending nor predicted with the catalog's acceptance; for the "
+        f"'{CATALOG_GROUP}' group (issue #42), median absolute error from specs at most "
+        f"{100 * CATALOG_GOALS['median']:.0f} % and the best K right in at least "
+        f"{100 * CATALOG_GOALS['best_k']:.0f} % of K sweeps.",
         "",
         "## Entries",
         "",
@@ -188,13 +339,14 @@ def markdown(
     ]
     for r in ok:
         with_t0 = None if fit is None else fit.errors.get(r.entry.id)
-        assumed = " (acceptance assumed)" if r.entry.assumed else ""
+        assumed = f" ({CATALOG_GROUP})" if r.catalog is not None else ""
         out.append(
             f"| {r.entry.id} | {_setup(r)}{assumed} | {r.entry.measured:.3f} "
             f"{r.entry.quantity} | "
             + " | ".join(_cell(r, m) for m in METHODS)
             + f" | {percent(with_t0, signed=True)} |"
         )
+    out += _catalog_section(rows)
     out += ["", "## Misses", ""]
     missed = [r for r in ok if r.misses]
     if not missed:

@@ -101,6 +101,8 @@ def cycle_of(entry: Entry, cost: RooflineCost) -> Cycle:
     step = float(cost.verify_us(1, batch, context))
     if entry.quantity == "cost ratio":
         return Cycle(float(cost.draft_pass_us(1, batch, context)), 1, step)
+    if entry.proposer is not None:
+        return model_free_cycle(entry, cost, batch, context, step)
     if not entry.is_tree:
         k = int(entry.k)
         return Cycle(float(cycle_times(cost, k, batch, context)[2]), 1 + k, step)
@@ -110,6 +112,31 @@ def cycle_of(entry: Entry, cost: RooflineCost) -> Cycle:
     if entry.drafts_in_verify:
         cycle += float(cost.draft_pass_us(entry.draft_width, batch, 0))  # the heads' weights
     return Cycle(cycle, 1 + passes, step)
+
+
+def model_free_cycle(
+    entry: Entry, cost: RooflineCost, batch: int, context: int, step: float
+) -> Cycle:
+    """A model-free proposer's mean step (n-gram, suffix decoding: no draft pass), priced by
+    the kernel (:func:`engine.core.kernel.cycle_times` with the look-up): with the entry's
+    hit rate h a step drafts ``min(L, K)`` tokens (the proposer's lengths; an n-gram's is
+    K) and verifies them in one target pass, else it is a plain decoding step; every step
+    pays the proposer's look-up (``proposer.cpu_us``, its default). One pass a step."""
+    import numpy as np
+
+    from engine.core.config import FIELD_SPECS, SpecConfig
+    from engine.core.kernel import cycle_times
+    from engine.core.parts import PROPOSER
+
+    k, h = int(entry.k), float(entry.hit_rate)
+    config = SpecConfig().replace(**{"proposer.name": entry.proposer, "k": max(k, 1)})
+    lookup = float(FIELD_SPECS["proposer.cpu_us"].default)
+    survival = np.append(np.asarray(PROPOSER.of(config).length_survival(config, k), float), 0.0)
+    lengths = np.arange(1, k + 1, dtype=np.int64)
+    hits = np.asarray(cycle_times(cost, lengths, batch, context, lookup_us=lookup)[2], float)
+    hit = float(((survival[:-1] - survival[1:]) * hits).sum())
+    miss = float(cycle_times(cost, 0, batch, context, lookup_us=lookup)[2])
+    return Cycle(h * hit + (1.0 - h) * miss, 1, step)
 
 
 def entry_cycle(entry: Entry) -> Cycle:
@@ -195,11 +222,25 @@ def _setup(entry: Entry, swept: str) -> tuple[object, ...]:
     return (*(entry.values.get(f) for f in _SETUP if f != swept), *shape)
 
 
+def sweep_key(entry: Entry, swept: str) -> tuple[object, ...]:
+    """What the entries of one sweep of ``swept`` (K or the batch) share: their series and
+    every field of their setup but ``swept`` (:func:`sweep_points`)."""
+    return (entry.series, *_setup(entry, swept))
+
+
 def _others(entry: Entry, table: Sequence[Entry]) -> list[Entry]:
-    """The other measured (not pending) entries of ``entry``'s series."""
+    """The other measured (not pending) entries of ``entry``'s series, of its proposer (a
+    draft model's, or the same model-free one)."""
     if entry.series is None:
         return []
-    return [e for e in table if e.series == entry.series and e.id != entry.id and not e.pending]
+    return [
+        e
+        for e in table
+        if e.series == entry.series
+        and e.id != entry.id
+        and not e.pending
+        and e.proposer == entry.proposer  # a model-free step has no draft pass to calibrate
+    ]
 
 
 def sweep_points(entry: Entry, table: Sequence[Entry], swept: str) -> list[Entry]:

@@ -7,7 +7,15 @@ import statistics
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from engine.validate.catalog_acceptance import (
+    CATALOG_GROUP,
+    EntryAcceptance,
+    needs_catalog,
+    predicted_table,
+    runs_text,
+)
 from engine.validate.predict import (
     METHOD_TITLES,
     METHODS,
@@ -15,8 +23,12 @@ from engine.validate.predict import (
     Prediction,
     fit_overhead,
     predict,
+    sweep_key,
 )
 from engine.validate.table import CATEGORIES, Entry
+
+if TYPE_CHECKING:
+    from engine.acceptance.catalog import Catalog
 
 # Verdicts by relative error |predicted / measured - 1|.
 WITHIN_10, WITHIN_25, MISS = "within 10 %", "within 25 %", "miss"
@@ -24,9 +36,11 @@ SHORT = {WITHIN_10: "10%", WITHIN_25: "25%", MISS: "miss"}
 # The goals the issue set: median absolute error over the entries that are not pending.
 GOALS = {"specs": 0.25, "calibrated": 0.10}
 PENDING_GROUP = "pending"
-# Entries predicted from another run's acceptance (the source reports none): reported apart,
-# not in the goals' population, which the issue defines by the source's own acceptance.
-ASSUMED_GROUP = "acceptance assumed"
+# Entries whose source reports no acceptance, predicted with the acceptance catalog's nearest
+# rows of other sources (engine.validate.catalog_acceptance): reported apart, not in the
+# goals' population above, which the issue defines by the source's own acceptance; they
+# have goals of their own (issue #42): the median from specs, and the best K of K sweeps.
+CATALOG_GOALS = {"median": 0.15, "best_k": 0.80}
 
 
 def verdict(error: float) -> str:
@@ -40,6 +54,7 @@ class Row:
 
     entry: Entry
     predictions: dict[str, Prediction]
+    catalog: EntryAcceptance | None = None  # the catalog group's acceptance
 
     @property
     def group(self) -> str:
@@ -63,7 +78,7 @@ class Summary:
     """One method over one group of entries: how many were predicted, the median absolute
     error and the share within 10 %. "all" and a category hold the entries predicted from the
     source's own acceptance; ``others`` counts the category's entries kept apart in the
-    "acceptance assumed" and "pending" groups."""
+    "catalog acceptance" and "pending" groups."""
 
     method: str
     group: str
@@ -75,23 +90,44 @@ class Summary:
 
 
 def group_of(entry: Entry) -> str:
-    """Where an entry is summarised: pending, acceptance assumed, or its category."""
+    """Where an entry is summarised: pending, catalog acceptance, or its category."""
     if entry.pending:
         return PENDING_GROUP
-    return ASSUMED_GROUP if entry.assumed else str(entry.category)
+    return CATALOG_GROUP if needs_catalog(entry) else str(entry.category)
 
 
-def rows_of(table: Sequence[Entry], only: Sequence[str] | None = None) -> list[Row]:
+def rows_of(
+    table: Sequence[Entry], only: Sequence[str] | None = None, catalog: Catalog | None = None
+) -> list[Row]:
     """Every entry's row (``only``: these ids, in table order). Predictions read the whole
     table: a calibrated entry is fitted to the rest of its series even when it is alone in
-    ``only``."""
+    ``only``. An entry of the catalog group is predicted with the acceptance of ``catalog``
+    (the shipped one by default), in the table as the catalog group is predicted (each of
+    its entries with the catalog's M); every other entry with its own, in the table as it
+    is (a calibration reads the series' other points with the table's figures)."""
     wanted = set(only) if only else None
-    return [
-        Row(entry, predict(entry, table)) for entry in table if wanted is None or entry.id in wanted
-    ]
+    table = tuple(table)
+    substituted, accepted = predicted_table(table, catalog)
+    rows = []
+    for entry, predicted in zip(table, substituted, strict=True):
+        if wanted is not None and entry.id not in wanted:
+            continue
+        found = accepted.get(entry.id)
+        if found is None:
+            rows.append(Row(entry, predict(entry, table)))
+        elif found.mean_length is None:
+            none = Prediction(None, f"the catalog gives no acceptance: {found.why_none}")
+            rows.append(Row(entry, dict.fromkeys(METHODS, none), found))
+        else:
+            rows.append(Row(entry, predict(predicted, substituted), found))
+    return rows
 
 
-OWN = tuple(CATEGORIES)  # the groups of entries predicted from their own acceptance
+# The groups of entries predicted from their own acceptance whose goals issue #25 set (the
+# categories of draft models and heads); "model-free" (n-gram, suffix decoding: issue #42)
+# is a category of its own, reported beside them.
+MODEL_FREE = "model-free"
+OWN = tuple(c for c in CATEGORIES if c != MODEL_FREE)
 
 
 @dataclass(frozen=True)
@@ -105,23 +141,28 @@ class Report:
     partial: bool = False
 
 
-def report_of(table: Sequence[Entry], only: Sequence[str] | None = None) -> Report:
+def report_of(
+    table: Sequence[Entry], only: Sequence[str] | None = None, catalog: Catalog | None = None
+) -> Report:
     """The report on ``table`` (``only``: these ids, the only ones predicted; the overhead
-    is fitted to the whole table all the same)."""
+    is fitted to the whole table all the same; ``catalog``: the acceptance catalog, the
+    shipped one by default)."""
     own = [e for e in table if group_of(e) in OWN]
-    return Report(rows_of(table, only), fit_overhead(own), partial=bool(only))
+    return Report(rows_of(table, only, catalog), fit_overhead(own), partial=bool(only))
 
 
 def summarise(rows: Sequence[Row]) -> list[Summary]:
     """Per method: the entries with their own acceptance ("all"), each category of them, the
-    entries whose acceptance is assumed, and the pending ones."""
+    entries predicted with the catalog's acceptance, and the pending ones."""
     out = []
     own = OWN
     for method in METHODS:
-        for group in ("all", *CATEGORIES, ASSUMED_GROUP, PENDING_GROUP):
+        for group in ("all", *CATEGORIES, CATALOG_GROUP, PENDING_GROUP):
             chosen = [r for r in rows if r.group == group or (group == "all" and r.group in own)]
             errors = [abs(e) for r in chosen if (e := r.error(method)) is not None]
-            apart = sum(r.group not in own and r.entry.category == group for r in rows)
+            apart = sum(
+                r.group != group and r.group not in own and r.entry.category == group for r in rows
+            )
             out.append(
                 Summary(
                     method=method,
@@ -134,6 +175,117 @@ def summarise(rows: Sequence[Row]) -> list[Summary]:
                 )
             )
     return out
+
+
+@dataclass(frozen=True)
+class KSweep:
+    """The entries of one setup measured at two K or more (one series, the rest of the setup
+    the same: :func:`engine.validate.predict.sweep_key`) in one group: the K of the fastest
+    measured point, and per method the K of the fastest predicted one (None when a point
+    has no prediction)."""
+
+    group: str
+    ids: tuple[str, ...]
+    ks: tuple[int, ...]
+    measured_best: int
+    predicted_best: dict[str, int | None]
+
+    def right(self, method: str) -> bool | None:
+        best = self.predicted_best[method]
+        return None if best is None else best == self.measured_best
+
+
+def _best_k(points: Sequence[tuple[int, float | None]]) -> int | None:
+    """The K of the largest value (ties: the smaller K); None if a value is missing."""
+    if any(value is None for _, value in points):
+        return None
+    return max(points, key=lambda p: (p[1] or 0.0, -p[0]))[0]
+
+
+def k_sweeps(rows: Sequence[Row]) -> list[KSweep]:
+    """The K sweeps among ``rows``: chains of one series and setup at two K or more, each
+    within one group, in table order."""
+    groups: dict[tuple[object, ...], list[Row]] = {}
+    for r in rows:
+        e = r.entry
+        if e.pending or e.quantity != "speedup" or e.is_tree or e.k is None or e.series is None:
+            continue
+        groups.setdefault((r.group, sweep_key(e, "k")), []).append(r)
+    out = []
+    for (group, _), members in groups.items():
+        ks = tuple(sorted({int(r.entry.k) for r in members}))
+        if len(ks) < 2:
+            continue
+        out.append(
+            KSweep(
+                str(group),
+                tuple(r.entry.id for r in members),
+                ks,
+                _best_k([(int(r.entry.k), r.entry.measured) for r in members]) or 0,
+                {
+                    m: _best_k([(int(r.entry.k), r.predictions[m].value) for r in members])
+                    for m in METHODS
+                },
+            )
+        )
+    return out
+
+
+def best_k_counts(sweeps: Sequence[KSweep], group: str, method: str) -> tuple[int, int]:
+    """(sweeps whose best K ``method`` predicts right, sweeps it predicts) in ``group``
+    ("all": the groups of the source's own acceptance)."""
+    chosen = [s for s in sweeps if s.group == group or (group == "all" and s.group in OWN)]
+    judged = [s.right(method) for s in chosen if s.right(method) is not None]
+    return sum(bool(j) for j in judged), len(judged)
+
+
+def best_k_lines(sweeps: Sequence[KSweep]) -> list[str]:
+    """Per method and group, the K sweeps whose fastest K is predicted right."""
+    if not sweeps:
+        return []
+    lines = ["best K right (the K of the fastest point) in K sweeps of one setup:"]
+    for method in METHODS:
+        for group in ("all", CATALOG_GROUP):
+            right, judged = best_k_counts(sweeps, group, method)
+            if judged:
+                name = f"{METHOD_TITLES[method]}, {group}"
+                lines.append(f"  {name:<33} {right} of {judged}")
+    return lines
+
+
+def catalog_goal_text(summaries: Sequence[Summary], sweeps: Sequence[KSweep]) -> str:
+    """``from specs, catalog acceptance: median 12.0 % (goal <= 15 %): met; best K right in
+    1 of 1 K sweeps (goal >= 80 %): met``."""
+    found = [s for s in summaries if s.method == "specs" and s.group == CATALOG_GROUP]
+    goal, share = CATALOG_GOALS["median"], CATALOG_GOALS["best_k"]
+    median = found[0].median if found else None
+    if median is None:
+        head = f"no entry predicted (goal <= {100 * goal:.0f} %)"
+    else:
+        met = "met" if median <= goal else "not met"
+        head = f"median {percent(median)} (goal <= {100 * goal:.0f} %): {met}"
+    right, judged = best_k_counts(sweeps, CATALOG_GROUP, "specs")
+    if judged:
+        met = "met" if right / judged >= share else "not met"
+        tail = f"best K right in {right} of {judged} K sweeps (goal >= {100 * share:.0f} %): {met}"
+    else:
+        tail = f"no K sweep to judge the best K by (goal >= {100 * share:.0f} % right)"
+    return f"{METHOD_TITLES['specs']}, {CATALOG_GROUP}: {head}; {tail}"
+
+
+def catalog_lines(rows: Sequence[Row]) -> list[str]:
+    """The catalog group's acceptances, one wrapped line per run of entries that share
+    their rows and fit."""
+    chosen = [r for r in rows if r.catalog is not None]
+    if not chosen:
+        return []
+    lines = [f"{CATALOG_GROUP} ({len(chosen)}): M from the nearest catalog rows of other sources"]
+    accepted = {r.entry.id: r.catalog for r in chosen if r.catalog is not None}
+    for text in runs_text([r.entry for r in chosen], accepted):
+        lines += textwrap.wrap(
+            text, 80, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False
+        )
+    return lines
 
 
 def percent(value: float | None, signed: bool = False) -> str:
@@ -182,6 +334,15 @@ def text_lines(report: Report) -> list[str]:
         lines.append("(only the entries asked for: goals are judged over the whole table)")
     elif report.fit is not None:
         lines += textwrap.wrap(overhead_text(report.fit), 80, break_on_hyphens=False)
+    sweeps = k_sweeps(rows)
+    lines += best_k_lines(sweeps)
+    if not report.partial and any(r.catalog is not None for r in rows):
+        lines += textwrap.wrap(
+            catalog_goal_text(summarise(rows), sweeps), 80, break_on_hyphens=False
+        )
+    catalog = catalog_lines(rows)
+    if catalog:
+        lines += ["", *catalog]
     if pending:
         lines.append("")
         lines.append(f"pending ({len(pending)}): not predicted until spectui models what they need")
@@ -237,6 +398,7 @@ def json_data(report: Report) -> dict[str, object]:
                 "quantity": r.entry.quantity,
                 "measured": r.entry.measured,
                 "tokens_per_cycle": r.entry.tokens_per_cycle,
+                "catalog": None if r.catalog is None else catalog_json(r.catalog),
                 "predictions": {
                     m: {
                         "value": r.predictions[m].value,
@@ -253,6 +415,23 @@ def json_data(report: Report) -> dict[str, object]:
         "goals": GOALS,
         "entries": entries,
         "summary": [s.__dict__ for s in summarise(rows)],
+        "catalog_goals": CATALOG_GOALS,
+        "k_sweeps": [s.__dict__ for s in k_sweeps(rows)],
         "overhead_fit": None if fit is None else fit.__dict__,
         "partial": report.partial,
+    }
+
+
+def catalog_json(found: EntryAcceptance) -> dict[str, object]:
+    """A catalog group entry's acceptance as JSON-ready data."""
+    return {
+        "method": found.method,
+        "k": found.k,
+        "mean_length": found.mean_length,
+        "level": None if found.nearest is None else found.nearest.level,
+        "rows": list(found.rows),
+        "excluded": list(found.excluded),
+        "model": None if found.fit is None else found.fit.model,
+        "values": None if found.fit is None else dict(found.fit.values),
+        "text": found.text,
     }

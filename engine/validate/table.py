@@ -3,17 +3,24 @@ measurement, ``[[series]]`` for what the entries of one setup share (docs/valida
 
 Every entry names its source (``source``, ``url``, the date it was ``read``), its setup
 (hardware, GPU count, target, method and draft, K or tree, batch, prompt and output
-lengths, temperature; the target's ``tp`` and ``ep`` GPUs and the draft's ``draft_tp``, the
-target's ``weight_dtype`` and ``compute_dtype`` as the roofline's fields name them; for a
+lengths, temperature, the ``dataset`` or task as the source names it (what the
+acceptance catalog's rows are chosen by: engine.validate.catalog_acceptance); the target's
+``tp`` and ``ep`` GPUs and the draft's ``draft_tp``, the target's ``weight_dtype`` and
+``compute_dtype`` as the roofline's fields name them; for a
 measurement under load, the ``concurrency`` of its closed loop and the ``requests`` served,
 predicted by the serving simulator: engine.validate.under_load), the
 acceptance the source reports (``mean_length`` bonus token included, or ``draft_acceptance``
 accepted per drafted token, and ``acceptance`` in the source's words; ``acceptance_assumed``
-when the source reports none for this run and another run's is used), the measured outcome
+when the source reports none for this run: the entry is then predicted with the acceptance
+catalog's, engine.validate.catalog_acceptance, and another run's figure given here only
+calibrates the series' entries that state their own), the measured outcome
 (one pair of ``tpot_ms``/``baseline_tpot_ms``, ``tokens_per_s``/``baseline_tokens_per_s``,
 ``wall_s``/``baseline_wall_s``, or a published ``speedup`` or draft ``cost_ratio``; and
 ``outcome`` in words), what was assumed (``note``), and for a miss what spectui does not
-model that explains it (``miss``). ``status`` is ``ok`` or ``pending: needs ...``.
+model that explains it (``miss``). ``status`` is ``ok`` or ``pending: needs ...``. A
+model-free proposer's entry (n-gram, suffix decoding: category ``model-free``) names the
+registered ``proposer``, its ``hit_rate`` (the share of steps that drafted, stated or
+assumed: its note says which) and what its mean length counts (``length_over``).
 """
 
 from __future__ import annotations
@@ -26,7 +33,11 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-CATEGORIES = ("batch 1", "batch scaling", "long context", "trees")
+CATEGORIES = ("batch 1", "batch scaling", "long context", "trees", "model-free")
+# How a model-free proposer's mean accepted length counts: over every step (a step without a
+# match emits 1: Spec-Bench's "mean accepted tokens per decoding step"), or over the steps that
+# drafted only (an engine's counters: vLLM's, llama.cpp's).
+LENGTH_OVER = ("all steps", "drafting steps")
 PENDING = "pending: needs "
 # Published figures the measured value is computed from: (measured, baseline) pairs, whose
 # ratio baseline / measured is a speedup (tokens per second: measured / baseline), or one
@@ -69,6 +80,10 @@ FIELDS: dict[str, str] = {
     "prompt": "whole",
     "output": "count",
     "temperature": "nonnegative",
+    "dataset": "text",
+    "proposer": "text",
+    "hit_rate": "fraction",
+    "length_over": "text",
     "mean_length": "positive",
     "draft_acceptance": "fraction",
     "acceptance": "text",
@@ -139,17 +154,28 @@ class Entry:
     @property
     def tokens_per_cycle(self) -> float | None:
         """Mean tokens per verify pass, bonus included: the published mean length, or
-        ``1 + draft_acceptance x K`` (every cycle drafts K). None if neither is reported."""
+        ``1 + draft_acceptance x K`` (every cycle drafts K). None if neither is reported. A
+        model-free proposer's is per step, hits and misses: ``h M + (1 - h)`` of a length
+        over the drafting steps, at hit rate h."""
         if self.mean_length is not None:
-            return float(self.mean_length)
-        if self.draft_acceptance is not None and self.k is not None:
-            return 1.0 + float(self.draft_acceptance) * int(self.k)
-        return None
+            m = float(self.mean_length)
+            per_drafting_step = self.length_over == "drafting steps"
+        elif self.draft_acceptance is not None and self.k is not None:
+            m = 1.0 + float(self.draft_acceptance) * int(self.k)
+            per_drafting_step = True  # accepted per drafted: counted where a step drafted
+        else:
+            return None
+        if self.proposer is not None and per_drafting_step:
+            h = float(self.hit_rate)  # a step without a match emits one token
+            return h * m + (1.0 - h)
+        return m
 
     @property
     def shape_text(self) -> str:
         if self.is_tree:
             return f"tree {self.verify_width}"
+        if self.proposer is not None:
+            return f"{self.proposer} K={self.k} hit rate {self.hit_rate:g}"
         return f"K={self.k}" if self.k is not None else "-"
 
     @property
@@ -222,9 +248,29 @@ def _check_entry(where: str, v: dict[str, Any]) -> None:
         raise TableError(f"{where}: give k (a chain) or verify_width (a tree)")
     if "verify_width" in v and ("draft_passes" not in v or "draft_width" not in v):
         raise TableError(f"{where}: a tree needs draft_passes and draft_width")
+    if "proposer" in v and not pending:
+        _check_proposer(where, v)
     k, m = v.get("k"), v.get("mean_length")
     if k is not None and m is not None and not 1.0 <= m <= k + 1:
         raise TableError(f"{where}: field 'mean_length' must be in [1, K + 1] = [1, {k + 1}]")
+
+
+def _check_proposer(where: str, v: dict[str, Any]) -> None:
+    """A model-free proposer's entry: a registered model-free proposer, its K, its hit rate
+    and what its mean accepted length counts."""
+    from engine.core.config import SpecConfig  # noqa: F401  (registers the parts)
+    from engine.core.parts import PROPOSER
+
+    known = PROPOSER.where(lambda part: bool(part.model_free))
+    if v["proposer"] not in known:
+        raise TableError(f"{where}: field 'proposer' must be one of {', '.join(known)}")
+    for name in ("k", "hit_rate"):
+        if name not in v:
+            raise TableError(f"{where}: missing field '{name}' (a model-free proposer's)")
+    if "mean_length" in v and v.get("length_over") not in LENGTH_OVER:
+        raise TableError(f"{where}: field 'length_over' must be one of {', '.join(LENGTH_OVER)}")
+    if "draft" in v:
+        raise TableError(f"{where}: field 'draft' is not given with a model-free proposer")
 
 
 def parse_table(text: str, origin: str) -> tuple[Entry, ...]:

@@ -29,8 +29,10 @@ def test_the_verdicts_boundaries_are_10_and_25_percent_inclusive():
 
 
 def row(specs, calibrated, status="ok", category="batch 1"):
-    """An entry measured at a speedup of 2.0 and its two predictions (None: not predicted)."""
-    entry = Entry({"id": "e", "status": status, "category": category, "speedup": 2.0})
+    """An entry measured at a speedup of 2.0, with its own acceptance, and its two
+    predictions (None: not predicted)."""
+    values = {"id": "e", "status": status, "category": category, "speedup": 2.0}
+    entry = Entry({**values, "mean_length": 2.0})
     return Row(entry, {"specs": Prediction(specs), "calibrated": Prediction(calibrated)})
 
 
