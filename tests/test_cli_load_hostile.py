@@ -387,3 +387,17 @@ def test_a_worker_forked_under_the_sigterm_handler_still_ends_on_sigterm():
             os.kill(pid, signal.SIGKILL)
         _, status = os.waitpid(pid, 0)
     assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGTERM
+
+
+def test_kill_9_of_a_study_on_a_local_dask_cluster_leaves_no_worker(tmp_path):
+    """A `local:N` cluster's scheduler, nannies and workers end with the process that
+    started them (Dask's nannies watch their parent), within a second of a kill -9."""
+    child, _ = _start(tmp_path, "--csv", "load.csv", "--scheduler", "local:2")
+    workers = _children(child.pid)
+    assert len(workers) >= 2  # two nannies at least, each with its worker
+    child.kill()
+    child.wait(DEADLINE_S)
+    alive = _gone_within(workers, 1.0)
+    for pid in alive:  # left by a failure: not by the run that follows
+        os.kill(pid, signal.SIGKILL)
+    assert alive == []
