@@ -15,7 +15,7 @@ from typing import Any
 from textual import events, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.driver import Driver
 from textual.message import Message
 from textual.screen import Screen
@@ -32,6 +32,7 @@ from spectui.mixins.screens import ScreensMixin
 from spectui.widgets.common import failure_reason, report_worker_error
 from spectui.widgets.exact_panel import ERROR_FIELD, ERROR_REASON, ExactPanel
 from spectui.widgets.footer import KeysFooter
+from spectui.widgets.method_fields import MethodFields
 from spectui.widgets.param_fields import FieldInput
 from spectui.widgets.run_view import RunView
 from spectui.widgets.view_tabs import ViewTabs
@@ -98,6 +99,14 @@ ACTIONS: tuple[tuple[str, str, str, str, bool], ...] = (
         "Lab",
         "The distribution acceptance model one context at a time: p, q, min(p, q) and the "
         "residual; send the rates it implies to the form",
+        False,
+    ),
+    (
+        "ctrl+g",
+        "acceptance",
+        "Acceptance",
+        "The acceptance catalog: published rows by method, target, draft and dataset, each "
+        "setup's fitted M by K with its sources; send a fit to the form",
         False,
     ),
     (
@@ -247,7 +256,8 @@ class SpectuiApp(PresetsMixin, PinMixin, CopyMixin, RunsMixin, ScreensMixin):
                 placeholder = Static("loading…", id="form-placeholder")
                 placeholder.border_title = "Configuration"
                 yield placeholder
-                yield ExactPanel("computing…", id="exact")
+                with VerticalScroll(id="exact-box"):  # its provenance line can be long
+                    yield ExactPanel("computing…", id="exact")
             with ViewTabs(id="views", initial="run"):  # labels fit its width
                 with TabPane("1 Run", id="run"):
                     yield RunView(id="run-view", autoplay=self.replay_autoplay)
@@ -278,8 +288,11 @@ class SpectuiApp(PresetsMixin, PinMixin, CopyMixin, RunsMixin, ScreensMixin):
         self.set_timer(1.0, self._preload)
 
     async def _mount_form(self) -> None:
+        # The catalog's method and dataset above the form (they read the catalog): with it.
         placeholder = self.query_one("#form-placeholder")
-        await self.query_one("#side").mount(self.form, before=placeholder)
+        await self.query_one("#side").mount(
+            MethodFields(id="method-fields"), self.form, before=placeholder
+        )
         await placeholder.remove()
 
     def _started(self) -> None:
@@ -311,8 +324,10 @@ class SpectuiApp(PresetsMixin, PinMixin, CopyMixin, RunsMixin, ScreensMixin):
             if message.config is not None and message.config != self.pinned.config:
                 self._now_figures(message.config)
             self._show_pin()
+        panel = self.query_one(ExactPanel)
+        panel.set_provenance(self.provenance.line(message.config))
         if message.config is None:
-            self.query_one(ExactPanel).show_invalid()
+            panel.show_invalid()
         else:
             self._exact(message.config)
         speedup = self._speedup_view()
@@ -324,6 +339,19 @@ class SpectuiApp(PresetsMixin, PinMixin, CopyMixin, RunsMixin, ScreensMixin):
             arena.set_config(message.config)  # type: ignore[attr-defined]
         for tree in self.query("#tree-view"):
             tree.set_config(message.config)  # type: ignore[attr-defined]
+
+    def on_method_fields_chosen(self, message: MethodFields.Chosen) -> None:
+        """A method or dataset chosen above the form: the acceptance fields take the
+        catalog's fit (the Exact panel then says its rows and sources), or, with nothing to
+        fit, the panel says what the form assumes."""
+        config, _ = self.form.current_config()
+        if config is None:
+            return  # (the form is invalid: the panel says so)
+        fitted = self.provenance.choose(message.method, message.dataset, config)
+        if fitted is not None:
+            self.form.load_config(fitted)
+        else:
+            self.query_one(ExactPanel).set_provenance(self.provenance.line(config))
 
     def on_exact_ready(self, message: ExactReady) -> None:
         panel = self.query(ExactPanel)  # gone if the app is closing

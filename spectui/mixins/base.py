@@ -13,6 +13,7 @@ from engine.presets import Preset
 from engine.sweep.pool import SweepPool
 from spectui.messages import ExactReady
 from spectui.widgets.exact_panel import exact_figures
+from spectui.widgets.method_fields import CatalogProvenance
 from spectui.widgets.param_form import LABELS, ParamForm
 from spectui.workers import worker_count
 
@@ -54,6 +55,9 @@ class AppBase(App[None]):
         self._figures_now: tuple[SpecConfig, Figures] | None = None
         # The form is most of the start-up cost: it mounts right after the first frame.
         self.form = ParamForm(preset.config, id="form")
+        # Where the form's acceptance comes from: the catalog's fit for the method chosen
+        # above the form (spectui.widgets.method_fields), or the form's own values.
+        self.provenance = CatalogProvenance()
 
     @work(thread=True, exclusive=True, group="exact", exit_on_error=False)
     def _exact(self, config: SpecConfig) -> None:

@@ -1,5 +1,5 @@
-"""The screens over the main one: help (F1), Calibrate (F8), Load (ctrl+l) and Lab
-(ctrl+t)."""
+"""The screens over the main one: help (F1), Calibrate (F8), Load (ctrl+l), Lab (ctrl+t)
+and Acceptance (ctrl+g)."""
 
 from __future__ import annotations
 
@@ -54,3 +54,18 @@ class ScreensMixin(AppBase):
                 self.form.load_config(config)
 
         self.push_screen(LabScreen(self.config), chosen)
+
+    def action_acceptance(self) -> None:
+        """Open the Acceptance screen (the catalog) on the form's scenario (None while a
+        field is invalid: the catalog is shown, and ``f`` says why it cannot send); ``f``
+        there sends the highlighted setup's fitted acceptance to the form."""
+        from spectui.screens.acceptance import AcceptanceScreen
+
+        if isinstance(self.screen, AcceptanceScreen):
+            return
+
+        def chosen(config: SpecConfig | None) -> None:
+            if config is not None:  # the screen's toast says what is set
+                self.form.load_config(config)
+
+        self.push_screen(AcceptanceScreen(self.config), chosen)

@@ -46,6 +46,8 @@ budget) and the chain's best K by batch size.
 | `F6` | anywhere | start the chosen sweep |
 | `F7` | anywhere | run the arena: the preset's `[[arena]]` policies, else the default set |
 | `F8` | anywhere | calibrate: paste or open a serving log; the windows, the fit, the K to use |
+| `ctrl+g` | anywhere | the acceptance catalog: filter by method, target, draft, dataset \
+(`c` clears); a setup's fitted M by K, its errors and sources; `f` sends the fit to the form |
 | `F4` | anywhere | copy what is current (below) to the clipboard |
 | `F9` | anywhere | pin the form's result to compare with as the form changes; again: unpin |
 | `1` `2` `3` | Calibrate, outside a text field (`tab`) | windows, fit, recommendation |

@@ -24,7 +24,7 @@ from textual.widgets import Label, Select
 from engine.core.config import DEFAULTS, SpecConfig
 
 METHOD_ID, DATASET_ID = "catalog-method", "catalog-dataset"
-NO_METHOD = "none: the form's acceptance"
+NO_METHOD = "none"  # the form's own acceptance (one line in the side panel's width)
 ANY_DATASET = "any"
 NO_METHOD_HINT = "assumed unless measured: a method takes it from the catalog"
 
@@ -100,9 +100,12 @@ class MethodFields(Vertical):
 
     DEFAULT_CSS = """
     MethodFields { height: auto; }
-    MethodFields Horizontal { height: auto; }
-    MethodFields Label { width: 8; }
+    MethodFields Horizontal { height: 1; }
+    MethodFields Label { width: 8; color: $text-muted; }
     MethodFields Select { width: 1fr; }
+    MethodFields Select.-textual-compact > SelectCurrent { padding: 0; }
+    MethodFields SelectCurrent #label { text-wrap: nowrap; text-overflow: ellipsis; }
+    MethodFields Select > SelectOverlay { width: 32; border: round $primary; }
     """
 
     @dataclass
