@@ -94,11 +94,12 @@ def test_a_method_is_named_as_every_command_names_it(cli) -> None:  # type: igno
     assert status == 0
     assert out.splitlines()[0] == f"{_summary()}; 5 match, in 5 setups"
     assert out.count("EAGLE-3 on Qwen/Qwen3-8B") == 5
-    # A method the catalog may name but has no row of yet: known, so exit 0.
-    status, out, _ = cli("acceptance", "--method", "P-EAGLE")
+    # A known method and a known target with no row in common: known, so exit 0.
+    status, out, _ = cli("acceptance", "--method", "P-EAGLE", "--target", "Qwen/Qwen3-8B")
     assert (status, out) == (
         0,
-        f"no catalog row matches --method P-EAGLE (each name is known); {_summary()}\n",
+        "no catalog row matches --method P-EAGLE --target Qwen/Qwen3-8B together (each "
+        f"name is known); {_summary()}\n",
     )
 
 
