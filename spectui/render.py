@@ -56,11 +56,12 @@ def run_summary(result: RunResult, assumed: bool = False) -> Panel:
     from engine.analysis.formatting import acceptance_text, cost_setting_text, policy_text
     from engine.core.config import part_fields
     from engine.core.kernel import cycle_costs
-    from engine.core.parts import COST, POLICY, SHAPE
+    from engine.core.parts import COST, POLICY, PROPOSER, SHAPE
     from engine.simulate.exact import tokens_per_cycle_at_length
 
     c, m = result.config, result.metrics
     stepwise, tree_shape = POLICY.of(c).stepwise, SHAPE.of(c).tree
+    proposer = PROPOSER.of(c)
     table = Table(show_header=True, box=None, pad_edge=False)
     table.add_column("metric")
     table.add_column("value", justify="right")
@@ -112,8 +113,11 @@ def run_summary(result: RunResult, assumed: bool = False) -> Panel:
             tree.bound,
         )
         at = f"{tree.nodes} nodes, depth {tree.depth}, context {c.prompt_len}"
+    draft_row = ("draft time / cycle", _us(draft_us), at)
+    if proposer.model_free:  # no draft pass: a CPU look-up every step, hit or not
+        draft_row = ("look-up / step", _us(proposer.lookup_us(c)), "CPU, every step, hit or not")
     rows += [
-        ("draft time / cycle", _us(draft_us), at),
+        draft_row,
         ("verify time / cycle", _us(verify_us), f"{width} tokens/seq"),
         ("decode step", _us(costs.limit_step_us), "the baseline's, same context"),
     ]
@@ -128,8 +132,12 @@ def run_summary(result: RunResult, assumed: bool = False) -> Panel:
     drafting = f"{acceptance_text(c)}{' assumed' if assumed else ''}, {policy}"
     if tree_shape:
         drafting = f"tree {c.tree} (rank probabilities {c.rank_probs})"
+    cost_text = cost_setting_text(c)
+    if proposer.model_free:  # the cost prices the verify passes; no draft model drafts
+        drafting = f"{drafting}, {proposer.label(c)}"
+        cost_text = f"{cost_text}; its draft unused (no draft pass)"
     title = (
-        f"{drafting}, {cost_setting_text(c)}, {c.n_sequences} x "
+        f"{drafting}, {cost_text}, {c.n_sequences} x "
         f"{c.tokens_per_seq} tokens, seed {c.seed}, tail {c.tail}"
     )
     lines = [Text(title, style="bold")]

@@ -11,7 +11,8 @@ A placement is feasible when
 - expert parallelism spreads an MoE target's routed experts whole and evenly: ``ep``
   divides ``experts``;
 - the weights a GPU holds (the target's over its ``tp`` GPUs, routed experts over
-  ``max(ep, tp)``, and the draft's over its own) fit in the memory a server gives them:
+  ``max(ep, tp)``, and the draft's over its own; no draft for a model-free proposer) fit
+  in the memory a server gives them:
   ``gpu_memory_utilization x memory - reserve`` (vLLM's setting, 0.9 by default, and what
   the serving simulator keeps back for activations and CUDA graphs, 2 GB).
 
@@ -149,7 +150,7 @@ def usable_bytes(
 def check_feasible(
     hw: HardwareSpec,
     target: ModelSpec,
-    draft: ModelSpec,
+    draft: ModelSpec | None,
     target_run: Run,
     draft_run: Run,
     gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION,
@@ -159,18 +160,25 @@ def check_feasible(
     weights are placed on ``hw`` as their runs say, with ``gpu_memory_utilization`` (in
     [0.05, 1]) of its memory less ``reserve_gb`` GB usable. :class:`ConfigError` naming the
     field when the placement cannot exist (module docstring): ``cost.tp``, ``cost.draft_tp``
-    or ``cost.ep`` for a spread, ``cost.target`` when the weights do not fit."""
-    problem = spread_problem(hw, target, target_run.tp, draft_run.tp, target_run.ep)
+    or ``cost.ep`` for a spread, ``cost.target`` when the weights do not fit.
+
+    ``draft`` None: no draft model is placed (a model-free proposer, n-gram or suffix
+    decoding, drafts on the CPU): the target alone, and ``draft_run`` is not checked."""
+    draft_tp = 1 if draft is None else draft_run.tp
+    problem = spread_problem(hw, target, target_run.tp, draft_tp, target_run.ep)
     if problem is not None:
         raise ConfigError(*problem)
-    for key, model, run in (("cost.tp", target, target_run), ("cost.draft_tp", draft, draft_run)):
+    placed = [("cost.tp", target, target_run)]
+    if draft is not None:
+        placed.append(("cost.draft_tp", draft, draft_run))
+    for key, model, run in placed:
         why = heads_problem(model, run.tp)
         if why is not None:
             raise ConfigError(key, why)
     why = experts_problem(target, target_run.ep)
     if why is not None:
         raise ConfigError("cost.ep", why)
-    weights = model_bytes(target, target_run) + model_bytes(draft, draft_run)
+    weights = sum(model_bytes(model, run) for _, model, run in placed)
     usable = usable_bytes(hw, gpu_memory_utilization, reserve_gb)
     free = usable - weights
     if free <= 0:
@@ -179,9 +187,10 @@ def check_feasible(
             # A server given all of the GPU holds them (every command accepts the scenario).
             top = GPU_MEMORY_UTILIZATION_MAX
             remedy = f"raise gpu_memory_utilization (at {top:g} they fit), {remedy}"
+        models = f"{target.id} takes" if draft is None else f"{target.id} and {draft.id} take"
         raise ConfigError(
             "cost.target",
-            f"{target.id} and {draft.id} take {weights / 1e9:.1f} GB a GPU of {hw.id}'s "
+            f"{models} {weights / 1e9:.1f} GB a GPU of {hw.id}'s "
             f"{usable / 1e9:.1f} GB usable (gpu_memory_utilization "
             f"{gpu_memory_utilization:g}, reserve {reserve_gb:g} GB): the "
             f"weights do not fit; {remedy}",

@@ -29,7 +29,7 @@ import pandas as pd
 from engine.acceptance.draft_models import inert_parameters
 from engine.core.config import CONFIG_FIELDS, DEFAULTS, FIELD_SPECS, SCENARIO_FIELDS, SpecConfig
 from engine.core.kernel import cycle_costs
-from engine.core.parts import SHAPE
+from engine.core.parts import PROPOSER, SHAPE
 from engine.core.runs import RunStopped
 from engine.simulate.exact import exact_metrics_many
 from engine.simulate.reference import simulate_reference
@@ -115,8 +115,9 @@ def sampler_name(
     engine: str = "fast", exact_only: bool = False, config: SpecConfig | None = None
 ) -> str:
     """What made a sweep row's Monte Carlo values (its ``sampler`` column): the fast engine's
-    sampler (:data:`engine.simulate.simulator.SAMPLER`; for ``config`` with a K policy or markov
-    acceptance the stepwise engine's, :data:`engine.simulate.policies.STEPWISE_SAMPLER`), the
+    sampler (:data:`engine.simulate.simulator.SAMPLER`; for ``config`` with a model-free
+    proposer that engine's, :data:`engine.simulate.model_free_run.SAMPLER`; with a K policy or
+    markov acceptance the stepwise engine's, :data:`engine.simulate.policies.STEPWISE_SAMPLER`), the
     reference loop's per-token tests, or nothing (an exact-only row)."""
     if exact_only:
         return EXACT_ONLY_SAMPLER
@@ -125,6 +126,10 @@ def sampler_name(
     if config is not None:
         from engine.simulate.policies import STEPWISE_SAMPLER, needs_stepwise
 
+        if PROPOSER.of(config).model_free:
+            from engine.simulate.model_free_run import SAMPLER as MODEL_FREE_SAMPLER
+
+            return MODEL_FREE_SAMPLER
         if SHAPE.of(config).tree:
             return TREE_SAMPLER
         if needs_stepwise(config):

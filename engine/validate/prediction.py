@@ -24,21 +24,12 @@ class Prediction:
     why_none: str = ""
 
 
-def stand_in_draft() -> str:
-    """The draft a model-free proposer's scenario names: the smallest model of the spec
-    data. No pass of it is priced (a model-free step has no draft pass); a scenario names a
-    draft all the same, whose weights the placement check counts, and the smallest counts
-    least."""
-    from engine.cost.specs import load_models
-
-    models = load_models()
-    return min(models, key=lambda name: (models[name].weight_bytes, name))
-
-
 def scenario_fields(entry: Entry) -> dict[str, object]:
     """The roofline scenario's fields of ``entry``: its hardware, target, draft and batch,
     and how the models run (``tp``, ``draft_tp``, ``ep``, the target's formats). A
-    model-free proposer's entry names no draft: :func:`stand_in_draft` stands in."""
+    model-free proposer's entry names its proposer and no draft: its scenario's draft field
+    names the target, but no draft is placed (the placement check counts the target's
+    weights alone, engine.cost.placement) and no draft pass is priced."""
     runs = {
         f"cost.{name}": entry.values[name]
         for name in ("tp", "draft_tp", "ep", "weight_dtype", "compute_dtype")
@@ -48,7 +39,8 @@ def scenario_fields(entry: Entry) -> dict[str, object]:
         "cost.model": "roofline",
         "cost.gpu": entry.hardware,
         "cost.target": entry.target,
-        "cost.draft": entry.draft or (stand_in_draft() if entry.proposer else entry.target),
+        "cost.draft": entry.draft or entry.target,
         "batch_size": entry.batch or 1,
         **runs,
+        **({"proposer.name": entry.proposer} if entry.proposer else {}),
     }

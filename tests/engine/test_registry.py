@@ -18,12 +18,14 @@ import pytest
 import engine.acceptance
 import engine.cost.models
 import engine.policies
+import engine.proposers
 import engine.shapes
 from engine.acceptance.base import AcceptanceModel
 from engine.core.config import FIELD_SPECS, PARTS, SpecConfig
 from engine.core.parts import REGISTRIES, Registry
 from engine.cost.part import CostPart
 from engine.policies.base import PolicyPart
+from engine.proposers.base import ProposerPart
 from engine.shapes.base import ShapePart
 
 MODEL_DOC = Path(__file__).resolve().parents[2] / "docs" / "model.md"
@@ -32,6 +34,7 @@ BUILT_IN = {
     "cost": engine.cost.models.BUILT_IN,
     "policy": engine.policies.BUILT_IN,
     "shape": engine.shapes.BUILT_IN,
+    "proposer": engine.proposers.BUILT_IN,
 }
 
 
@@ -70,11 +73,17 @@ class _ExtraShape(ShapePart):
     description = "a chain by another name"
 
 
+class _ExtraProposer(ProposerPart):
+    name = "extra_proposer"
+    description = "a draft model by another name"
+
+
 EXTRA = {
     "acceptance": _ExtraAcceptance,
     "cost": _ExtraCost,
     "policy": _ExtraPolicy,
     "shape": _ExtraShape,
+    "proposer": _ExtraProposer,
 }
 
 

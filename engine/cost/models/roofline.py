@@ -18,7 +18,7 @@ from engine.core.config import (
     field,
 )
 from engine.core.fields import SPEC_IDS
-from engine.core.parts import COST
+from engine.core.parts import COST, PROPOSER
 from engine.cost.part import CostPart
 from engine.cost.placement import (
     GPU_MEMORY_UTILIZATION_MAX,
@@ -214,14 +214,15 @@ def check_placement(config: Any) -> None:
     (``cost.compute_dtype``) on hardware without that peak, or a placement of its models
     that cannot exist (:func:`engine.cost.placement.check_feasible` with the most memory a
     server can give: a spread without a link, a tp that does not split the heads, an ep
-    that does not split the experts, weights that do not fit). A scenario is refused on
-    construction, as an unknown id is; every command and the form make one."""
+    that does not split the experts, weights that do not fit). A model-free proposer
+    (n-gram, suffix decoding) places no draft model: the target alone is checked. A scenario
+    is refused on construction, as an unknown id is; every command and the form make one."""
     from engine.cost.specs import files_stamp
 
     _check_placement(
         config.gpu,
         config.target,
-        config.draft,
+        None if PROPOSER.of(config).model_free else config.draft,
         config.tp,
         config.draft_tp,
         config.ep,
@@ -236,7 +237,7 @@ def check_placement(config: Any) -> None:
 def _check_placement(
     gpu: str,
     target_id: str,
-    draft_id: str,
+    draft_id: str | None,
     tp: int,
     draft_tp: int,
     ep: int,
@@ -247,12 +248,14 @@ def _check_placement(
 ) -> None:
     """:func:`check_placement`, once per setting and state of the user's spec files (a sweep
     makes thousands of scenarios; reading three specs costs about 50 us). ``stamp`` is there
-    to key the cache: an edited spec file is read again. A refusal is not kept."""
+    to key the cache: an edited spec file is read again. A refusal is not kept. ``draft_id``
+    None: no draft model (a model-free proposer)."""
     from engine.cost.specs import SpecError, get_hardware, get_model
 
     try:
         hardware = get_hardware(gpu)
-        target, draft = get_model(target_id), get_model(draft_id)
+        target = get_model(target_id)
+        draft = None if draft_id is None else get_model(draft_id)
     except SpecError:
         return  # an unreadable spec is reported by its field when the cost is built
     peak = COMPUTE_PEAKS[compute_dtype]
