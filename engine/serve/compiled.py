@@ -27,6 +27,7 @@ from engine.serve.stepper import (
     HAVE_PRICE,
     INT_STATE,
     KV_TIME,
+    LOOK,
     NEED_FRESH,
     NEED_LINE,
     NEED_NEXT,
@@ -83,6 +84,8 @@ def run_compiled(
     # A closed loop's waiting requests' arrivals, in a ring (its first ones arrive at 0).
     ring = np.zeros(max(min(closed, n), 1) if closed is not None else 1)
     windows = _Windows(requests)
+    lengths = r.lengths if r.lengths is not None else np.ones(1)
+    proposer = (bool(r.model_free), np.uint64(r.key), float(r.hit), lengths)
     while True:
         why = step_loop(
             ints,
@@ -114,6 +117,8 @@ def run_compiled(
             r.config.tail == "full",
             pricer.parallel,
             closed is not None,
+            proposer,
+            float(r.lookup_us),
         )
         if why == NEED_LINE:
             key = int(ints[ASK_KEY])
@@ -129,7 +134,7 @@ def run_compiled(
             )
             lines.put(key, line if line is not None else (math.nan, math.nan))
         elif why == NEED_PRICE:
-            floats[PRICE] = _step_price(pricer, run[: ints[NRUN]], tax)
+            floats[PRICE] = _step_price(pricer, run[: ints[NRUN]], tax, r)
             ints[HAVE_PRICE] = 1
         elif why == NEED_NEXT:
             windows.move_next(ints)
@@ -231,19 +236,25 @@ class _Lines:
         self.count += 1
 
 
-def _step_price(pricer: Any, run: np.ndarray, tax: float) -> float:
+def _step_price(pricer: Any, run: np.ndarray, tax: float, r: Any) -> float:
     """A step's price from the cost model directly (Pricer.step, as sim._step calls it)."""
     decoding = run[:, PREFILL] == 0
     contexts = run[:, CTX].astype(np.float64)
     tokens = int((run[decoding, K] + 1).sum() + run[:, CHUNK].sum())
+    drafting, lookup = run[decoding, K], 0.0
+    if r.model_free:  # as sim._step: no draft pass, the tax on a step that drafted
+        tax = tax if (drafting > 0).any() else 0.0
+        drafting = np.zeros_like(drafting)
+        lookup = int(run[decoding, LOOK].sum()) * r.lookup_us
     return float(
         pricer.step(
-            run[decoding, K],
+            drafting,
             contexts[decoding][:, None],
             tokens,
             len(run),
             np.array([contexts.mean()]),
             tax,
+            lookup,
         )[0]
     )
 

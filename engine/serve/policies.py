@@ -68,6 +68,10 @@ class LoadPolicy:
     reads_regimes: bool
     context_step: int = 0  # a choice by context reads it in steps of this many tokens
     by_count: bool = False
+    # Its k is a cap a model-free proposer (n-gram, suffix decoding) may draft up to: a
+    # policy that prices draft passes or ranks draft positions by acceptance alone (not by
+    # the proposer's hit rate) does not serve one (check_proposer).
+    model_free: bool = False
 
 
 def context_bucket(contexts: np.ndarray, step: int) -> float:
@@ -87,6 +91,7 @@ def register(
     reads_regimes: bool = False,
     context_step: int = 0,
     by_count: bool = False,
+    model_free: bool = False,
 ) -> Callable[[Chooser], Chooser]:
     """Register a load policy under ``name`` (one line of ``description``)."""
 
@@ -94,28 +99,50 @@ def register(
         if name in POLICIES:
             raise ValueError(f"load policy {name!r} is already registered")
         POLICIES[name] = LoadPolicy(
-            name, description, choose, steady, reads_regimes, context_step, by_count
+            name, description, choose, steady, reads_regimes, context_step, by_count, model_free
         )
         return choose
 
     return add
 
 
-@register("off", "speculation off: k = 0, plain decoding", by_count=True)
+def check_proposer(config: Any, policies: tuple[str, ...] | list[str]) -> None:
+    """ConfigError naming ``policies`` when ``config``'s proposer is model-free and one of
+    ``policies`` does not serve one (:attr:`LoadPolicy.model_free`), one line with the
+    ones that do."""
+    from engine.core.fields import ConfigError
+    from engine.core.parts import PROPOSER
+
+    proposer = PROPOSER.of(config)
+    if not proposer.model_free:
+        return
+    refused = [p for p in policies if p in POLICIES and not POLICIES[p].model_free]
+    if refused:
+        served = ", ".join(p for p, policy in POLICIES.items() if policy.model_free)
+        raise ConfigError(
+            "policies",
+            f"proposer {proposer.name} under load: supports policies {served}, not "
+            f"{', '.join(refused)}",
+        )
+
+
+@register("off", "speculation off: k = 0, plain decoding", by_count=True, model_free=True)
 def _off(view: StepView) -> np.ndarray:
     import numpy as np
 
     return np.zeros(view.contexts.size, dtype=np.int64)
 
 
-@register("fixed", "the scenario's K for every request", by_count=True)
+@register("fixed", "the scenario's K for every request", by_count=True, model_free=True)
 def _fixed(view: StepView) -> np.ndarray:
     import numpy as np
 
     return np.full(view.contexts.size, view.config.k, dtype=np.int64)
 
 
-@register("schedule", "k by the current batch size (policy.schedule)", by_count=True)
+@register(
+    "schedule", "k by the current batch size (policy.schedule)", by_count=True, model_free=True
+)
 def _schedule(view: StepView) -> np.ndarray:
     import numpy as np
 

@@ -100,9 +100,13 @@ class Pricer:
         batch: int,
         means: np.ndarray,
         tax_us: float,
+        lookup_us: float = 0.0,
     ) -> np.ndarray:
         """A step's microseconds, for each step of a segment: the decoders' lockstep
         drafting (:meth:`draft`, decoders x steps contexts) and one verify pass over
         ``tokens`` tokens of ``batch`` requests at each mean context, plus speculation's
-        fixed cost ``tax_us``. The one place a serving step's time is added up."""
-        return self.draft(k, draft_contexts) + self.verify(tokens, batch, means) + tax_us
+        fixed cost ``tax_us`` and a model-free proposer's CPU look-ups ``lookup_us`` (all
+        of the step's, one per decoder that looked up). The one place a serving step's
+        time is added up."""
+        total = self.draft(k, draft_contexts) + self.verify(tokens, batch, means) + tax_us
+        return total + lookup_us if lookup_us else total

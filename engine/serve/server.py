@@ -62,10 +62,12 @@ class Server:
             raise ConfigError("verify_budget", f"must be a whole number in [0, {BUDGET_MAX:,}]")
 
 
-def kv_capacity(cost: Any, server: Server) -> float:
+def kv_capacity(cost: Any, server: Server, config: Any = None) -> float:
     """Tokens the KV cache holds: per GPU, ``gpu_memory_utilization x memory`` less the
     target's weights over its GPUs (experts over ``ep``), the draft's over its own and the
-    reserve, over the KV bytes one token takes on a GPU (target and draft). Unbounded
+    reserve, over the KV bytes one token takes on a GPU (target and draft). When
+    ``config``'s proposer is model-free (n-gram, suffix decoding: drafts from a CPU look-up,
+    engine.proposers), no draft model is placed: no draft weights and no draft KV. Unbounded
     (``inf``) for a cost model without hardware specs, or when ``kv_limit`` is off. A
     placement that cannot exist is refused, naming its field: weights that do not fit name
     the target (:func:`engine.cost.placement.check_feasible`, the check every scenario
@@ -75,9 +77,15 @@ def kv_capacity(cost: Any, server: Server) -> float:
         return math.inf
     target, draft = cost.target, cost.draft
     t_run, d_run = cost.target_run, cost.draft_run
+    if config is not None:
+        from engine.core.parts import PROPOSER
+
+        if PROPOSER.of(config).model_free:
+            draft = None
     free = check_feasible(
         hardware, target, draft, t_run, d_run, server.gpu_memory_utilization, server.reserve_gb
     )
     per_token = target.kv_bytes_per_token(cost.bytes_per_kv) / target.kv_shards(t_run.tp)
-    per_token += draft.kv_bytes_per_token(cost.bytes_per_kv) / draft.kv_shards(d_run.tp)
+    if draft is not None:
+        per_token += draft.kv_bytes_per_token(cost.bytes_per_kv) / draft.kv_shards(d_run.tp)
     return math.floor(free / per_token)

@@ -151,6 +151,9 @@ def plan_of(settings: dict[str, Any], config: Any) -> Plan:
         usd_per_gpu_hour=values["usd_per_gpu_hour"],
     )
     plan.check()
+    from engine.serve.policies import check_proposer
+
+    check_proposer(config, plan.policies)  # a model-free proposer's policies
     return plan
 
 

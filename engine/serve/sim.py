@@ -93,7 +93,8 @@ def simulate_load(
         end = run_compiled(r, closed, summary, (slo_ttft_s, slo_tpot_s), on_finish, check)
         summary.flush()
         return Outcome(summary, end)
-    steady = POLICIES[policy].steady and r.survival.shape[0] == 1
+    # A model-free proposer's drafts are drawn step by step: no segments.
+    steady = POLICIES[policy].steady and r.survival.shape[0] == 1 and not r.model_free
     n = len(requests)
     run = _Running()
     waiting: deque[_Waiting] = deque()
@@ -280,7 +281,7 @@ def _step(
     server = r.server
     budget = server.max_num_batched_tokens
     decoding = run.prefill == 0
-    k = r.choose(run, decoding)
+    k, looked = r.propose(run, decoding, r.choose(run, decoding))
     k = _fit_budget(k, decoding, budget)
     need = np.where(decoding, k + 1, 0)
     left = budget - int(need.sum())
@@ -306,6 +307,7 @@ def _step(
         keep = np.arange(len(run)) < last
         run.keep(keep)
         k, need, chunk, decoding = k[keep], need[keep], chunk[keep], decoding[keep]
+        looked = looked[keep]
     # Admit waiting requests (FCFS) while there is room.
     used = float(run.ctx.sum() + need.sum() + chunk.sum())
     admitted_decoding = False
@@ -329,6 +331,7 @@ def _step(
             head.arrival,
         )
         k, need = np.append(k, 0), np.append(need, 0 if prefill else 1)
+        looked = np.append(looked, False)
         chunk, decoding = np.append(chunk, take), np.append(decoding, not prefill)
         admitted_decoding |= not prefill
         left -= take if prefill else 1
@@ -336,19 +339,27 @@ def _step(
     if not len(run):
         return None
     if admitted_decoding:  # straight into decoding: the policy picks for the batch again
-        k = _fit_budget(r.choose(run, decoding), decoding, budget)
+        k, looked = r.propose(run, decoding, r.choose(run, decoding))
+        k = _fit_budget(k, decoding, budget)
         need = np.where(decoding, k + 1, 0)
     # Price the step.
     batch = len(run)
     contexts = run.ctx.astype(np.float64)
     tokens = int(need.sum() + chunk.sum())
+    tax = r.tax_us if r.spec_on else 0.0
+    drafting, lookup = k[decoding], 0.0
+    if r.model_free:  # no draft pass; the speculation tax on a step that drafted
+        tax = tax if (drafting > 0).any() else 0.0
+        drafting = np.zeros_like(drafting)
+        lookup = int(looked.sum()) * r.lookup_us
     micros = r.pricer.step(
-        k[decoding],
+        drafting,
         contexts[decoding][:, None],
         tokens,
         batch,
         np.array([contexts.mean()]),
-        r.tax_us if r.spec_on else 0.0,
+        tax,
+        lookup,
     )[0]
     dt = float(micros) * 1e-6
     gained = np.zeros(batch, dtype=np.int64)

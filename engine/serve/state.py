@@ -74,6 +74,14 @@ class _Run:
     tax_us: float
     warmup: int
     pricer: Pricer
+    # A model-free proposer (engine.proposers: n-gram, suffix decoding): no draft pass; a
+    # decoder's lookup hits with ``hit`` and drafts min(L, k), P(L >= j) = ``lengths[j]``
+    # (j = 0..k_cap; None: L is the cap), and each decoder asked for k > 0 pays
+    # ``lookup_us`` of CPU a step.
+    model_free: bool = False
+    hit: float = 1.0
+    lengths: np.ndarray | None = None
+    lookup_us: float = 0.0
 
     @property
     def spec_on(self) -> bool:
@@ -110,6 +118,26 @@ class _Run:
             surv = self.survival[run.regime[rows]]  # rows x (k_max + 1)
             hits = (u[:, :, None] < surv[:, None, 1:]).sum(axis=2)
         return np.minimum(hits, k[:, None])
+
+    def propose(
+        self, run: _Running, decoding: np.ndarray, k: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(drafts, looked) of a model-free proposer for the policy's ``k``: each decoder
+        asked for k > 0 looks up (``looked``); it hits when u < h (stream 5) and then drafts
+        min(L, k), L = #{j : P(L >= j) > u'} (stream 6), else 0. A draft model's: (k, none)."""
+        looked = decoding & (k > 0)
+        if not self.model_free or not looked.any():
+            return k, looked
+        rows = np.flatnonzero(looked)
+        hit = uniforms(self.key, run.rid[rows], run.counter[rows], 5) < self.hit
+        drafts = k[rows]
+        if self.lengths is not None:
+            u = uniforms(self.key, run.rid[rows], run.counter[rows], 6)
+            longest = np.searchsorted(-self.lengths[1:], -u, side="left")
+            drafts = np.minimum(drafts, longest)
+        k = k.copy()
+        k[rows] = np.where(hit, drafts, 0)
+        return k, looked
 
     @property
     def context_step(self) -> int:

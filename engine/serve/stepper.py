@@ -37,8 +37,9 @@ INT_STATE = 17
 TIME, BUSY, BATCH_TIME, KV_TIME, PRICE = range(5)
 FLOAT_STATE = 5
 # Running requests' integer columns, and the preempted requests' (a stack).
-RID, PREFILL, CTX, DONE_TOKENS, OUT, CHUNKS, REGIME, COUNTER, K, CHUNK, PROMPT = range(11)
-RUN_COLUMNS = 11
+# LOOK: 1 when a model-free proposer's decoder looked up this step (its policy's k > 0).
+RID, PREFILL, CTX, DONE_TOKENS, OUT, CHUNKS, REGIME, COUNTER, K, CHUNK, PROMPT, LOOK = range(12)
+RUN_COLUMNS = 12
 # A finished request's row: RECORD_FIELDS of engine.serve.sim.
 ROW_COLUMNS = 6
 FLUSH_ROWS = 1024
@@ -88,9 +89,19 @@ def _count_le(cdf: np.ndarray, u: float) -> int:
 
 @njit(cache=True)
 def _choose(run, n, keys, values, ints, context_step, tail_full, budget):  # type: ignore[no-untyped-def]
-    """The policy's k for the decoders (clamped at the tail), cut to the step's budget
-    longest first, as ``_Run.choose`` and ``_fit_budget`` do; False with ASK_KEY set when
-    the policy's choice for this count of decoders (and mean context) is not known yet."""
+    """:func:`_choose_drafts` for a draft model (no look-ups)."""
+    no_proposer = (False, np.uint64(0), 1.0, np.ones(1))
+    return _choose_drafts(run, n, keys, values, ints, context_step, tail_full, budget, no_proposer)
+
+
+@njit(cache=True)
+def _choose_drafts(run, n, keys, values, ints, context_step, tail_full, budget, proposer):  # type: ignore[no-untyped-def]
+    """The policy's k for the decoders (clamped at the tail), a model-free proposer's
+    drafts for it (``_Run.propose``; ``proposer``: (model_free, key, hit, lengths)), cut
+    to the step's budget longest first, as ``_Run.choose`` and ``_fit_budget`` do; False
+    with ASK_KEY set when the policy's choice for this count of decoders (and mean
+    context) is not known yet."""
+    model_free, key, hit, lengths = proposer
     decoders, dsum = 0, 0
     for i in range(n):
         if run[i, PREFILL] == 0:
@@ -106,15 +117,28 @@ def _choose(run, n, keys, values, ints, context_step, tail_full, budget):  # typ
         base, extra = int(a), int(b)
     total, rank = 0, 0
     for i in range(n):
-        k = 0
+        k, look = 0, 0
         if run[i, PREFILL] == 0:
             k = base + (rank < extra)
             rank += 1
             if not tail_full:
                 k = min(k, run[i, OUT] - run[i, DONE_TOKENS] - 1)
             k = max(k, 0)
+            if model_free and k > 0:
+                look = 1
+                rid, counter = run[i, RID], run[i, COUNTER]
+                if _uniform(key, rid, counter, 5) < hit:
+                    if lengths.size > 1:
+                        u = _uniform(key, rid, counter, 6)
+                        longest = 0
+                        for j in range(1, lengths.size):
+                            longest += u < lengths[j]
+                        k = min(k, longest)
+                else:
+                    k = 0
             total += k + 1
         run[i, K] = k
+        run[i, LOOK] = look
     # Cutting the first longest draft by one until the tokens fit cuts the longest level
     # in admission order, then the next level.
     while total > budget:
@@ -162,12 +186,13 @@ def _line(keys, values, key, ints):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def _price(run, n, keys, values, ints, parallel, tax):  # type: ignore[no-untyped-def]
+def _price(run, n, keys, values, ints, parallel, tax, model_free, lookup):  # type: ignore[no-untyped-def]
     """The step's microseconds (Pricer.step), or -1.0 with ASK_KEY set (a line to give),
-    or -2.0 (a step to price)."""
+    or -2.0 (a step to price). A model-free proposer's step has no draft pass, pays the
+    tax only if some decoder drafted, and ``lookup`` for each decoder that looked up."""
     ints[ASK_KEY] = -1
     direct = False
-    ctx_sum, tokens, decoders, longest, shortest = 0, 0, 0, 0, 1 << 62
+    ctx_sum, tokens, decoders, longest, shortest, looks = 0, 0, 0, 0, 1 << 62, 0
     for i in range(n):
         ctx_sum += run[i, CTX]
         tokens += run[i, CHUNK]
@@ -176,7 +201,14 @@ def _price(run, n, keys, values, ints, parallel, tax):  # type: ignore[no-untype
             decoders += 1
             longest = max(longest, run[i, K])
             shortest = min(shortest, run[i, K])
+            looks += run[i, LOOK]
     draft = 0.0
+    looked = 0.0
+    if model_free:
+        if longest == 0:
+            tax = 0.0
+        longest = 0  # no draft pass
+        looked = looks * lookup
     if decoders and longest > 0:
         if parallel or shortest == longest:
             dsum = 0
@@ -213,7 +245,10 @@ def _price(run, n, keys, values, ints, parallel, tax):  # type: ignore[no-untype
         return -1.0
     if direct or np.isnan(a):
         return -2.0
-    return draft + (a + s * (ctx_sum / n)) + tax
+    total = draft + (a + s * (ctx_sum / n)) + tax
+    if looked != 0.0:
+        total = total + looked
+    return total
 
 
 @njit(cache=True)
@@ -249,12 +284,16 @@ def step_loop(  # type: ignore[no-untyped-def]
     tail_full,
     parallel,
     closed,
+    proposer,
+    lookup,
 ):
     """Run until every request has finished (DONE) or a stop (module docstring). The
     requests are read through windows the caller moves on when asked (NEED_NEXT: the next
     arrivals; NEED_FRESH: the fresh requests this step may admit), so that none is held
     whole; ``ring``: a closed loop's waiting requests' arrivals (request ``i`` at
-    ``i % size``: at most ``closed`` wait)."""
+    ``i % size``: at most ``closed`` wait); ``proposer``: (model_free, key, hit rate, P(L
+    >= j) j = 0..k_cap or one value: L is the cap) and ``lookup`` its microseconds a
+    look-up."""
     kcap = survival.shape[1] - 1
     while ints[FINISHED] < n_req:
         if ints[PHASE] == 0:
@@ -276,7 +315,9 @@ def step_loop(  # type: ignore[no-untyped-def]
                 return NEED_FRESH
             # The step's composition: k, prefill chunks, preemption, admission (_step).
             n = ints[NRUN]
-            if not _choose(run, n, keys, values, ints, context_step, tail_full, budget):
+            if not _choose_drafts(
+                run, n, keys, values, ints, context_step, tail_full, budget, proposer
+            ):
                 return NEED_LINE
             need, ctx_sum, chunk_sum = 0, 0, 0
             for i in range(n):
@@ -357,7 +398,9 @@ def step_loop(  # type: ignore[no-untyped-def]
             ints[PHASE] = 2 if admitted_decoding else 1
         n = ints[NRUN]
         if ints[PHASE] == 2:  # requests went straight into decoding: choose again
-            if not _choose(run, n, keys, values, ints, context_step, tail_full, budget):
+            if not _choose_drafts(
+                run, n, keys, values, ints, context_step, tail_full, budget, proposer
+            ):
                 return NEED_LINE
             ints[PHASE] = 1
         # Price the step (a stop here resumes at the price).
@@ -365,7 +408,7 @@ def step_loop(  # type: ignore[no-untyped-def]
             micros = floats[PRICE]
             ints[HAVE_PRICE] = 0
         else:
-            micros = _price(run, n, keys, values, ints, parallel, tax)
+            micros = _price(run, n, keys, values, ints, parallel, tax, proposer[0], lookup)
             if micros == -1.0:
                 return NEED_LINE
             if micros == -2.0:

@@ -30,7 +30,13 @@ from typing import Any
 
 from engine.core.config import ascii_number
 from engine.core.fields import SHOWN_MAX, ConfigError
-from spectui.cli.flags import add_scenario_flags, base_config, given_fields
+from spectui.cli.flags import (
+    add_catalog_flags,
+    add_scenario_flags,
+    base_config,
+    choose_acceptance,
+    given_fields,
+)
 from spectui.errors import UsageError
 
 
@@ -99,6 +105,7 @@ def add_parser(sub: Any) -> None:
         "--preset", metavar="NAME|PATH", help="start from a preset; flags override it"
     )
     add_scenario_flags(load)
+    add_catalog_flags(load)
     group = load.add_argument_group("load (a preset's [load] table, or these)")
     levels = group.add_mutually_exclusive_group()
     for setting in SETTINGS:
@@ -162,13 +169,17 @@ def add_parser(sub: Any) -> None:
 
 
 def plan_of(args: argparse.Namespace) -> tuple[Any, Any, Any]:
-    """(scenario, cost model, plan) from the preset and the flags; ConfigError names a bad
-    value."""
+    """(scenario, cost model, plan) from the preset and the flags (the acceptance chosen by
+    :func:`spectui.cli.flags.choose_acceptance`: ``--method``'s catalog rows, unless an
+    acceptance flag is given); ConfigError names a bad value."""
     from engine.cost.models import build_cost
     from engine.serve.server import kv_capacity
     from engine.serve.settings import plan_of as settings_plan
 
-    config = base_config(args).replace(**given_fields(args))
+    base = base_config(args)
+    acceptance = choose_acceptance(args, base)
+    args.acceptance_choice = acceptance  # printed with the results
+    config = base.replace(**{**given_fields(args), **acceptance.changes})
     settings = _settings(args)
     if not any(key in settings for key in LEVELS):
         raise UsageError(
@@ -176,7 +187,7 @@ def plan_of(args: argparse.Namespace) -> tuple[Any, Any, Any]:
         )
     plan = flagged(settings_plan, args)(settings, config)
     cost = build_cost(config)
-    kv_capacity(cost, plan.server)  # weights that do not fit: refused before any run
+    kv_capacity(cost, plan.server, config)  # weights that do not fit: refused before any run
     return config, cost, plan
 
 
@@ -396,6 +407,15 @@ def _summary_lines(config: Any, cost: Any, result: Any) -> list[str]:
             lines.append(f"  {unit} {level:g}: " + ", ".join(gains))
     best = [f"{level:g}: {result.best_policy(level)}" for level in result.levels_done()]
     lines.append("best policy by level: " + ", ".join(best))
+    from engine.core.parts import PROPOSER
+
+    proposer = PROPOSER.of(config)
+    if proposer.model_free:  # the schedules below price a draft model's passes
+        lines.append(
+            f"best k by batch size: not given for proposer {proposer.name} (the schedules "
+            "price a draft model's passes; a look-up's k is only a cap)"
+        )
+        return lines
     context = float(config.prompt_len) + config.tokens_per_seq / 2
     k_max = max(int(config.k), int(config.k_max))
     ranges = best_k_by_batch(config, cost, plan.server.max_num_seqs, context, k_max)
@@ -427,11 +447,19 @@ def _scenarios(args: argparse.Namespace, config: Any) -> list[tuple[dict[str, An
     from engine.sweep.grid import SweepSpec
 
     given = given_fields(args)
+    changes = _acceptance(args).changes
     keys = [k for grid in preset.sweep.grids for k in grid if k not in given]
     keys = list(dict.fromkeys(keys))
     base = preset.config.replace(**given)
     configs = SweepSpec(base, preset.sweep.grids).configs()
-    return [({k: c.get(k) for k in keys}, c.replace(**given)) for c in configs]
+    return [({k: c.get(k) for k in keys}, c.replace(**given, **changes)) for c in configs]
+
+
+def _acceptance(args: argparse.Namespace) -> Any:
+    """The acceptance :func:`plan_of` chose (none chosen: no changes, nothing to say)."""
+    from spectui.cli.flags import AcceptanceChoice
+
+    return getattr(args, "acceptance_choice", None) or AcceptanceChoice()
 
 
 def _runner(args: argparse.Namespace) -> tuple[Any, Any]:
@@ -538,6 +566,9 @@ def _serve(
         if streamed is not None:
             streamed.finish(all_rows())
         raise
+    said = _acceptance(args)
+    if said.line() is not None and not said.default and not args.json:  # before the results
+        print(said.line())
     try:
         for (values, scenario), todo, finished in zip(scenarios, todos, results, strict=True):
             if values and not args.json:
@@ -597,12 +628,20 @@ def _serve(
             lines += _summary_lines(scenario, scenario_cost, result)
     if kept:
         lines.append(f"kept {len(kept)} rows of {args.csv}; ran the rest")
+    acceptance = _acceptance(args)
     if args.json:
-        payload = {"config": config.to_dict(), "cells": rows, "summary": lines}
+        payload = {
+            "config": config.to_dict(),
+            "cells": rows,
+            "summary": lines,
+            "acceptance": acceptance.json(),
+        }
         print(json.dumps(_finite(payload)))
         return 0
     for line in lines:
         print(line)
+    if acceptance.default and acceptance.line() is not None:  # the default: said after them
+        print(acceptance.line())
     return 0
 
 

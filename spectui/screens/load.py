@@ -344,7 +344,7 @@ class LoadScreen(ReportsWorkerErrors, ModalScreen[None]):
 
         worker = get_current_worker()
         cost = build_cost(self.config)
-        kv_capacity(cost, plan.server)
+        kv_capacity(cost, plan.server, self.config)
 
         def check(done: int) -> None:
             if worker.is_cancelled:
