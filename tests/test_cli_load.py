@@ -80,7 +80,10 @@ def test_csv_json_and_records(cli, tmp_path):
         (("--rate", "1", "--policies", "off,magic"), "policies: unknown magic (known: off,"),
         (("--rate", "1", "--slo-tpot-ms", "-3"), "--slo-tpot-ms: must be a number in (0,"),
         (("--rate", "1", "--cv", "0"), "cv: must be a number in (0, 10]"),
-        (("--rate", "1", "--replications", "0"), "--replications: must be a whole number in [1, 100]"),
+        (
+            ("--rate", "1", "--replications", "0"),
+            "--replications: must be a whole number in [1, 100]",
+        ),
         (
             ("--rate", "1", "--max-num-batched-tokens", "8"),
             "--max-num-batched-tokens: must be at least",

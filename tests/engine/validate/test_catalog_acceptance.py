@@ -248,7 +248,7 @@ def test_a_tree_whose_rows_state_no_depth_takes_their_own_mean_length():
         ROW.format(
             id="tree", draft="someone/head", m=3.0, source="a blog", url="https://example.org/b"
         )
-        .replace("shape = \"chain\"", "shape = \"tree\"")
+        .replace('shape = "chain"', 'shape = "tree"')
         .replace("k = 3\n", ""),
         "tree.toml",
     )
