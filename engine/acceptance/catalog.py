@@ -21,7 +21,13 @@ M = (1 - a^(k+1)) / (1 - a) (:func:`mean_length_at_constant_rate`).
 
 Model-free proposers (n-gram, suffix decoding) draft only when their lookup hits, and an
 engine's counters count only the steps that drafted: their rates are conditional on a hit,
-and ``hit_rate`` (the share of steps that drafted) is recorded where it is published.
+and ``hit_rate`` (the share of steps that drafted) is recorded where it is published. A
+model-free method's row says what its mean length counts (``length_over``,
+:data:`LENGTH_OVER`): "all steps" (a step without a match emits its one token: Spec-Bench's
+"mean accepted tokens") or "drafting steps" (an engine's counters: vLLM's, llama.cpp's).
+:func:`convert_length_over` is the one conversion between the two, at hit rate h:
+M_all = h (M_hit - 1) + 1, M_hit = 1 + (M_all - 1) / h. The model-free methods are the ones a
+registered model-free proposer declares (``catalog_method``; :func:`model_free_methods`).
 
 This module imports no numpy (the catalog is a few hundred small rows).
 """
@@ -66,6 +72,10 @@ METHODS = (
 # chain: k drafts in a line; tree: a token tree (k is its depth); block: a block drafted in
 # one pass (DFlash's); unstated: the source does not say. k is absent where it is not stated.
 SHAPES = ("chain", "tree", "block", "unstated")
+# What a model-free method's mean accepted length counts: every decoding step (a step without
+# a match emits one token: Spec-Bench's "mean accepted tokens per decoding step"), or only
+# the steps that drafted (an engine's counters: vLLM's, llama.cpp's), the length given a hit.
+LENGTH_OVER = ("all steps", "drafting steps")
 
 # Field kinds: text, count (whole number >= 1), fraction (0..1), nonnegative, number,
 # bool, rates (a list of fractions). A row inherits every field of its series but "id".
@@ -85,6 +95,7 @@ FIELDS: dict[str, str] = {
     "rates": "rates",
     "bonus": "bool",
     "hit_rate": "fraction",
+    "length_over": "text",
     "printed": "text",
     "source": "text",
     "url": "text",
@@ -178,6 +189,42 @@ def to_mean_length(
     raise ValueError(f"measure '{measure}' lacks what converts it (value, rates, k, bonus)")
 
 
+def convert_length_over(mean_length: float, hit_rate: float, given: str, wanted: str) -> float:
+    """A model-free proposer's mean accepted length M (bonus included) counted over ``given``
+    steps, as counted over ``wanted`` ones (each one of :data:`LENGTH_OVER`), at hit rate
+    ``hit_rate`` (h, the share of steps that drafted; a step without a match emits one
+    token): the one conversion between the two.
+
+    - "drafting steps" to "all steps": M_all = h (M_hit - 1) + 1 (computed h M_hit + 1 - h);
+    - "all steps" to "drafting steps": M_hit = 1 + (M_all - 1) / h (ValueError at h = 0,
+      where every step is a plain one and M_all = 1 says nothing of a hit).
+    """
+    for name in (given, wanted):
+        if name not in LENGTH_OVER:
+            raise ValueError(f"length over {name!r}: one of {', '.join(LENGTH_OVER)}")
+    if given == wanted:
+        return mean_length
+    if wanted == "all steps":
+        return hit_rate * mean_length + (1.0 - hit_rate)
+    if not hit_rate > 0.0:
+        raise ValueError(f"hit rate {hit_rate:g}: no step drafted, no length given a hit")
+    return 1.0 + (mean_length - 1.0) / hit_rate
+
+
+def model_free_methods() -> tuple[str, ...]:
+    """The catalog methods that registered model-free proposers draft (each proposer part
+    declares its ``catalog_method``; engine.proposers), in the registry's order."""
+    from engine.core.parts import PROPOSER
+
+    out: list[str] = []
+    for name in PROPOSER:
+        part = PROPOSER[name]
+        method = getattr(part, "catalog_method", None)
+        if part.model_free and method and method not in out:
+            out.append(method)
+    return tuple(out)
+
+
 # --- A row -----------------------------------------------------------------------------
 
 
@@ -208,6 +255,7 @@ class Row:
     rates: tuple[float, ...] | None = None
     bonus: bool | None = None
     hit_rate: float | None = None
+    length_over: str | None = None
     engine: str | None = None
     hardware: str | None = None
     setup: str | None = None
@@ -309,6 +357,37 @@ def _check_row(where: str, v: dict[str, Any]) -> None:
     if not _DATE.match(v["read"]):
         raise CatalogError(f"{where}: field 'read' must be a date YYYY-MM-DD")
     _check_measure(where, v)
+    _check_length_over(where, v)
+
+
+def _check_length_over(where: str, v: dict[str, Any]) -> None:
+    """``length_over``: one of LENGTH_OVER; required for a model-free method's mean_length
+    row, refused for another method's; "all steps" only for a mean_length row (rates and
+    accepted per drafted are counted over the drafts)."""
+    over = v.get("length_over")
+    free = model_free_methods()
+    if over is not None and over not in LENGTH_OVER:
+        raise CatalogError(
+            f"{where}: field 'length_over' must be one of {', '.join(LENGTH_OVER)}, not "
+            f"{over[:40]!r}"
+        )
+    if v["method"] not in free:
+        if over is not None:
+            raise CatalogError(
+                f"{where}: field 'length_over' is given for a model-free method's rows only "
+                f"({', '.join(free)})"
+            )
+        return
+    if over is None and v["measure"] == "mean_length":
+        raise CatalogError(
+            f"{where}: missing field 'length_over' (a model-free method's mean length: "
+            f"over {' or '.join(LENGTH_OVER)}?)"
+        )
+    if over == "all steps" and v["measure"] != "mean_length":
+        raise CatalogError(
+            f"{where}: field 'length_over' is 'all steps' for mean_length rows only "
+            f"(a {v['measure']} row counts drafting steps)"
+        )
 
 
 def _check_measure(where: str, v: dict[str, Any]) -> None:

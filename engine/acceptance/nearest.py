@@ -35,7 +35,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from engine.acceptance.catalog import METHODS, Catalog, Row
+from engine.acceptance.catalog import METHODS, Catalog, Row, convert_length_over
 from engine.acceptance.catalog_fit import setup_key
 
 LEVELS = (
@@ -75,6 +75,16 @@ def _name_key(text: str) -> str:
 def method_names() -> tuple[str, ...]:
     """The names :func:`resolve_method` takes: the catalog's methods, then the aliases."""
     return (*METHODS, *ALIASES)
+
+
+def method_proposer(method: str) -> str | None:
+    """The registered proposer that drafts catalog method ``method`` (one of METHODS): the
+    first whose ``catalog_method`` it is (engine.proposers), or None (a draft model or head:
+    the scenario's proposer stays)."""
+    from engine.core.parts import PROPOSER
+
+    found = PROPOSER.where(lambda part: getattr(part, "catalog_method", None) == method)
+    return found[0] if found else None
 
 
 def resolve_method(name: str) -> str:
@@ -341,6 +351,53 @@ def _describe(
 
 
 @dataclass(frozen=True)
+class HitRate:
+    """A model-free proposer's hit rate for :func:`catalog_acceptance`: ``value`` and where
+    it comes from (``source``, in words), and whether a flag gave it (``given``: it wins
+    over the rows'); else the rows' ``hit_rate`` where given, else ``value``, assumed."""
+
+    value: float
+    source: str
+    given: bool = False
+
+
+def _given_a_hit(rows: tuple[Row, ...], hit: HitRate) -> tuple[tuple[Row, ...], float, str]:
+    """The rows as lengths given a hit (a row over all steps converted at the hit rate by
+    engine.acceptance.catalog.convert_length_over), the hit rate, and one clause saying
+    both."""
+    from dataclasses import replace
+
+    stated = [row.hit_rate for row in rows if row.hit_rate is not None]
+    if hit.given or not stated:
+        h = hit.value
+        if hit.given:
+            said = f"hit rate {h:g} {hit.source}"
+        else:
+            said = f"hit rate {h:g} assumed: {hit.source}; the rows give none"
+    else:
+        h = sum(stated) / len(stated)
+        which = [row.id for row in rows if row.hit_rate is not None]
+        said = f"hit rate {h:g} from the rows ({', '.join(which)})"
+    out, converted = [], []
+    for row in rows:
+        if row.length_over != "all steps":
+            out.append(row)
+            continue
+        m_hit = convert_length_over(row.mean_length, h, "all steps", "drafting steps")
+        converted.append(f"{row.id} {row.mean_length:g} -> {m_hit:.4f}")
+        value = m_hit if row.bonus else m_hit - 1.0
+        out.append(replace(row, value=value, length_over="drafting steps"))
+    if converted:
+        how = (
+            "given a hit: the rows' mean length over all steps converted, M_hit = "
+            f"1 + (M_all - 1) / h at h = {h:g} ({'; '.join(converted)})"
+        )
+    else:
+        how = "given a hit: the rows count the drafting steps (no conversion)"
+    return tuple(out), h, f"{how}; {said}"
+
+
+@dataclass(frozen=True)
 class CatalogAcceptance:
     """The acceptance a scenario takes from the catalog (:func:`catalog_acceptance`):
     ``nearest`` (the rows), ``values`` (the fit's scenario values, ``draft_model`` first;
@@ -353,6 +410,7 @@ class CatalogAcceptance:
     values: dict[str, object]
     text: str
     assumed: str | None = None
+    hit_rate: float | None = None  # given a hit: the hit rate the rows were converted at
 
     @property
     def found(self) -> bool:
@@ -368,9 +426,14 @@ def catalog_acceptance(
     draft: str | None = None,
     dataset: str | None = None,
     temperature: float | None = None,
+    hit: HitRate | None = None,
 ) -> CatalogAcceptance:
     """The fit (engine.acceptance.catalog_fit.fit_rows) of :func:`nearest_rows`, as
-    ``scenario`` (a SpecConfig) takes it: ``scenario.replace(**values)``."""
+    ``scenario`` (a SpecConfig) takes it: ``scenario.replace(**values)``. With ``hit`` (a
+    model-free proposer drafts), the fit is of the acceptance given a hit: each row over
+    all steps converted at the hit rate (the rows' where they give one, else ``hit``'s,
+    assumed), said in ``text``; ``values`` then holds the rows' hit rate when they give
+    one and no flag did."""
     from engine.acceptance.catalog_fit import fit_rows
     from engine.core.parts import ACCEPTANCE
 
@@ -379,13 +442,21 @@ def catalog_acceptance(
     )
     if not nearest.found:
         return CatalogAcceptance(nearest, {}, nearest.description)
+    rows, h, given_a_hit = nearest.rows, None, ""
     try:
-        fit = fit_rows(nearest.rows)
+        if hit is not None:
+            rows, h, given_a_hit = _given_a_hit(nearest.rows, hit)
+            given_a_hit = f"; {given_a_hit}"
+        fit = fit_rows(rows)
     except ValueError as err:
-        return CatalogAcceptance(nearest, {}, f"{nearest.description}; not fitted ({err})")
+        return CatalogAcceptance(
+            nearest, {}, f"{nearest.description}{given_a_hit}; not fitted ({err})", None, h
+        )
     values = dict(fit.values)
+    if hit is not None and h is not None and not hit.given and h != hit.value:
+        values["proposer.hit_rate"] = h  # the rows' own
     fitted = scenario.replace(**values)
     label = ACCEPTANCE.of(fitted).label(fitted)
     error = max((abs(point.error) for point in fit.errors), default=0.0)
-    text = f"{label} fitted within {100 * error:.1f} % to {nearest.description}"
-    return CatalogAcceptance(nearest, values, text, fit.assumed)
+    text = f"{label} fitted within {100 * error:.1f} % to {nearest.description}{given_a_hit}"
+    return CatalogAcceptance(nearest, values, text, fit.assumed, h)

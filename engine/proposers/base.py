@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 # (K = 5, code editing on Llama-3.1-8B-Instruct; catalog row vllm-24344-ngram-k5-edit):
 # 993 steps drafted and 821 tokens came from steps without a draft, 993 / 1814 = 0.547.
 HIT_RATE_DEFAULT = 0.547
+HIT_RATE_SOURCE = "vLLM PR #24344"  # where the default comes from, as the CLI says it
 # The CPU time of one look-up, by default: llama.cpp's ngram-simple in a real llama-server
 # (SmolLM2-135M, one thread; /work/shared/fixtures/llamacpp-cpu/srv_ngram_simple_k4.log,
 # its last statistics line): 180 look-ups in 0.267 ms, 1.48 us each.
@@ -61,6 +62,7 @@ CPU_US = field(
 class ProposerPart(Part):
     """Base class of the proposers.
 
+    ``catalog_method``: the catalog method it drafts (None: none of its own).
     ``model_free``: no draft pass; the engines then draw, per step, whether the context has
     a match and (suffix decoding) how many tokens it proposes, and price the step with
     :func:`engine.core.kernel.proposer_step_times`. A model-free proposer declares
@@ -69,6 +71,10 @@ class ProposerPart(Part):
 
     kind = "proposer"
     model_free: ClassVar[bool] = False
+    # The acceptance catalog's method this proposer drafts (one of engine.acceptance.catalog.
+    # METHODS), or None: ``--method`` of that method chooses this proposer when --proposer is
+    # not given, and a model-free proposer's methods are the catalog's model-free ones.
+    catalog_method: ClassVar[str | None] = None
 
     def hit_rate(self, config: Any) -> float:
         """The chance that a step has a match (drafts at all)."""

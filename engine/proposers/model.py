@@ -12,3 +12,4 @@ class Model(ProposerPart):
     name = "model"
     description = "a draft model or head: K draft passes a cycle, priced by the cost model"
     brief = "a draft model or head"
+    catalog_method = None

@@ -16,6 +16,7 @@ class Ngram(ProposerPart):
     description = "n-gram / prompt lookup: no draft pass; K tokens on a match, else a plain step"
     brief = "n-gram / prompt lookup: proposer.hit_rate, proposer.cpu_us"
     model_free = True
+    catalog_method = "n-gram"
     fields = (HIT_RATE, CPU_US)
 
     def hit_rate(self, config: Any) -> float:

@@ -33,6 +33,7 @@ class Suffix(ProposerPart):
     description = "suffix decoding: no draft pass; on a match, a geometric length capped at K"
     brief = "suffix decoding: proposer.hit_rate, proposer.mean_match, proposer.cpu_us"
     model_free = True
+    catalog_method = "suffix decoding"
     fields = (HIT_RATE, MEAN_MATCH, CPU_US)
 
     def hit_rate(self, config: Any) -> float:

@@ -33,11 +33,12 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from engine.acceptance.catalog import LENGTH_OVER, convert_length_over
+
 CATEGORIES = ("batch 1", "batch scaling", "long context", "trees", "model-free")
-# How a model-free proposer's mean accepted length counts: over every step (a step without a
-# match emits 1: Spec-Bench's "mean accepted tokens per decoding step"), or over the steps that
-# drafted only (an engine's counters: vLLM's, llama.cpp's).
-LENGTH_OVER = ("all steps", "drafting steps")
+# How a model-free proposer's mean accepted length counts (LENGTH_OVER, the catalog's: over
+# every step, or over the steps that drafted only) and the one conversion between the two
+# (engine.acceptance.catalog.convert_length_over) are the catalog's.
 PENDING = "pending: needs "
 # Published figures the measured value is computed from: (measured, baseline) pairs, whose
 # ratio baseline / measured is a speedup (tokens per second: measured / baseline), or one
@@ -155,8 +156,9 @@ class Entry:
     def tokens_per_cycle(self) -> float | None:
         """Mean tokens per verify pass, bonus included: the published mean length, or
         ``1 + draft_acceptance x K`` (every cycle drafts K). None if neither is reported. A
-        model-free proposer's is per step, hits and misses: ``h M + (1 - h)`` of a length
-        over the drafting steps, at hit rate h."""
+        model-free proposer's is per step, hits and misses: a length over the drafting steps
+        converted to all steps at hit rate h, h (M - 1) + 1 (engine.acceptance.catalog.
+        convert_length_over)."""
         if self.mean_length is not None:
             m = float(self.mean_length)
             per_drafting_step = self.length_over == "drafting steps"
@@ -166,8 +168,8 @@ class Entry:
         else:
             return None
         if self.proposer is not None and per_drafting_step:
-            h = float(self.hit_rate)  # a step without a match emits one token
-            return h * m + (1.0 - h)
+            # a step without a match emits one token
+            return convert_length_over(m, float(self.hit_rate), "drafting steps", "all steps")
         return m
 
     @property

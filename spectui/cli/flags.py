@@ -195,12 +195,16 @@ class AcceptanceChoice:
         }
 
 
-def choose_acceptance(args: argparse.Namespace, base: SpecConfig) -> AcceptanceChoice:
+def choose_acceptance(
+    args: argparse.Namespace, base: SpecConfig, *, take_proposer: bool = True
+) -> AcceptanceChoice:
     """The acceptance of a command's scenario (``base``, the preset's or the defaults, with
     the flags given): an explicit acceptance flag wins; else ``--method``'s nearest
     catalog rows, fitted; else the preset's; else the default, said to be assumed.
     UsageError for a method or dataset the catalog does not know, one line naming the
-    known ones."""
+    known ones. ``--method`` of a method a registered proposer declares (n-gram: ngram)
+    also chooses that proposer, unless ``--proposer`` was given or ``take_proposer`` is
+    False (a command whose scenario no model-free proposer can run: a tree)."""
     from engine.analysis.formatting import acceptance_text
 
     given = given_fields(args)
@@ -229,6 +233,7 @@ def choose_acceptance(args: argparse.Namespace, base: SpecConfig) -> AcceptanceC
     catalog = load_catalog()
     try:
         name = resolve_method(method)
+        drafting = _method_proposer(name, given, base, take_proposer)
         if explicit:
             from engine.acceptance.nearest import resolve_dataset
 
@@ -236,8 +241,9 @@ def choose_acceptance(args: argparse.Namespace, base: SpecConfig) -> AcceptanceC
                 resolve_dataset(catalog, dataset)
             flags = ", ".join(FIELD_SPECS[key].cli_flag for key in explicit)
             return AcceptanceChoice(
+                changes=dict(drafting.changes),
                 text=f"{acceptance_text(scenario)}, as given ({flags}); the catalog was not "
-                f"used (--method {name})"
+                f"used (--method {name}){drafting.text}",
             )
         target = str(given.get("cost.target", base.get("cost.target")))
         draft = given.get("cost.draft", base.get("cost.draft"))
@@ -250,6 +256,7 @@ def choose_acceptance(args: argparse.Namespace, base: SpecConfig) -> AcceptanceC
             draft=str(draft) if draft_given else None,
             dataset=dataset,
             temperature=given.get(LOOKUP_TEMPERATURE),
+            hit=drafting.hit,
         )
     except CatalogLookupError as err:
         raise UsageError(str(err)) from None
@@ -260,8 +267,9 @@ def choose_acceptance(args: argparse.Namespace, base: SpecConfig) -> AcceptanceC
     if not found.found:
         fallback = "the preset's" if preset else "the default"
         return AcceptanceChoice(
+            changes=dict(drafting.changes),
             text=f"{found.text}; {target_text}; assumed {acceptance_text(scenario)}, "
-            f"{fallback} ({ASSUMED_HINT})",
+            f"{fallback} ({ASSUMED_HINT}){drafting.text}",
             assumed=True,
             rows=ids,
             level=level,
@@ -269,4 +277,68 @@ def choose_acceptance(args: argparse.Namespace, base: SpecConfig) -> AcceptanceC
     text = f"{found.text}; {target_text}"
     if found.assumed:
         text += f"; assumed: {found.assumed}"
-    return AcceptanceChoice(changes=dict(found.values), text=text, rows=ids, level=level)
+    text += drafting.text
+    changes = {**drafting.changes, **found.values}
+    return AcceptanceChoice(changes=changes, text=text, rows=ids, level=level)
+
+
+@dataclass(frozen=True)
+class _Drafting:
+    """What ``--method`` says of the proposer: ``changes`` (``proposer.name`` when the
+    method's proposer is taken), ``text`` (a clause to end the acceptance line, "" when
+    nothing to say) and ``hit`` (the hit rate, when the scenario's proposer is model-free:
+    the acceptance is then the acceptance given a hit)."""
+
+    changes: dict[str, Any]
+    text: str
+    hit: Any
+
+
+def _method_proposer(
+    method: str, given: dict[str, Any], base: SpecConfig, take: bool = True
+) -> _Drafting:
+    """The proposer of ``--method``'s catalog method (the registered proposer that declares
+    it, engine.proposers ``catalog_method``), taken when ``--proposer`` was not given; an
+    explicit ``--proposer`` wins and the line says whose rows they are."""
+    from engine.acceptance.nearest import HitRate, method_proposer
+    from engine.core.parts import PROPOSER
+    from engine.proposers.base import HIT_RATE_DEFAULT, HIT_RATE_SOURCE
+
+    selector = PROPOSER.selector
+    own = method_proposer(method)
+    changes: dict[str, Any] = {}
+    text = ""
+    if selector in given or not take:
+        current = str(given.get(selector, base.get(selector)))
+        why = (
+            f"as given ({FIELD_SPECS[selector].cli_flag})"
+            if selector in given
+            else "this command does not take the method's proposer"
+        )
+        if own is not None and own != current:
+            kind = "a model-free proposer's" if PROPOSER[own].model_free else "a proposer's"
+            as_published = "" if PROPOSER[current].model_free else ", fitted as published"
+            text = (
+                f"; the rows are {method}'s, {kind} (proposer {own}){as_published}; "
+                f"proposer {current} kept, {why}"
+            )
+    else:
+        current = str(base.get(selector))
+        if own is not None and own != current:
+            changes[selector] = own
+            current = own
+            text = f"; proposer {own} (--method {method}; give --proposer to choose another)"
+    hit = None
+    if PROPOSER[current].model_free:
+        key = "proposer.hit_rate"
+        if key in given:
+            hit = HitRate(float(given[key]), f"as given ({FIELD_SPECS[key].cli_flag})", True)
+        else:
+            value = float(base.get(key))
+            source = (
+                f"the proposer's default ({HIT_RATE_SOURCE})"
+                if value == HIT_RATE_DEFAULT
+                else "the preset's"
+            )
+            hit = HitRate(value, source)
+    return _Drafting(changes, text, hit)

@@ -76,12 +76,12 @@ def _scenario(args: argparse.Namespace) -> tuple[Any, AcceptanceChoice]:
     if RANK_PROBS in changes or (args.preset and getattr(args, "method", None) is None):
         if getattr(args, "method", None) is None:
             return scenario, AcceptanceChoice()
-        choose_acceptance(args, base)  # an unknown method or dataset: one line, exit 2
+        choose_acceptance(args, base, take_proposer=False)  # an unknown method: one line, exit 2
         return scenario, AcceptanceChoice(
             text=f"rank probabilities {scenario.rank_probs}, as given (--rank-probs); the "
             "catalog was not used (--method)"
         )
-    acceptance = choose_acceptance(args, base)
+    acceptance = choose_acceptance(args, base, take_proposer=False)  # a tree drafts from a model
     if not acceptance.changes:
         if acceptance.text is None:  # an acceptance flag: the tree reads rank probabilities
             return scenario, AcceptanceChoice(

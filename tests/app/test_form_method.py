@@ -94,7 +94,13 @@ async def test_a_method_fills_the_acceptance_and_an_edit_afterwards_wins():
         assert PROVENANCE_20780 not in shown
 
 
-async def test_a_dataset_chooses_its_rows_and_none_leaves_the_form_alone():
+async def test_a_dataset_chooses_its_rows_and_none_leaves_the_form_alone(monkeypatch):
+    # tests/engine/test_nearest.py's made-up catalog: no row of suffix decoding.
+    import engine.acceptance.catalog
+    from tests.engine.test_nearest import CATALOG_TEXT
+
+    made_up = engine.acceptance.catalog.parse_catalog(CATALOG_TEXT, "made-up.toml")
+    monkeypatch.setattr(engine.acceptance.catalog, "load_catalog", lambda path=None: made_up)
     app = MethodHost()
     async with app.run_test(size=(100, 60)) as pilot:
         await until(pilot, lambda: app.config is not None)

@@ -143,6 +143,7 @@ shape = "chain"
 measure = "mean_length"
 bonus = true
 value = 1.7
+length_over = "all steps"
 printed = "1.7"
 """
     + _SOURCE.format(id="e")
