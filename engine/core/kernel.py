@@ -411,6 +411,12 @@ class Totals:
     # Model-free proposers: the steps that drafted (found a match and had room to draft).
     drafting_cycles: int = 0
 
+    def count_positions_up_to(self, k: int) -> None:
+        """Count cycles by accepted drafts n = 0..k from now on (``accepted_counts``,
+        ``rejected_counts``, zero until :meth:`count_positions` adds to them)."""
+        self.accepted_counts = np.zeros(k + 1, dtype=np.int64)
+        self.rejected_counts = np.zeros(k + 1, dtype=np.int64)
+
     def add_cycles(
         self, cycles: int, drafted: int, accepted: int, accepted_kept: int, draft_time_us: float
     ) -> None:

@@ -30,6 +30,7 @@ __all__ = [
     "acceptance_by_position",
     "config_rng",
     "position_acceptance",
+    "records_frame",
     "seed_key",
 ]
 
@@ -102,6 +103,12 @@ class RunResult:
 
 CycleSink = Callable[[pd.DataFrame], None]
 ProgressSink = Callable[[int, int], None]
+
+
+def records_frame(rows: list[tuple[int | float, ...]]) -> pd.DataFrame:
+    """Per-cycle records made one row at a time (a literal loop's), in the order made: one
+    tuple a cycle, in the columns and dtypes of :data:`RECORD_DTYPES`."""
+    return pd.DataFrame(rows, columns=list(RECORD_DTYPES)).astype(RECORD_DTYPES)
 
 
 class KeptRecords:

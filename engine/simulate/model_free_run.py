@@ -32,6 +32,7 @@ from engine.core.runs import (
     RunResult,
     RunStopped,
     config_rng,
+    records_frame,
 )
 
 __all__ = ["SAMPLER", "simulate_model_free", "simulate_model_free_reference"]
@@ -77,8 +78,7 @@ def simulate_model_free(
     chunk = max(1, min(config.n_sequences, BLOCK_CELLS // per_sequence))
     totals = Totals()
     if position_counts:
-        totals.accepted_counts = np.zeros(big_k + 1, dtype=np.int64)
-        totals.rejected_counts = np.zeros(big_k + 1, dtype=np.int64)
+        totals.count_positions_up_to(big_k)
     kept_records = KeptRecords(records, max_records, on_cycles)
     rng = config_rng(config)
     neg_accept, neg_lengths = -accept, -lengths
@@ -225,9 +225,7 @@ def simulate_model_free_reference(config: SpecConfig, *, records: bool = False) 
             step_index += 1
         seq_times[seq] = elapsed
     totals.add_sequences(seq_times)
-    cycles = None
-    if records:
-        cycles = pd.DataFrame(rows, columns=list(RECORD_DTYPES)).astype(RECORD_DTYPES)
+    cycles = records_frame(rows) if records else None
     return RunResult(
         config, metrics_from_totals(config, totals, exact_metrics(config)), cycles, totals
     )

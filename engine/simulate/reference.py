@@ -7,7 +7,6 @@ order, stopping at the first rejection, exactly as docs/model.md describes a cyc
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from engine.acceptance.draft_models import get_model
 from engine.core.config import ConfigError, SpecConfig
@@ -19,7 +18,7 @@ from engine.core.kernel import (
     metrics_from_totals,
 )
 from engine.core.parts import ACCEPTANCE, POLICY, PROPOSER, SHAPE
-from engine.core.runs import RECORD_DTYPES, RunResult, config_rng
+from engine.core.runs import RunResult, config_rng, records_frame
 from engine.simulate.exact import exact_metrics
 
 
@@ -73,7 +72,5 @@ def simulate_reference(config: SpecConfig, *, records: bool = False) -> RunResul
             cycle += 1
         seq_times[seq] = elapsed
     totals.add_sequences(seq_times)
-    cycles = None
-    if records:
-        cycles = pd.DataFrame(rows, columns=list(RECORD_DTYPES)).astype(RECORD_DTYPES)
+    cycles = records_frame(rows) if records else None
     return RunResult(config, metrics_from_totals(config, totals, exact_metrics(config)), cycles)

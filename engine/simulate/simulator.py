@@ -13,8 +13,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-
-import numpy as np
+from functools import partial
 
 from engine.acceptance.draft_models import SAMPLER, get_model
 from engine.core.config import SpecConfig
@@ -100,6 +99,24 @@ def chunk_sequences(config: SpecConfig) -> int:
     return _chunk_sequences(sampler, config.tokens_per_seq)
 
 
+def _own_engine(config: SpecConfig) -> Callable[..., RunResult] | None:
+    """The engine of a configuration the prefix sampler does not run (None: it does); it
+    takes :func:`simulate`'s arguments."""
+    from engine.simulate.policies import needs_stepwise, simulate_run
+
+    if PROPOSER.of(config).model_free:  # no draft pass; a match per step, drawn
+        from engine.simulate.model_free_run import simulate_model_free
+
+        return simulate_model_free
+    if SHAPE.of(config).tree:  # the accepted path of a token tree, sampled
+        from engine.simulate.tree_scenario import simulate_tree
+
+        return simulate_tree
+    if needs_stepwise(config):  # a K policy, or cycles tied together (markov)
+        return partial(simulate_run, exact=exact_metrics(config))
+    return None
+
+
 def simulate(
     config: SpecConfig,
     *,
@@ -126,36 +143,10 @@ def simulate(
     tokens)`` is told as often the sequences finished and tokens kept so far. Neither
     changes the random draws: a run that is not stopped gives the same result without them.
     """
-    from engine.simulate.policies import needs_stepwise, simulate_run
-
-    if PROPOSER.of(config).model_free:  # no draft pass; a match per step, drawn
-        from engine.simulate.model_free_run import simulate_model_free
-
-        return simulate_model_free(
+    run_alone = _own_engine(config)
+    if run_alone is not None:
+        return run_alone(
             config,
-            records=records,
-            on_cycles=on_cycles,
-            max_records=max_records,
-            position_counts=position_counts,
-            should_stop=should_stop,
-            on_progress=on_progress,
-        )
-    if SHAPE.of(config).tree:  # the accepted path of a token tree, sampled
-        from engine.simulate.tree_scenario import simulate_tree
-
-        return simulate_tree(
-            config,
-            records=records,
-            on_cycles=on_cycles,
-            max_records=max_records,
-            position_counts=position_counts,
-            should_stop=should_stop,
-            on_progress=on_progress,
-        )
-    if needs_stepwise(config):  # a K policy, or cycles tied together (markov)
-        return simulate_run(
-            config,
-            exact=exact_metrics(config),
             records=records,
             on_cycles=on_cycles,
             max_records=max_records,
@@ -167,8 +158,7 @@ def simulate(
     rng = config_rng(config)
     totals = Totals()
     if position_counts:
-        totals.accepted_counts = np.zeros(config.k + 1, dtype=np.int64)
-        totals.rejected_counts = np.zeros(config.k + 1, dtype=np.int64)
+        totals.count_positions_up_to(config.k)
     priced = [_Priced.of(cycle_costs(config), totals)]
     check = _Checkpoint(should_stop, on_progress)
     kept = KeptRecords(records, max_records, on_cycles)

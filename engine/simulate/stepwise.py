@@ -419,8 +419,7 @@ def simulate_policy(
     _check_policy(policy, acceptance, k_table, tokens)
     totals = Totals()
     if position_counts:
-        totals.accepted_counts = np.zeros(k_table + 1, dtype=np.int64)
-        totals.rejected_counts = np.zeros(k_table + 1, dtype=np.int64)
+        totals.count_positions_up_to(k_table)
     run = _Run(
         acceptance=acceptance,
         policy=policy,

@@ -81,8 +81,7 @@ def simulate_tree(
     tree = tree_of(config)
     totals = Totals()
     if position_counts:
-        totals.accepted_counts = np.zeros(tree.depth + 1, dtype=np.int64)
-        totals.rejected_counts = np.zeros(tree.depth + 1, dtype=np.int64)
+        totals.count_positions_up_to(tree.depth)
     n = config.n_sequences
     per_sequence = (
         math.ceil(config.tokens_per_seq / float(expected_tokens(tree, rank_probs_of(config)))) + 1

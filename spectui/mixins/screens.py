@@ -10,6 +10,12 @@ from spectui.mixins.base import AppBase
 class ScreensMixin(AppBase):
     """Open the help screen (on the focused field's help) and the Calibrate screen."""
 
+    def _load_chosen(self, config: SpecConfig | None) -> None:
+        """What a screen that sends a scenario back (Calibrate, Lab, Acceptance) sent: into
+        the form (None: nothing sent; the screen's toast says what is set)."""
+        if config is not None:
+            self.form.load_config(config)
+
     def action_help(self) -> None:
         from spectui.screens.help import HelpScreen
 
@@ -25,12 +31,7 @@ class ScreensMixin(AppBase):
 
         if isinstance(self.screen, CalibrateScreen):
             return
-
-        def chosen(config: SpecConfig | None) -> None:
-            if config is not None:  # the screen's toast says what is set
-                self.form.load_config(config)
-
-        self.push_screen(CalibrateScreen(self.config), chosen)
+        self.push_screen(CalibrateScreen(self.config), self._load_chosen)
 
     def action_load_study(self) -> None:
         """Open the Load screen on the form's scenario, with the preset's [load] settings."""
@@ -48,12 +49,7 @@ class ScreensMixin(AppBase):
 
         if isinstance(self.screen, LabScreen) or self.config is None:
             return
-
-        def chosen(config: SpecConfig | None) -> None:
-            if config is not None:
-                self.form.load_config(config)
-
-        self.push_screen(LabScreen(self.config), chosen)
+        self.push_screen(LabScreen(self.config), self._load_chosen)
 
     def action_acceptance(self) -> None:
         """Open the Acceptance screen (the catalog) on the form's scenario (None while a
@@ -63,9 +59,4 @@ class ScreensMixin(AppBase):
 
         if isinstance(self.screen, AcceptanceScreen):
             return
-
-        def chosen(config: SpecConfig | None) -> None:
-            if config is not None:  # the screen's toast says what is set
-                self.form.load_config(config)
-
-        self.push_screen(AcceptanceScreen(self.config), chosen)
+        self.push_screen(AcceptanceScreen(self.config), self._load_chosen)
