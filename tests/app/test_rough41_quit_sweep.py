@@ -10,43 +10,30 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from types import SimpleNamespace
 
 import pytest
 
 from spectui.widgets import sweep_view
 from tests.app.hosts_sweep import laid_out, sweep_host
+from tests.app.test_sweep import gated_sweep  # noqa: F401  (a fixture, found by name)
 
 
 @pytest.fixture
-def gate(monkeypatch):
-    """The sweep waits once ``gate.after`` rows are done, until ``gate.release``; the sweep
-    thread's end sets ``gate.ended``."""
-    import engine.sweep.sweep
-
-    monkeypatch.setenv("SPECTUI_SWEEP_WORKERS", "0")
-    gate = SimpleNamespace(after=5, done=0, reached=threading.Event(), release=threading.Event())
-    gate.ended = threading.Event()
-    real, run = engine.sweep.sweep.evaluate_many, sweep_view._run
-
-    def evaluate_many(configs, *args, **kwargs):
-        if gate.done >= gate.after:
-            gate.reached.set()
-            gate.release.wait(30)
-        rows = real(configs, *args, **kwargs)
-        gate.done += len(rows)
-        return rows
+def gate(gated_sweep, monkeypatch):  # noqa: F811
+    """test_sweep.py's gate, closed once 5 rows are done; the sweep thread's end sets
+    ``gate.ended``."""
+    gated_sweep.after = 5
+    gated_sweep.ended = threading.Event()
+    run = sweep_view._run
 
     def ran(*args, **kwargs):
         try:
             run(*args, **kwargs)
         finally:
-            gate.ended.set()
+            gated_sweep.ended.set()
 
-    monkeypatch.setattr(engine.sweep.sweep, "evaluate_many", evaluate_many)
     monkeypatch.setattr(sweep_view, "_run", ran)
-    yield gate
-    gate.release.set()
+    return gated_sweep
 
 
 async def test_quitting_during_a_sweep_leaves_its_rows_in_the_partial_file(
